@@ -1,0 +1,124 @@
+#include "cli/arguments.hpp"
+
+#include <charconv>
+#include <fmt/format.h>
+
+#include "grammar/diagnostic.hpp"
+
+namespace einc::cli {
+namespace {
+
+std::int64_t parse_integer(std::string_view text, std::string_view what, bool allow_unknown) {
+    std::int64_t value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error == std::errc::result_out_of_range)
+        throw UsageError(fmt::format("{} {} is too large for a 64-bit length", what, text));
+    if (error != std::errc{} || end != text.data() + text.size() || text.empty())
+        throw UsageError(fmt::format("'{}' is not a {}", text, what));
+    if (value < 0 && !(allow_unknown && value == -1))
+        throw UsageError(fmt::format("{} {} is negative", what, text));
+    return value;
+}
+
+std::vector<std::int64_t> parse_list(std::string_view text, char separator, std::string_view what, bool allow_unknown) {
+    std::vector<std::int64_t> values;
+    if (text.empty()) return values;
+    for (std::size_t begin = 0;;) {
+        const std::size_t end = text.find(separator, begin);
+        values.push_back(parse_integer(text.substr(begin, end - begin), what, allow_unknown));
+        if (end == std::string_view::npos) break;
+        begin = end + 1;
+    }
+    return values;
+}
+
+// `(4,8):(1,4)` or `(4,8)`.
+OperandArg parse_layout(const std::string& text) {
+    const auto fail = [&] {
+        return UsageError(fmt::format("'{}' is not a layout: write `(4,8):(1,4)` for shape (4,8) with strides (1,4)", text));
+    };
+    const std::size_t close = text.find(')');
+    if (text.front() != '(' || close == std::string::npos) throw fail();
+    OperandArg operand{text, parse_list(std::string_view(text).substr(1, close - 1), ',', "length", false), std::nullopt};
+    const std::string_view rest = std::string_view(text).substr(close + 1);
+    if (rest.empty()) return operand;
+    if (rest.size() < 3 || rest.substr(0, 2) != ":(" || rest.back() != ')') throw fail();
+    Shape strides;
+    for (const std::int64_t s : parse_list(rest.substr(2, rest.size() - 3), ',', "stride", false)) strides.push_back(s);
+    if (strides.size() != operand.shape.size())
+        throw UsageError(fmt::format("layout '{}' has {} lengths but {} strides", text, operand.shape.size(), strides.size()));
+    operand.strides = std::move(strides);
+    return operand;
+}
+
+OperandArg parse_operand(const std::string& text) {
+    if (!text.empty() && text.front() == '(') return parse_layout(text);
+    return OperandArg{text, parse_shape_literal(text), std::nullopt};
+}
+
+AxisSize parse_axis_size(const std::string& text) {
+    const std::size_t equals = text.find('=');
+    if (equals == std::string::npos || equals == 0)
+        throw UsageError(fmt::format("'-a {}' is not an axis size: write -a name=size, e.g. -a h=4", text));
+    return AxisSize{text.substr(0, equals), parse_integer(std::string_view(text).substr(equals + 1), "axis size", false)};
+}
+
+}  // namespace
+
+Shape parse_shape_literal(const std::string& text, bool allow_unknown) {
+    if (text == "scalar") return {};
+    if (text.empty()) throw UsageError("empty shape: write `2x3` for a 2-by-3 tensor, `scalar` for a 0-dim one");
+    return parse_list(text, 'x', "shape length", allow_unknown);
+}
+
+CallArgs parse_call_args(std::span<const std::string> args) {
+    CallArgs parsed;
+    std::vector<std::string> positional;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+        const auto value = [&]() -> const std::string& {
+            if (i + 1 >= args.size()) throw UsageError(fmt::format("option {} needs a value", arg));
+            return args[++i];
+        };
+        if (arg == "-a" || arg == "--axis") parsed.call.sizes.push_back(parse_axis_size(value()));
+        else if (arg.starts_with("-a") && arg.size() > 2 && arg[2] != '-') parsed.call.sizes.push_back(parse_axis_size(arg.substr(2)));
+        else if (arg == "--dtype") parsed.dtype = value();
+        else if (arg == "--compact") parsed.call.compact = true;
+        else if (arg == "--packed") parsed.call.packed_shapes.push_back(parse_shape_literal(value(), true));
+        else if (arg == "--json") parsed.json = true;
+        else if (arg == "--view") parsed.view = true;
+        else if (arg == "--device") parsed.device = value();
+        else if (arg == "--") { positional.insert(positional.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end()); break; }
+        else if (arg.size() > 1 && arg.front() == '-' && !(arg[1] >= '0' && arg[1] <= '9')) throw UsageError(fmt::format("unknown option '{}'", arg));
+        else positional.push_back(arg);
+    }
+    if (positional.empty()) throw UsageError("missing the operation (rearrange, reduce, repeat, einsum, pack, unpack, parse_shape)");
+    const auto op = op_named(positional[0]);
+    if (!op) {
+        std::string hint;
+        for (const std::string_view name : {"rearrange", "reduce", "repeat", "einsum", "pack", "unpack", "parse_shape"})
+            if (name.substr(0, 3) == std::string_view(positional[0]).substr(0, 3)) hint = fmt::format(" (did you mean '{}'?)", name);
+        throw UsageError(fmt::format("unknown operation '{}'{}", positional[0], hint));
+    }
+    parsed.call.op = *op;
+    if (positional.size() < 2) throw UsageError(fmt::format("missing the pattern after '{}'", positional[0]));
+    parsed.call.pattern = positional[1];
+    std::size_t next = 2;
+    if (*op == Op::reduce) {
+        if (positional.size() < 3) throw UsageError("missing the reduction: reduce <pattern> <sum|mean|max|min|prod|any|all>");
+        const auto reduction = reduction_named(positional[2]);
+        if (!reduction) {
+            const auto suggestion = closest_reduction(positional[2]);
+            throw Error(ErrorKind::usage, fmt::format("unknown reduction '{}'", positional[2]))
+                .help(suggestion ? fmt::format("did you mean '{}'? (sum, mean, max, min, prod, any, all)", *suggestion)
+                                 : std::string("one of sum, mean, max, min, prod, any, all"));
+        }
+        parsed.call.reduction = *reduction;
+        next = 3;
+    }
+    for (std::size_t i = next; i < positional.size(); ++i) parsed.operands.push_back(parse_operand(positional[i]));
+    if (parsed.operands.empty()) throw UsageError("missing the operands: give each tensor's shape, e.g. 2x3x224x224");
+    return parsed;
+}
+
+}  // namespace einc::cli

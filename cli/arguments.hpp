@@ -1,0 +1,42 @@
+// Reading the command line of an einc call: `<op> <pattern> [<reduction>] [-a name=size]... <operand>...`
+// with options anywhere after the command. Operands are shape literals (`2x3x224x224`, `scalar`) or
+// layouts with strides in elements (`(4,8):(1,4)`).
+#pragma once
+
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "compiler/call.hpp"
+
+namespace einc::cli {
+
+// A command-line mistake (exit status 2), as opposed to a mistake in the pattern or shapes.
+class UsageError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+struct OperandArg {
+    std::string text;                    // as typed
+    Shape shape;
+    std::optional<Shape> strides;        // in elements; row-major when absent
+};
+
+struct CallArgs {
+    Call call;
+    std::vector<OperandArg> operands;
+    std::string dtype = "f32";
+    bool json = false;
+    bool view = false;       // require a zero-copy result
+    std::string device;      // cost-model device: h100, h200, a100, cpu
+};
+
+CallArgs parse_call_args(std::span<const std::string> args);
+
+// `2x3x10` -> {2, 3, 10}; `scalar` -> {}; `-1` allowed only when allow_unknown (unpack's packed shapes).
+Shape parse_shape_literal(const std::string& text, bool allow_unknown = false);
+
+}  // namespace einc::cli

@@ -1,0 +1,94 @@
+#include "cli/cli.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <ostream>
+
+#include "cli/arguments.hpp"
+#include "cli/commands.hpp"
+#include "einc_build_info.hpp"
+#include "grammar/diagnostic.hpp"
+
+namespace einc::cli {
+namespace {
+
+constexpr const char* help_text = R"(einc - a compiler for tensor index notation (einops patterns and einsum)
+
+usage: einc <command> [options]
+
+commands:
+  explain <op> <pattern> [<reduction>] [-a name=size]... <operand>...
+        print the syntax tree and the bound expression of a call
+  help  print this text
+
+operations (as in einops):
+  rearrange <pattern>              b (h w) c -> b h w c
+  reduce <pattern> <reduction>     b c (h 2) (w 2) -> b c h w  mean   (sum mean max min prod any all)
+  repeat <pattern>                 h w -> h w c  -a c=3
+  einsum <pattern>                 b i d, b j d -> b i j   (any number of operands)
+  pack <pattern>                   b * c   (one operand per tensor)
+  unpack <pattern> --packed SHAPE...   b * c
+  parse_shape <pattern>            b _ h w
+
+operands:
+  2x3x224x224         a tensor of that shape, row-major
+  scalar              a 0-dim tensor
+  (4,8):(1,4)         a layout: shape (4,8) with strides (1,4) in elements
+
+options:
+  -a, --axis NAME=SIZE   the size of an axis (repeatable)
+  --dtype DTYPE          element type of the operands (default f32)
+  --compact              read einsum's pattern as numpy/torch subscripts (`bid,bjd->bij`)
+  --packed SHAPE         unpack: the shape of one packed part (repeatable; one length may be -1)
+  -h, --help             this text
+  --version              version and the features of this build
+
+exit status: 0 success, 1 an error in the pattern or operands, 2 a usage error, 3 an einc bug
+)";
+
+std::string version_text() {
+    return fmt::format("einc {}\nfeatures: CUDA {}, BLAS {}\n", EINC_VERSION, EINC_HAS_CUDA ? "yes" : "no",
+                       EINC_HAS_BLAS ? "yes (" EINC_BLAS_VENDOR ")" : "no");
+}
+
+}  // namespace
+
+int run(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+    try {
+        if (args.empty()) {
+            fmt::print(err, "{}", help_text);
+            return exit_usage;
+        }
+        const std::string& command = args[0];
+        const std::span<const std::string> rest = args.subspan(1);
+        if (command == "-h" || command == "--help" || command == "help") {
+            fmt::print(out, "{}", help_text);
+            return exit_ok;
+        }
+        if (command == "--version" || command == "version") {
+            fmt::print(out, "{}", version_text());
+            return exit_ok;
+        }
+        for (const std::string& arg : rest)
+            if (arg == "-h" || arg == "--help") {
+                fmt::print(out, "{}", help_text);
+                return exit_ok;
+            }
+        if (command == "explain") return explain(parse_call_args(rest), out);
+        throw UsageError(fmt::format("unknown command '{}'", command));
+    } catch (const UsageError& e) {
+        fmt::print(err, "error: {}\n  (run `einc --help` for usage)\n", e.what());
+        return exit_usage;
+    } catch (const Error& e) {
+        fmt::print(err, "{}", e.what());
+        return exit_error;
+    } catch (const InternalError& e) {
+        fmt::print(err, "{}\n", e.what());
+        return exit_internal;
+    } catch (const std::bad_alloc&) {
+        fmt::print(err, "error: out of memory\n");
+        return exit_error;
+    }
+}
+
+}  // namespace einc::cli

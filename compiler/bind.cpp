@@ -1,0 +1,995 @@
+#include "compiler/bind.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "compiler/checked.hpp"
+#include "grammar/diagnostic.hpp"
+#include "grammar/parse.hpp"
+#include "grammar/print.hpp"
+
+namespace einc {
+namespace {
+
+using syntax::Span;
+
+template <typename T>
+const T* as(const syntax::Atom& atom) {
+    return std::get_if<T>(&atom);
+}
+
+bool is_anonymous(const syntax::Atom& atom) {
+    const auto* number = as<syntax::Number>(atom);
+    return number && number->value != 1;
+}
+
+// "'h'", "'h' and 'w'", "'a', 'b' and 'c'"
+std::string quoted_list(const std::vector<std::string>& names) {
+    std::string out;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        if (i > 0) out += i + 1 == names.size() ? " and " : ", ";
+        out += "'" + names[i] + "'";
+    }
+    return out;
+}
+
+std::string format_sizes(const AxisSizes& sizes) {
+    std::vector<std::string> parts;
+    for (const AxisSize& s : sizes) parts.push_back(fmt::format("{}={}", s.name, s.size));
+    return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// A name and where it stands, in pattern order.
+struct Occurrence {
+    std::string name;
+    Span span;
+};
+
+std::vector<Occurrence> names_in(const syntax::Operand& operand) {
+    std::vector<Occurrence> names;
+    for (const syntax::Dim& dim : operand.dims)
+        for (const syntax::Atom& atom : dim.atoms)
+            if (const auto* name = as<syntax::Name>(atom)) names.push_back({name->text, name->span});
+    return names;
+}
+
+const syntax::Ellipsis* ellipsis_in(const syntax::Operand& operand) {
+    for (const syntax::Dim& dim : operand.dims)
+        for (const syntax::Atom& atom : dim.atoms)
+            if (const auto* e = as<syntax::Ellipsis>(atom)) return e;
+    return nullptr;
+}
+
+// ------------------------------------------------------------------------------------------------
+// rearrange, reduce, repeat, einsum
+// ------------------------------------------------------------------------------------------------
+
+// Where an axis got its size, for messages that say which two facts disagree.
+struct SizeSource {
+    enum Kind { unknown, given, literal, operand } kind = unknown;
+    std::size_t input = 0;  // for `operand`
+    Span span;
+};
+
+class ExpressionBinder {
+public:
+    ExpressionBinder(const syntax::Pattern& pattern, const Call& call, std::span<const Shape> shapes)
+        : pattern_(pattern), call_(call), shapes_(shapes), text_(pattern.text) {}
+
+    Bound run() {
+        check_reduction();
+        check_operand_count();
+        for (std::size_t i = 0; i < pattern_.inputs.size(); ++i) check_operand(pattern_.inputs[i], side_of(i));
+        if (pattern_.output) check_operand(*pattern_.output, side_of(output_side));
+        check_sides_agree();
+        check_given_sizes();
+        check_ranks();
+        bind_inputs();
+        infer_sizes();
+        bind_output();
+        classify_axes();
+        return std::move(bound_);
+    }
+
+private:
+    static constexpr std::size_t output_side = static_cast<std::size_t>(-1);
+
+    bool is_einsum() const { return call_.op == Op::einsum; }
+    std::string_view op() const { return name_of(call_.op); }
+
+    // "left side" / "right side" for one-input operations, "operand 1" / "output" for einsum.
+    std::string side_of(std::size_t input) const {
+        if (!is_einsum()) return input == output_side ? "right side" : "left side";
+        return input == output_side ? "output" : fmt::format("operand {}", input);
+    }
+    std::string tensor_of(std::size_t input) const {
+        return is_einsum() ? fmt::format("operand {}", input) : "the input";
+    }
+
+    // An error about sizes: carries the shapes and the sizes given as notes.
+    Error shape_error(std::string message) const {
+        Error error(ErrorKind::shape, std::move(message));
+        for (std::size_t i = 0; i < shapes_.size(); ++i)
+            error.note(
+                fmt::format("{} has shape {}", is_einsum() ? tensor_of(i) : "input", format_shape(shapes_[i])));
+        if (!call_.sizes.empty()) error.note("axis sizes given: " + format_sizes(call_.sizes));
+        return error;
+    }
+    Error pattern_error(std::string message) const { return Error(ErrorKind::pattern, std::move(message)); }
+
+    // ---- structure ---------------------------------------------------------------------------
+
+    void check_reduction() const {
+        if (call_.op == Op::reduce && call_.reduction == Reduction::none)
+            throw Error(ErrorKind::usage, "reduce needs a reduction")
+                .help("one of sum, mean, max, min, prod, any, all");
+        if (call_.op != Op::reduce && call_.reduction != Reduction::none)
+            throw Error(ErrorKind::usage, fmt::format("{} takes no reduction ('{}')", op(), name_of(call_.reduction)))
+                .help("only reduce takes a reduction");
+    }
+
+    void check_operand_count() const {
+        if (!pattern_.output && !(is_einsum() && pattern_.notation == syntax::Notation::compact)) {
+            const auto end = static_cast<std::uint32_t>(text_.size());
+            throw pattern_error(fmt::format("{} pattern has no '->'", op()))
+                .at(text_, Span{end, end})
+                .help(is_einsum() ? "write the output after '->', e.g. `b i d, b j d -> b i j`"
+                                  : "write `input -> output`, e.g. `b c h w -> b h w c`");
+        }
+        if (!is_einsum() && pattern_.inputs.size() > 1)
+            throw pattern_error(fmt::format("{} takes one input, but the pattern lists {}", op(), pattern_.inputs.size()))
+                .at(text_, pattern_.commas.front())
+                .help("',' separates the operands of einsum");
+        if (shapes_.size() != pattern_.inputs.size())
+            throw Error(ErrorKind::usage, fmt::format("the pattern has {} {}, but {} {} given", pattern_.inputs.size(),
+                                                      pattern_.inputs.size() == 1 ? "input" : "operands", shapes_.size(),
+                                                      shapes_.size() == 1 ? "tensor was" : "tensors were"))
+                .at(text_, Span{0, static_cast<std::uint32_t>(text_.size())});
+    }
+
+    // One operand on its own: at most one `...`, not grouped on the input side, no duplicate names
+    // (einsum inputs may repeat a name: a diagonal), `_` only in einsum.
+    void check_operand(const syntax::Operand& operand, const std::string& side) const {
+        const bool output = side == side_of(output_side);
+        const syntax::Ellipsis* first_ellipsis = nullptr;
+        std::map<std::string, Span> seen;
+        for (const syntax::Dim& dim : operand.dims) {
+            for (const syntax::Atom& atom : dim.atoms) {
+                if (const auto* ellipsis = as<syntax::Ellipsis>(atom)) {
+                    if (first_ellipsis)
+                        throw pattern_error(fmt::format("'...' appears twice on the {}", side))
+                            .at(text_, ellipsis->span)
+                            .also(first_ellipsis->span)
+                            .help("one '...' stands for all the dims not named");
+                    first_ellipsis = ellipsis;
+                    if (dim.grouped && !output)
+                        throw pattern_error(fmt::format("'...' inside a group on the {}", side))
+                            .at(text_, ellipsis->span)
+                            .also(dim.span)
+                            .help("'...' can be grouped on the output side only, e.g. `b ... -> b (...)`");
+                }
+                const auto* name = as<syntax::Name>(atom);
+                if (!name) continue;
+                if (name->text == "_" && !is_einsum())
+                    throw pattern_error(fmt::format("'_' is not an axis name in {}", op()))
+                        .at(text_, name->span)
+                        .help("einops accepts a lone '_' only in einsum and parse_shape");
+                const auto [it, inserted] = seen.emplace(name->text, name->span);
+                if (!inserted && (output || !is_einsum()))
+                    throw pattern_error(fmt::format("axis '{}' appears twice on the {}{}", name->text, side,
+                                                    is_einsum() ? "" : fmt::format(" of {}", op())))
+                        .at(text_, it->second)
+                        .also(name->span)
+                        .help(is_einsum() ? "an output axis appears once"
+                                          : "an axis appears once per side; einsum takes diagonals (`i i -> i`)");
+            }
+        }
+    }
+
+    // Which axes may appear on one side only depends on the operation.
+    void check_sides_agree() const {
+        const syntax::Operand& right = output_operand();
+        std::vector<Occurrence> left_names;
+        const syntax::Ellipsis* left_ellipsis = nullptr;
+        for (const syntax::Operand& input : pattern_.inputs) {
+            for (Occurrence& o : names_in(input)) left_names.push_back(std::move(o));
+            if (!left_ellipsis) left_ellipsis = ellipsis_in(input);
+        }
+        const std::vector<Occurrence> right_names = names_in(right);
+        const syntax::Ellipsis* right_ellipsis = ellipsis_in(right);
+
+        check_anonymous_axes();
+
+        if (right_ellipsis && !left_ellipsis)
+            throw pattern_error(fmt::format("'...' on the {} but not on the {}", side_of(output_side),
+                                            is_einsum() ? "inputs" : side_of(0)))
+                .at(text_, right_ellipsis->span)
+                .help("'...' on the output stands for the dims '...' matched on the input");
+        if (left_ellipsis && !right_ellipsis && (call_.op == Op::rearrange || call_.op == Op::repeat))
+            throw pattern_error(fmt::format("'...' on the left side but not on the right side of {}", op()))
+                .at(text_, left_ellipsis->span)
+                .help(fmt::format("{} keeps every input axis: add '...' on the right side", op()));
+
+        const auto missing_from = [](const std::vector<Occurrence>& names, const std::vector<Occurrence>& other) {
+            std::vector<Occurrence> missing;
+            for (const Occurrence& o : names)
+                if (std::none_of(other.begin(), other.end(), [&](const Occurrence& x) { return x.name == o.name; }) &&
+                    std::none_of(missing.begin(), missing.end(), [&](const Occurrence& x) { return x.name == o.name; }))
+                    missing.push_back(o);
+            return missing;
+        };
+        const auto one_sided = [&](const std::vector<Occurrence>& missing, std::string message, std::string help) {
+            std::vector<std::string> names;
+            for (const Occurrence& o : missing) names.push_back(o.name);
+            Error error = pattern_error(fmt::format(fmt::runtime(message), missing.size() == 1 ? "axis" : "axes",
+                                                    quoted_list(names), missing.size() == 1 ? "appears" : "appear"));
+            error.at(text_, missing.front().span);
+            for (std::size_t i = 1; i < missing.size(); ++i) error.also(missing[i].span);
+            throw std::move(error).help(std::move(help));
+        };
+
+        const std::vector<Occurrence> left_only = missing_from(left_names, right_names);
+        const std::vector<Occurrence> right_only = missing_from(right_names, left_names);
+        switch (call_.op) {
+        case Op::rearrange:
+            if (!left_only.empty())
+                one_sided(left_only, "{} {} {} on the left side only",
+                          "rearrange keeps every axis: reduce removes axes, repeat adds them");
+            if (!right_only.empty())
+                one_sided(right_only, "{} {} {} on the right side only",
+                          "rearrange keeps every axis: repeat adds new axes");
+            break;
+        case Op::repeat:
+            if (!left_only.empty())
+                one_sided(left_only, "{} {} {} on the left side of repeat but not on the right",
+                          "repeat keeps every input axis: reduce removes axes");
+            for (const Occurrence& o : right_only)
+                if (!given_size(o.name))
+                    throw pattern_error(fmt::format("new axis '{}' in repeat has no size", o.name))
+                        .at(text_, o.span)
+                        .help(fmt::format("give its size, e.g. {}=3", o.name));
+            break;
+        case Op::reduce:
+            if (!right_only.empty())
+                one_sided(right_only, "{} {} {} on the right side of reduce but not on the left",
+                          "reduce can only remove axes: repeat adds them");
+            break;
+        case Op::einsum:
+            if (!right_only.empty())
+                one_sided(right_only, "output {} {} {} in no operand",
+                          "every output axis must come from an input");
+            break;
+        default: EINC_ASSERT(false);
+        }
+    }
+
+    // Anonymous axes (`2` in `(h 2)`) are new axes: repeat may create them on its output, reduce may
+    // remove them from its input, nothing else may have them.
+    void check_anonymous_axes() const {
+        const auto first_anonymous = [](const syntax::Operand& operand) -> const syntax::Number* {
+            for (const syntax::Dim& dim : operand.dims)
+                for (const syntax::Atom& atom : dim.atoms)
+                    if (is_anonymous(atom)) return as<syntax::Number>(atom);
+            return nullptr;
+        };
+        const syntax::Number* left = nullptr;
+        for (const syntax::Operand& input : pattern_.inputs)
+            if (!left) left = first_anonymous(input);
+        const syntax::Number* right = first_anonymous(output_operand());
+        const auto fail = [&](const syntax::Number* number, std::string where, std::string help) {
+            throw pattern_error(fmt::format("anonymous axis of length {} {}", number->value, where))
+                .at(text_, number->span)
+                .help(std::move(help));
+        };
+        switch (call_.op) {
+        case Op::rearrange:
+            if (left || right)
+                fail(left ? left : right, "in rearrange",
+                     "rearrange only moves axes: name the axis and give its size, or use repeat / reduce");
+            break;
+        case Op::repeat:
+            if (left)
+                fail(left, "on the left side of repeat",
+                     "on the left, name the input's axes; anonymous axes like `2` are new axes for the right side");
+            break;
+        case Op::reduce:
+            if (right)
+                fail(right, "on the right side of reduce",
+                     "reduce removes axes; an anonymous axis on the right would be a new one");
+            break;
+        case Op::einsum:
+            if (left || right)
+                fail(left ? left : right, "in einsum", "einsum matches axes by name: name this axis");
+            break;
+        default: EINC_ASSERT(false);
+        }
+    }
+
+    const AxisSize* given_size(std::string_view name) const {
+        for (const AxisSize& s : call_.sizes)
+            if (s.name == name) return &s;
+        return nullptr;
+    }
+
+    void check_given_sizes() const {
+        std::vector<std::string> pattern_names;
+        for (const syntax::Operand& input : pattern_.inputs)
+            for (const Occurrence& o : names_in(input)) pattern_names.push_back(o.name);
+        for (const Occurrence& o : names_in(output_operand())) pattern_names.push_back(o.name);
+        for (std::size_t i = 0; i < call_.sizes.size(); ++i) {
+            const AxisSize& given = call_.sizes[i];
+            if (!is_axis_name(given.name, is_einsum()))
+                throw Error(ErrorKind::usage, fmt::format("'{}' is not a valid axis name", given.name))
+                    .help("axis names are identifiers that neither start nor end with '_'");
+            for (std::size_t j = 0; j < i; ++j)
+                if (call_.sizes[j].name == given.name)
+                    throw Error(ErrorKind::usage, fmt::format("axis '{}' is given a size twice ({} and {})", given.name,
+                                                              call_.sizes[j].size, given.size));
+            if (std::find(pattern_names.begin(), pattern_names.end(), given.name) == pattern_names.end()) {
+                std::vector<std::string> unique;
+                for (const std::string& n : pattern_names)
+                    if (std::find(unique.begin(), unique.end(), n) == unique.end()) unique.push_back(n);
+                throw Error(ErrorKind::usage, fmt::format("axis '{}' is given a size but is not in the pattern", given.name))
+                    .at(text_, Span{0, static_cast<std::uint32_t>(text_.size())})
+                    .help(unique.empty() ? std::string("the pattern names no axes")
+                                         : "the pattern's axes are " + quoted_list(unique));
+            }
+            if (given.size < 0)
+                throw shape_error(fmt::format("axis '{}' is given a negative size, {}", given.name, given.size))
+                    .help("sizes are lengths: 0 or more");
+        }
+    }
+
+    void check_ranks() const {
+        for (std::size_t i = 0; i < shapes_.size(); ++i) {
+            for (const std::int64_t extent : shapes_[i])
+                if (extent < 0)
+                    throw Error(ErrorKind::usage,
+                                fmt::format("{} has a negative length in its shape {}", tensor_of(i), format_shape(shapes_[i])));
+            if (!checked_product(shapes_[i]))
+                throw shape_error(fmt::format("{} has more elements than fit in 64 bits", tensor_of(i)));
+            const syntax::Operand& operand = pattern_.inputs[i];
+            const std::size_t named = operand.dims.size() - (ellipsis_in(operand) ? 1 : 0);
+            const std::size_t rank = shapes_[i].size();
+            if (ellipsis_in(operand) ? rank < named : rank != named)
+                throw shape_error(fmt::format("expected {}{} dims for the {}, got {}", ellipsis_in(operand) ? "at least " : "",
+                                              named, side_of(i), rank))
+                    .at(text_, operand.span);
+        }
+    }
+
+    // ---- binding -------------------------------------------------------------------------------
+
+    const syntax::Operand& output_operand() const {
+        return pattern_.output ? *pattern_.output : implicit_output();
+    }
+
+    // numpy's rule for einsum without `->`: the broadcast dims, then every letter that appears exactly
+    // once, in alphabetical (ASCII) order.
+    const syntax::Operand& implicit_output() const {
+        if (implicit_output_) return *implicit_output_;
+        std::map<std::string, int> count;
+        bool any_ellipsis = false;
+        for (const syntax::Operand& input : pattern_.inputs) {
+            for (const Occurrence& o : names_in(input)) ++count[o.name];
+            any_ellipsis = any_ellipsis || ellipsis_in(input) != nullptr;
+        }
+        syntax::Operand output;
+        const auto end = static_cast<std::uint32_t>(text_.size());
+        output.span = Span{end, end};
+        if (any_ellipsis) output.dims.push_back(syntax::Dim{{syntax::Ellipsis{output.span}}, false, output.span});
+        for (const auto& [name, n] : count)
+            if (n == 1) output.dims.push_back(syntax::Dim{{syntax::Name{name, output.span}}, false, output.span});
+        implicit_output_ = std::move(output);
+        return *implicit_output_;
+    }
+
+    AxisId add_axis(std::string name, std::optional<std::int64_t> size, AxisOrigin origin, Span span, SizeSource source) {
+        bound_.axes.push_back(Axis{std::move(name), size.value_or(-1), origin, span});
+        sources_.push_back(source);
+        return static_cast<AxisId>(bound_.axes.size() - 1);
+    }
+    bool known(AxisId id) const { return bound_.axes[static_cast<std::size_t>(id)].size >= 0; }
+
+    AxisId named_axis(const syntax::Name& name) {
+        if (const auto it = named_.find(name.text); it != named_.end()) return it->second;
+        const AxisSize* given = given_size(name.text);
+        const AxisId id = add_axis(name.text, given ? std::optional(given->size) : std::nullopt, AxisOrigin::named,
+                                   name.span, given ? SizeSource{SizeSource::given, 0, {}} : SizeSource{});
+        named_.emplace(name.text, id);
+        return id;
+    }
+
+    // The elementary axes of one dim (not an ellipsis dim): names, anonymous lengths; `1` adds none.
+    std::vector<AxisId> axes_of(const syntax::Dim& dim) {
+        std::vector<AxisId> axes;
+        for (const syntax::Atom& atom : dim.atoms) {
+            if (const auto* name = as<syntax::Name>(atom)) axes.push_back(named_axis(*name));
+            if (const auto* number = as<syntax::Number>(atom); number && number->value != 1)
+                axes.push_back(add_axis(fmt::format("{}@{}", number->value, number->span.begin), number->value,
+                                        AxisOrigin::anonymous, number->span, {SizeSource::literal, 0, number->span}));
+            if (as<syntax::Ellipsis>(atom))
+                for (const AxisId e : ellipsis_axes_) axes.push_back(e);
+        }
+        return axes;
+    }
+
+    // The axes `...` stands for: as many as the widest input gives it; narrower inputs' dims align to
+    // the right and broadcast where their length is 1 (numpy's rule, which einsum follows).
+    void bind_ellipsis_axes() {
+        std::size_t width = 0;
+        std::vector<std::size_t> widths(pattern_.inputs.size(), 0);
+        const syntax::Ellipsis* first = nullptr;
+        for (std::size_t i = 0; i < pattern_.inputs.size(); ++i) {
+            if (const syntax::Ellipsis* e = ellipsis_in(pattern_.inputs[i])) {
+                widths[i] = shapes_[i].size() - (pattern_.inputs[i].dims.size() - 1);
+                width = std::max(width, widths[i]);
+                if (!first) first = e;
+            }
+        }
+        for (std::size_t k = 0; k < width; ++k) {
+            std::optional<std::int64_t> size;
+            std::size_t size_from = 0;
+            for (std::size_t i = 0; i < pattern_.inputs.size(); ++i) {
+                if (k + widths[i] < width) continue;  // this input's `...` is narrower
+                const std::int64_t extent = shapes_[i][ellipsis_position(i) + (k + widths[i] - width)];
+                if (extent == 1) continue;
+                if (size && *size != extent)
+                    throw shape_error(fmt::format("'...' dims do not broadcast: {} has length {} where {} has {}",
+                                                  tensor_of(size_from), *size, tensor_of(i), extent))
+                        .at(text_, ellipsis_in(pattern_.inputs[i])->span)
+                        .also(ellipsis_in(pattern_.inputs[size_from])->span)
+                        .help("'...' dims line up from the right and must be equal or 1");
+                size = extent;
+                size_from = i;
+            }
+            ellipsis_axes_.push_back(add_axis(fmt::format("...{}", k), size.value_or(1), AxisOrigin::ellipsis,
+                                              first->span, {SizeSource::operand, size_from, first->span}));
+        }
+        ellipsis_widths_ = std::move(widths);
+    }
+
+    std::size_t ellipsis_position(std::size_t input) const {
+        const auto& dims = pattern_.inputs[input].dims;
+        for (std::size_t d = 0; d < dims.size(); ++d)
+            if (!dims[d].atoms.empty() && as<syntax::Ellipsis>(dims[d].atoms.front())) return d;
+        return dims.size();
+    }
+
+    void bind_inputs() {
+        bind_ellipsis_axes();
+        if (is_einsum()) bind_broadcast_names();
+        for (std::size_t i = 0; i < pattern_.inputs.size(); ++i) {
+            const syntax::Operand& operand = pattern_.inputs[i];
+            BoundOperand bound{{}, operand.span};
+            std::size_t at = 0;  // position in the shape
+            for (const syntax::Dim& dim : operand.dims) {
+                const bool is_ellipsis = !dim.grouped && as<syntax::Ellipsis>(dim.atoms.front());
+                if (is_ellipsis) {
+                    const std::size_t width = ellipsis_widths_[i];
+                    for (std::size_t k = 0; k < width; ++k, ++at) {
+                        const AxisId axis = ellipsis_axes_[ellipsis_axes_.size() - width + k];
+                        const std::int64_t extent = shapes_[i][at];
+                        // A length-1 dim broadcast against a longer one has no axis: it does not vary.
+                        bound.dims.push_back(extent == bound_.size(axis) ? BoundDim{{axis}, extent, dim.span}
+                                                                         : BoundDim{{}, extent, dim.span});
+                    }
+                    continue;
+                }
+                BoundDim bound_dim{axes_of(dim), shapes_[i][at++], dim.span};
+                if (broadcast_dims_.contains({i, bound.dims.size()})) bound_dim.axes.clear();
+                bound.dims.push_back(std::move(bound_dim));
+            }
+            bound_.inputs.push_back(std::move(bound));
+        }
+    }
+
+    // einsum broadcasts a lone axis of length 1 against the same axis elsewhere, as numpy and torch
+    // do: `i j, i j` over 1x3 and 2x3 binds i=2, and the first operand does not vary along i.
+    void bind_broadcast_names() {
+        struct Seen {
+            std::int64_t extent;
+            std::size_t input;
+            Span span;
+        };
+        std::map<std::string, Seen> lengths;
+        std::vector<std::tuple<std::string, std::size_t, std::size_t, std::int64_t>> lone;
+        for (std::size_t i = 0; i < pattern_.inputs.size(); ++i) {
+            std::size_t at = 0;
+            for (std::size_t d = 0; d < pattern_.inputs[i].dims.size(); ++d) {
+                const syntax::Dim& dim = pattern_.inputs[i].dims[d];
+                if (!dim.grouped && as<syntax::Ellipsis>(dim.atoms.front())) {
+                    at += ellipsis_widths_[i];
+                    continue;
+                }
+                const std::int64_t extent = shapes_[i][at++];
+                const auto* name = dim.grouped || dim.atoms.size() != 1 ? nullptr : as<syntax::Name>(dim.atoms.front());
+                if (!name) continue;
+                lone.emplace_back(name->text, i, bound_position(i, d), extent);
+                if (extent == 1) continue;
+                const auto [it, inserted] = lengths.emplace(name->text, Seen{extent, i, name->span});
+                if (!inserted && it->second.extent != extent)
+                    throw shape_error(fmt::format("axis '{}' has length {} in {} but {} in {}", name->text,
+                                                  it->second.extent, tensor_of(it->second.input), extent, tensor_of(i)))
+                        .at(text_, it->second.span)
+                        .also(name->span)
+                        .help("an axis has one length in every operand (or 1, to broadcast)");
+            }
+        }
+        for (const auto& [name, input, position, extent] : lone) {
+            const auto it = lengths.find(name);
+            if (extent == 1 && it != lengths.end()) broadcast_dims_.insert({input, position});
+        }
+    }
+
+    // Index of syntax dim `d` of input `i` among its bound dims (the ellipsis expands to several).
+    std::size_t bound_position(std::size_t input, std::size_t d) const {
+        const std::size_t ellipsis = ellipsis_position(input);
+        return d > ellipsis ? d - 1 + ellipsis_widths_[input] : d;
+    }
+
+    // Each input dim is one equation: the product of its axes' sizes is its length. Solve them until
+    // nothing changes; then every dim must be consistent and no size unknown.
+    void infer_sizes() {
+        for (bool progress = true; progress;) {
+            progress = false;
+            for (std::size_t i = 0; i < bound_.inputs.size(); ++i)
+                for (std::size_t d = 0; d < bound_.inputs[i].dims.size(); ++d) progress |= solve(i, d);
+        }
+        for (std::size_t i = 0; i < bound_.inputs.size(); ++i)
+            for (const BoundDim& dim : bound_.inputs[i].dims) {
+                std::vector<std::string> unknown;
+                for (const AxisId a : dim.axes)
+                    if (!known(a) && std::find(unknown.begin(), unknown.end(), bound_.axis(a).name) == unknown.end())
+                        unknown.push_back(bound_.axis(a).name);
+                if (unknown.size() > 1)
+                    throw shape_error(fmt::format("can't infer the sizes of {} from one dim of length {}",
+                                                  quoted_list(unknown), dim.extent))
+                        .at(text_, dim.span)
+                        .help(fmt::format("give the size of all but one of them, e.g. {}=...", unknown.front()));
+                if (unknown.size() == 1)  // the axis appears twice in this one group
+                    throw shape_error(fmt::format("can't infer the size of '{}': it appears twice in one group", unknown.front()))
+                        .at(text_, dim.span)
+                        .help(fmt::format("give its size, e.g. {}=...", unknown.front()));
+            }
+    }
+
+    // One equation; returns whether it determined a size.
+    bool solve(std::size_t input, std::size_t d) {
+        const BoundDim& dim = bound_.inputs[input].dims[d];
+        std::int64_t known_product = 1;
+        std::optional<AxisId> unknown;
+        int unknown_count = 0;
+        for (const AxisId a : dim.axes) {
+            if (known(a)) {
+                const auto product = checked_mul(known_product, bound_.size(a));
+                if (!product) throw shape_error("axis sizes overflow 64 bits").at(text_, dim.span);
+                known_product = *product;
+            } else {
+                unknown = a;
+                ++unknown_count;
+            }
+        }
+        if (unknown_count == 0) {
+            if (known_product != dim.extent) report_mismatch(input, d, known_product);
+            return false;
+        }
+        if (unknown_count > 1) return false;
+        const Axis& axis = bound_.axis(*unknown);
+        if (known_product == 0)
+            throw shape_error(fmt::format("can't infer the size of '{}': the other axes of its group multiply to 0", axis.name))
+                .at(text_, dim.span)
+                .help(fmt::format("give its size, e.g. {}=...", axis.name));
+        if (dim.extent % known_product != 0)
+            throw shape_error(fmt::format("can't divide {} dim {} of length {} into chunks of {}", possessive(input), d,
+                                          dim.extent, known_product))
+                .at(text_, dim.span)
+                .help(fmt::format("the length of {} must be a multiple of {}", to_string(pattern_dim(input, d)), known_product));
+        bound_.axes[static_cast<std::size_t>(*unknown)].size = dim.extent / known_product;
+        sources_[static_cast<std::size_t>(*unknown)] = {SizeSource::operand, input, axis.span};
+        return true;
+    }
+
+    std::string possessive(std::size_t input) const { return is_einsum() ? tensor_of(input) + "'s" : "the input's"; }
+
+    const syntax::Dim& pattern_dim(std::size_t input, std::size_t bound_dim) const {
+        const auto& dims = pattern_.inputs[input].dims;
+        const std::size_t ellipsis = ellipsis_position(input);
+        if (bound_dim < ellipsis) return dims[bound_dim];
+        const std::size_t width = ellipsis_widths_[input];
+        if (bound_dim < ellipsis + width) return dims[ellipsis];
+        return dims[bound_dim - width + 1];
+    }
+
+    [[noreturn]] void report_mismatch(std::size_t input, std::size_t d, std::int64_t expected) const {
+        const BoundDim& dim = bound_.inputs[input].dims[d];
+        const syntax::Dim& written = pattern_dim(input, d);
+        if (dim.axes.empty())
+            throw shape_error(fmt::format("'{}' needs a dim of length 1, but {} dim {} has length {}", to_string(written),
+                                          possessive(input), d, dim.extent))
+                .at(text_, dim.span)
+                .help("a unit axis matches only length 1");
+        if (dim.axes.size() == 1 && !written.grouped) {
+            const Axis& axis = bound_.axis(dim.axes.front());
+            const SizeSource& source = sources_[static_cast<std::size_t>(dim.axes.front())];
+            if (source.kind == SizeSource::given)
+                throw shape_error(fmt::format("axis '{}' is given size {}, but {} dim {} has length {}", axis.name,
+                                              expected, possessive(input), d, dim.extent))
+                    .at(text_, written.span);
+            if (source.kind == SizeSource::literal)
+                throw shape_error(fmt::format("'{}' needs a dim of length {}, but {} dim {} has length {}",
+                                              to_string(written), expected, possessive(input), d, dim.extent))
+                    .at(text_, written.span);
+            throw shape_error(fmt::format("axis '{}' has length {} in {} but {} in {}", axis.name, expected,
+                                          tensor_of(source.input), dim.extent, tensor_of(input)))
+                .at(text_, source.span)
+                .also(written.span)
+                .help("an axis has one length in every operand");
+        }
+        std::vector<std::string> factors;
+        for (const AxisId a : dim.axes) factors.push_back(fmt::format("{}={}", bound_.axis(a).name, bound_.size(a)));
+        throw shape_error(fmt::format("'{}' has length {} ({}), but {} dim {} has length {}", to_string(written), expected,
+                                      fmt::join(factors, " * "), possessive(input), d, dim.extent))
+            .at(text_, written.span);
+    }
+
+    void bind_output() {
+        const syntax::Operand& operand = output_operand();
+        BoundOperand bound{{}, operand.span};
+        for (const syntax::Dim& dim : operand.dims) {
+            if (!dim.grouped && as<syntax::Ellipsis>(dim.atoms.front())) {
+                for (const AxisId e : ellipsis_axes_) bound.dims.push_back(BoundDim{{e}, bound_.size(e), dim.span});
+                continue;
+            }
+            BoundDim bound_dim{axes_of(dim), 1, dim.span};
+            std::vector<std::int64_t> sizes;
+            for (const AxisId a : bound_dim.axes) sizes.push_back(bound_.size(a));
+            const auto extent = checked_product(sizes);
+            if (!extent) throw shape_error(fmt::format("the output dim '{}' has more elements than fit in 64 bits", to_string(dim))).at(text_, dim.span);
+            bound_dim.extent = *extent;
+            bound.dims.push_back(std::move(bound_dim));
+        }
+        if (!checked_product(bound.shape()))
+            throw shape_error("the output has more elements than fit in 64 bits").at(text_, operand.span);
+        bound_.outputs.push_back(std::move(bound));
+    }
+
+    void classify_axes() {
+        bound_.op = call_.op;
+        bound_.reduction = call_.reduction;
+        bound_.pattern = pattern_;
+        std::vector<bool> in_input(bound_.axes.size()), in_output(bound_.axes.size());
+        for (const BoundOperand& input : bound_.inputs)
+            for (const BoundDim& dim : input.dims)
+                for (const AxisId a : dim.axes) in_input[static_cast<std::size_t>(a)] = true;
+        for (const BoundDim& dim : bound_.outputs.front().dims)
+            for (const AxisId a : dim.axes) in_output[static_cast<std::size_t>(a)] = true;
+        for (std::size_t a = 0; a < bound_.axes.size(); ++a) {
+            if (in_input[a] && !in_output[a]) bound_.reduced.push_back(static_cast<AxisId>(a));
+            if (in_output[a] && !in_input[a]) bound_.broadcast.push_back(static_cast<AxisId>(a));
+        }
+    }
+
+    const syntax::Pattern& pattern_;
+    const Call& call_;
+    std::span<const Shape> shapes_;
+    std::string_view text_;
+    mutable std::optional<syntax::Operand> implicit_output_;
+    Bound bound_;
+    std::vector<SizeSource> sources_;
+    std::map<std::string, AxisId> named_;
+    std::vector<AxisId> ellipsis_axes_;
+    std::vector<std::size_t> ellipsis_widths_;
+    std::set<std::pair<std::size_t, std::size_t>> broadcast_dims_;  // (input, bound dim) broadcast from 1
+};
+
+// ------------------------------------------------------------------------------------------------
+// pack, unpack
+// ------------------------------------------------------------------------------------------------
+
+class PackBinder {
+public:
+    PackBinder(const syntax::Pattern& pattern, const Call& call, std::span<const Shape> shapes)
+        : pattern_(pattern), call_(call), shapes_(shapes), text_(pattern.text), op_(name_of(call.op)) {}
+
+    Bound run() {
+        check_pattern();
+        if (!call_.sizes.empty())
+            throw Error(ErrorKind::usage, fmt::format("{} takes no axis sizes", op_))
+                .help(call_.op == Op::unpack ? "unpack takes the packed shapes that pack returned" : "pack reads every size from its tensors");
+        bound_.op = call_.op;
+        bound_.pattern = pattern_;
+        if (call_.op == Op::pack) bind_pack();
+        else bind_unpack();
+        return std::move(bound_);
+    }
+
+private:
+    std::size_t rank() const { return pattern_.inputs.front().dims.size(); }
+    const syntax::Atom& atom(std::size_t d) const { return pattern_.inputs.front().dims[d].atoms.front(); }
+
+    void check_pattern() {
+        const syntax::Star* star = nullptr;
+        std::map<std::string, Span> seen;
+        for (std::size_t d = 0; d < rank(); ++d) {
+            if (const auto* s = as<syntax::Star>(atom(d))) {
+                if (star)
+                    throw Error(ErrorKind::pattern, fmt::format("'*' appears twice in the {} pattern", op_))
+                        .at(text_, s->span)
+                        .also(star->span)
+                        .help("one '*' marks where the packed dims go");
+                star = s;
+                star_ = d;
+            } else {
+                const auto& name = std::get<syntax::Name>(atom(d));
+                const auto [it, inserted] = seen.emplace(name.text, name.span);
+                if (!inserted)
+                    throw Error(ErrorKind::pattern, fmt::format("axis '{}' appears twice in the {} pattern", name.text, op_))
+                        .at(text_, it->second)
+                        .also(name.span);
+            }
+        }
+        if (!star)
+            throw Error(ErrorKind::pattern, fmt::format("{} pattern has no '*'", op_))
+                .at(text_, Span{0, static_cast<std::uint32_t>(text_.size())})
+                .help("'*' marks where the packed dims go, e.g. `b * c`");
+        after_ = rank() - star_ - 1;
+    }
+
+    Error shape_error(std::string message) const {
+        Error error(ErrorKind::shape, std::move(message));
+        for (std::size_t i = 0; i < shapes_.size(); ++i)
+            error.note(fmt::format("tensor {} has shape {}", i, format_shape(shapes_[i])));
+        return error;
+    }
+
+    // Axes before and after `*`, sized from the first tensor's shape (`at` maps pattern dim -> shape dim).
+    void bind_named(const Shape& shape, std::size_t at_after) {
+        for (std::size_t d = 0; d < rank(); ++d) {
+            if (d == star_) continue;
+            const auto& name = std::get<syntax::Name>(atom(d));
+            const std::int64_t extent = shape[d < star_ ? d : at_after + (d - star_ - 1)];
+            named_.push_back(add_axis(name.text, extent, AxisOrigin::named, name.span));
+        }
+    }
+
+    AxisId add_axis(std::string name, std::int64_t size, AxisOrigin origin, Span span) {
+        bound_.axes.push_back(Axis{std::move(name), size, origin, span});
+        return static_cast<AxisId>(bound_.axes.size() - 1);
+    }
+
+    // The dims of a tensor with part `part` in place of `*` (or the concatenated dim if part is empty).
+    BoundOperand operand(std::optional<std::size_t> part, std::int64_t concat_extent) const {
+        BoundOperand op{{}, pattern_.inputs.front().span};
+        for (std::size_t d = 0, named = 0; d < rank(); ++d) {
+            const Span span = syntax::span_of(atom(d));
+            if (d != star_) {
+                const AxisId a = named_[named++];
+                op.dims.push_back(BoundDim{{a}, bound_.size(a), span});
+            } else if (!part) {
+                op.dims.push_back(BoundDim{{}, concat_extent, span});
+            } else {
+                for (const AxisId a : bound_.concat->parts[*part]) op.dims.push_back(BoundDim{{a}, bound_.size(a), span});
+            }
+        }
+        return op;
+    }
+
+    void add_part(const Shape& dims) {
+        const Span star_span = syntax::span_of(atom(star_));
+        std::vector<AxisId> part;
+        const std::size_t index = bound_.concat->parts.size();
+        for (std::size_t k = 0; k < dims.size(); ++k)
+            part.push_back(add_axis(fmt::format("*{}.{}", index, k), dims[k], AxisOrigin::packed, star_span));
+        bound_.concat->parts.push_back(std::move(part));
+    }
+
+    void bind_pack() {
+        if (shapes_.empty()) throw Error(ErrorKind::usage, "pack needs at least one tensor");
+        const std::size_t fixed = rank() - 1;
+        for (std::size_t i = 0; i < shapes_.size(); ++i)
+            if (shapes_[i].size() < fixed)
+                throw shape_error(fmt::format("tensor {} has {} dims, but `{}` needs at least {}", i, shapes_[i].size(),
+                                              text_, fixed))
+                    .at(text_, Span{0, static_cast<std::uint32_t>(text_.size())});
+        bind_named(shapes_[0], shapes_[0].size() - after_);
+        bound_.concat = Concat{star_, {}, {}};
+        std::int64_t offset = 0;
+        for (std::size_t i = 0; i < shapes_.size(); ++i) {
+            const Shape& shape = shapes_[i];
+            for (std::size_t d = 0, named = 0; d < rank(); ++d) {
+                if (d == star_) continue;
+                const AxisId a = named_[named++];
+                const std::int64_t extent = shape[d < star_ ? d : shape.size() - after_ + (d - star_ - 1)];
+                if (extent != bound_.size(a))
+                    throw shape_error(fmt::format("tensors 0 and {} disagree on axis '{}': {} vs {}", i,
+                                                  bound_.axis(a).name, bound_.size(a), extent))
+                        .at(text_, bound_.axis(a).span)
+                        .help("pack concatenates along '*'; every other axis must have one length");
+            }
+            const Shape packed(shape.begin() + static_cast<std::ptrdiff_t>(star_),
+                               shape.end() - static_cast<std::ptrdiff_t>(after_));
+            add_part(packed);
+            bound_.concat->offsets.push_back(offset);
+            const auto next = checked_add(offset, *checked_product(packed));
+            if (!next) throw shape_error("the packed dim has more elements than fit in 64 bits");
+            offset = *next;
+        }
+        for (std::size_t i = 0; i < shapes_.size(); ++i) bound_.inputs.push_back(operand(i, 0));
+        bound_.outputs.push_back(operand(std::nullopt, offset));
+        check_total(bound_.outputs.front());
+    }
+
+    void bind_unpack() {
+        if (shapes_.size() != 1) throw Error(ErrorKind::usage, fmt::format("unpack takes one tensor, got {}", shapes_.size()));
+        const Shape& shape = shapes_[0];
+        if (shape.size() != rank())
+            throw shape_error(fmt::format("expected {} dims for `{}`, got {}", rank(), text_, shape.size()))
+                .at(text_, Span{0, static_cast<std::uint32_t>(text_.size())});
+        const std::vector<Shape>& packed = call_.packed_shapes;
+        if (packed.empty())
+            throw Error(ErrorKind::usage, "unpack needs the packed shapes").help("pass the shapes pack returned, e.g. [[2,3],[4]]");
+        bind_named(shape, star_ + 1);
+        // Lengths of the parts along the packed dim; one entry of one shape may be -1 (inferred).
+        const std::int64_t total = shape[star_];
+        std::optional<std::size_t> inferred_part;
+        std::int64_t known_sum = 0;
+        for (std::size_t p = 0; p < packed.size(); ++p) {
+            const auto minus_ones = std::count(packed[p].begin(), packed[p].end(), -1);
+            if (minus_ones > 1 || (minus_ones == 1 && inferred_part))
+                throw Error(ErrorKind::shape, "more than one -1 in the packed shapes").help("one length can be inferred");
+            if (std::any_of(packed[p].begin(), packed[p].end(), [](std::int64_t v) { return v < -1; }))
+                throw Error(ErrorKind::shape, fmt::format("packed shape {} has a negative length", p));
+            if (minus_ones == 1) {
+                inferred_part = p;
+                continue;
+            }
+            const auto length = checked_product(packed[p]);
+            const auto sum = length ? checked_add(known_sum, *length) : std::nullopt;
+            if (!sum) throw Error(ErrorKind::shape, "the packed shapes have more elements than fit in 64 bits");
+            known_sum = *sum;
+        }
+        std::vector<Shape> parts = packed;
+        const auto cannot_split = [&] {
+            std::vector<std::string> shown;
+            for (const Shape& p : packed) shown.push_back(fmt::format("[{}]", fmt::join(p, ", ")));
+            return shape_error(fmt::format("can't split dim {} of length {} into parts of shapes {}", star_, total,
+                                           fmt::join(shown, ", ")))
+                .at(text_, syntax::span_of(atom(star_)));
+        };
+        if (inferred_part) {
+            Shape& part = parts[*inferred_part];
+            std::int64_t others = 1;
+            for (const std::int64_t v : part)
+                if (v != -1) others = *checked_mul(others, v);  // bounded by the check above? guard anyway
+            const std::int64_t rest = total - known_sum;
+            if (rest < 0 || others == 0 || rest % others != 0) throw cannot_split();
+            *std::find(part.begin(), part.end(), -1) = rest / others;
+        } else if (known_sum != total) {
+            throw cannot_split();
+        }
+        bound_.concat = Concat{star_, {}, {}};
+        std::int64_t offset = 0;
+        for (const Shape& part : parts) {
+            add_part(part);
+            bound_.concat->offsets.push_back(offset);
+            offset += *checked_product(part);
+        }
+        bound_.inputs.push_back(operand(std::nullopt, total));
+        for (std::size_t p = 0; p < parts.size(); ++p) bound_.outputs.push_back(operand(p, 0));
+        for (const BoundOperand& output : bound_.outputs) check_total(output);
+    }
+
+    void check_total(const BoundOperand& operand) const {
+        if (!checked_product(operand.shape())) throw shape_error("a result has more elements than fit in 64 bits");
+    }
+
+    const syntax::Pattern& pattern_;
+    const Call& call_;
+    std::span<const Shape> shapes_;
+    std::string_view text_;
+    std::string_view op_;
+    std::size_t star_ = 0, after_ = 0;
+    std::vector<AxisId> named_;
+    Bound bound_;
+};
+
+// ------------------------------------------------------------------------------------------------
+// parse_shape
+// ------------------------------------------------------------------------------------------------
+
+Bound bind_parse_shape(const syntax::Pattern& pattern, const Call& call, std::span<const Shape> shapes) {
+    const std::string_view text = pattern.text;
+    if (pattern.output)
+        throw Error(ErrorKind::pattern, "parse_shape takes one side, without '->'").at(text, *pattern.arrow);
+    if (pattern.inputs.size() > 1)
+        throw Error(ErrorKind::pattern, "parse_shape takes one tensor").at(text, pattern.commas.front());
+    if (!call.sizes.empty()) throw Error(ErrorKind::usage, "parse_shape takes no axis sizes");
+    if (shapes.size() != 1) throw Error(ErrorKind::usage, fmt::format("parse_shape takes one tensor, got {}", shapes.size()));
+    const syntax::Operand& operand = pattern.inputs.front();
+    const Shape& shape = shapes.front();
+    const auto error = [&](ErrorKind kind, std::string message) {
+        return Error(kind, std::move(message)).note(fmt::format("input has shape {}", format_shape(shape)));
+    };
+    std::map<std::string, Span> seen;
+    const syntax::Ellipsis* ellipsis = nullptr;
+    for (const syntax::Dim& dim : operand.dims) {
+        if (dim.grouped)
+            throw Error(ErrorKind::pattern, "parse_shape can't read a group").at(text, dim.span).help("name each dim on its own");
+        if (const auto* e = as<syntax::Ellipsis>(dim.atoms.front())) {
+            if (ellipsis)
+                throw Error(ErrorKind::pattern, "'...' appears twice").at(text, e->span).also(ellipsis->span);
+            ellipsis = e;
+        }
+        if (const auto* name = as<syntax::Name>(dim.atoms.front()); name && name->text != "_") {
+            const auto [it, inserted] = seen.emplace(name->text, name->span);
+            if (!inserted)
+                throw Error(ErrorKind::pattern, fmt::format("axis '{}' appears twice", name->text))
+                    .at(text, it->second)
+                    .also(name->span)
+                    .help("use '_' for dims you do not want named");
+        }
+    }
+    const std::size_t named = operand.dims.size() - (ellipsis ? 1 : 0);
+    if (ellipsis ? shape.size() < named : shape.size() != named)
+        throw error(ErrorKind::shape, fmt::format("expected {}{} dims, got {}", ellipsis ? "at least " : "", named, shape.size()))
+            .at(text, operand.span);
+
+    Bound bound;
+    bound.op = Op::parse_shape;
+    bound.pattern = pattern;
+    BoundOperand input{{}, operand.span};
+    std::size_t at = 0;
+    for (const syntax::Dim& dim : operand.dims) {
+        const syntax::Atom& atom = dim.atoms.front();
+        const auto add = [&](std::string name, AxisOrigin origin) {
+            bound.axes.push_back(Axis{std::move(name), shape[at], origin, dim.span});
+            input.dims.push_back(BoundDim{{static_cast<AxisId>(bound.axes.size() - 1)}, shape[at], dim.span});
+            ++at;
+        };
+        if (as<syntax::Ellipsis>(atom)) {
+            for (std::size_t k = 0, width = shape.size() - named; k < width; ++k) add(fmt::format("...{}", k), AxisOrigin::ellipsis);
+        } else if (const auto* number = as<syntax::Number>(atom)) {
+            if (number->value != shape[at])
+                throw error(ErrorKind::shape, fmt::format("'{}' needs a dim of length {}, but dim {} has length {}",
+                                                         number->value, number->value, at, shape[at]))
+                    .at(text, number->span);
+            input.dims.push_back(BoundDim{{}, shape[at], dim.span});
+            if (number->value != 1) {
+                bound.axes.push_back(Axis{fmt::format("{}@{}", number->value, number->span.begin), shape[at], AxisOrigin::anonymous, number->span});
+                input.dims.back().axes.push_back(static_cast<AxisId>(bound.axes.size() - 1));
+            }
+            ++at;
+        } else {
+            const auto& name = std::get<syntax::Name>(atom);
+            add(name.text == "_" ? fmt::format("_@{}", name.span.begin) : name.text,
+                name.text == "_" ? AxisOrigin::anonymous : AxisOrigin::named);
+        }
+    }
+    bound.inputs.push_back(std::move(input));
+    return bound;
+}
+
+}  // namespace
+
+syntax::Pattern parse(const Call& call) {
+    if (call.compact && call.op != Op::einsum)
+        throw Error(ErrorKind::usage, fmt::format("compact subscripts are for einsum, not {}", name_of(call.op)));
+    if (call.op == Op::pack || call.op == Op::unpack) return parse_pack(call.pattern);
+    if (call.compact) return parse_compact(call.pattern);
+    return parse_einops(call.pattern);
+}
+
+Bound bind(const syntax::Pattern& pattern, const Call& call, std::span<const Shape> shapes) {
+    switch (call.op) {
+    case Op::pack:
+    case Op::unpack: return PackBinder(pattern, call, shapes).run();
+    case Op::parse_shape: return bind_parse_shape(pattern, call, shapes);
+    default: return ExpressionBinder(pattern, call, shapes).run();
+    }
+}
+
+}  // namespace einc

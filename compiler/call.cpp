@@ -1,0 +1,71 @@
+#include "compiler/call.hpp"
+
+#include <algorithm>
+#include <array>
+#include <fmt/format.h>
+
+namespace einc {
+namespace {
+
+constexpr std::array op_names{"rearrange", "reduce", "repeat", "einsum", "pack", "unpack", "parse_shape"};
+constexpr std::array reduction_names{"none", "sum", "mean", "max", "min", "prod", "any", "all"};
+
+}  // namespace
+
+std::string_view name_of(Op op) { return op_names.at(static_cast<std::size_t>(op)); }
+std::string_view name_of(Reduction reduction) { return reduction_names.at(static_cast<std::size_t>(reduction)); }
+
+std::optional<Op> op_named(std::string_view name) {
+    for (std::size_t i = 0; i < op_names.size(); ++i)
+        if (name == op_names[i]) return static_cast<Op>(i);
+    return std::nullopt;
+}
+
+std::optional<Reduction> reduction_named(std::string_view name) {
+    for (std::size_t i = 1; i < reduction_names.size(); ++i)
+        if (name == reduction_names[i]) return static_cast<Reduction>(i);
+    return std::nullopt;
+}
+
+std::vector<std::string_view> all_reduction_names() {
+    return {reduction_names.begin() + 1, reduction_names.end()};
+}
+
+namespace {
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diagonal = up;
+        }
+    }
+    return row[b.size()];
+}
+
+}  // namespace
+
+std::optional<std::string_view> closest_reduction(std::string_view name) {
+    std::optional<std::string_view> best;
+    std::size_t best_distance = 3;  // more than two edits away is a different word
+    for (const std::string_view candidate : all_reduction_names()) {
+        const std::size_t distance = edit_distance(name, candidate);
+        if (distance < best_distance) best = candidate, best_distance = distance;
+    }
+    if (!best && (name == "avg" || name == "average")) best = "mean";
+    if (!best && (name == "maximum" || name == "amax")) best = "max";
+    if (!best && (name == "minimum" || name == "amin")) best = "min";
+    return best;
+}
+
+std::string format_shape(const Shape& shape) {
+    if (shape.empty()) return "scalar";
+    return fmt::format("{}", fmt::join(shape, "x"));
+}
+
+}  // namespace einc

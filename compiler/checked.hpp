@@ -1,0 +1,36 @@
+// Size arithmetic that reports overflow instead of wrapping: every product of axis sizes goes
+// through here, so a pattern can never make einc compute with a wrapped size.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+
+namespace einc {
+
+inline std::optional<std::int64_t> checked_mul(std::int64_t a, std::int64_t b) {
+    std::int64_t product = 0;
+    if (__builtin_mul_overflow(a, b, &product)) return std::nullopt;
+    return product;
+}
+
+inline std::optional<std::int64_t> checked_add(std::int64_t a, std::int64_t b) {
+    std::int64_t sum = 0;
+    if (__builtin_add_overflow(a, b, &sum)) return std::nullopt;
+    return sum;
+}
+
+// The product of non-negative sizes; a zero anywhere makes it 0 even if the others would overflow.
+inline std::optional<std::int64_t> checked_product(std::span<const std::int64_t> values) {
+    for (const std::int64_t v : values)
+        if (v == 0) return 0;
+    std::int64_t product = 1;
+    for (const std::int64_t v : values) {
+        const auto next = checked_mul(product, v);
+        if (!next) return std::nullopt;
+        product = *next;
+    }
+    return product;
+}
+
+}  // namespace einc

@@ -1,0 +1,34 @@
+// Element types, and the rules for the dtype of a result (numpy's, which einops inherits).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "compiler/call.hpp"
+
+namespace einc {
+
+enum class DType : std::uint8_t { f64, f32, f16, bf16, f8e4m3, f8e5m2, i8, i32, i64, boolean };
+
+inline constexpr DType all_dtypes[] = {DType::f64,    DType::f32, DType::f16, DType::bf16, DType::f8e4m3,
+                                       DType::f8e5m2, DType::i8,  DType::i32, DType::i64,  DType::boolean};
+
+std::size_t size_of(DType dtype);
+std::string_view name_of(DType dtype);                 // "f32", "bf16", "bool", ...
+std::optional<DType> dtype_named(std::string_view name);  // also numpy's names: "float32", "int64", ...
+bool is_floating(DType dtype);
+bool is_integer(DType dtype);  // i8 i32 i64 (not bool)
+
+// The dtype of the result of `op` on operands of dtype `input` (all operands share one dtype):
+//   data movement keeps it; sum and prod of integers and bool give i64 (numpy), any/all give bool,
+//   max/min keep it, mean needs a floating dtype; einsum keeps it and needs a numeric one.
+// Throws einc::Error when the operation does not apply to the dtype.
+DType result_dtype(Op op, Reduction reduction, DType input);
+
+// The dtype reductions and GEMMs accumulate in: f32 for f16/bf16/fp8, i64 for integers and bool.
+DType accumulator_dtype(DType dtype);
+
+}  // namespace einc

@@ -1,0 +1,70 @@
+#include "runtime/tensor.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <fmt/format.h>
+#include <new>
+
+#include "compiler/checked.hpp"
+#include "grammar/diagnostic.hpp"
+
+namespace einc {
+
+std::string_view name_of(Device device) { return device == Device::cpu ? "cpu" : "cuda"; }
+
+Shape row_major_strides(const Shape& shape) {
+    Shape strides(shape.size());
+    std::int64_t stride = 1;
+    for (std::size_t d = shape.size(); d-- > 0;) {
+        strides[d] = stride;
+        stride *= std::max<std::int64_t>(shape[d], 1);
+    }
+    return strides;
+}
+
+std::int64_t TensorView::numel() const {
+    std::int64_t n = 1;
+    for (const std::int64_t extent : shape) n *= extent;
+    return n;
+}
+
+bool TensorView::is_row_major() const {
+    if (numel() == 0) return true;
+    std::int64_t expected = 1;
+    for (std::size_t d = shape.size(); d-- > 0;) {
+        if (shape[d] != 1 && strides[d] != expected) return false;
+        expected *= shape[d];
+    }
+    return true;
+}
+
+std::string describe(const TensorView& view) {
+    return fmt::format("{} ({}):({}) on {}", name_of(view.dtype), fmt::join(view.shape, ","), fmt::join(view.strides, ","),
+                       name_of(view.device));
+}
+
+Tensor Tensor::empty(DType dtype, Shape shape, Device device) {
+    if (device != Device::cpu)
+        throw Error(ErrorKind::unsupported, "allocating GPU tensors needs the CUDA backend (einc::cuda)");
+    const auto elements = checked_product(shape);
+    const auto bytes = elements ? checked_mul(*elements, static_cast<std::int64_t>(size_of(dtype))) : std::nullopt;
+    if (!bytes) throw Error(ErrorKind::shape, fmt::format("a {} tensor of shape {} has more bytes than fit in 64 bits", name_of(dtype), format_shape(shape)));
+    constexpr std::size_t alignment = 64;
+    const std::size_t size = (static_cast<std::size_t>(*bytes) + alignment - 1) / alignment * alignment;
+    void* memory = size == 0 ? nullptr : std::aligned_alloc(alignment, size);
+    if (size != 0 && memory == nullptr)
+        throw Error(ErrorKind::device, fmt::format("out of memory allocating {} bytes for a {} tensor of shape {}", size,
+                                                   name_of(dtype), format_shape(shape)));
+    Tensor tensor;
+    tensor.storage_ = std::shared_ptr<void>(memory, [](void* p) { std::free(p); });
+    tensor.view_ = TensorView{memory, dtype, shape, row_major_strides(shape), device, 0};
+    return tensor;
+}
+
+Tensor Tensor::zeros(DType dtype, Shape shape, Device device) {
+    Tensor tensor = empty(dtype, std::move(shape), device);
+    if (tensor.data()) std::memset(tensor.data(), 0, tensor.nbytes());
+    return tensor;
+}
+
+}  // namespace einc

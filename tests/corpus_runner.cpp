@@ -1,0 +1,141 @@
+// Runs the test corpus: every `$ einc ...` line in tests/corpus/**/*.txt is an einc command line; the
+// lines after it, up to the next `$` line, are what it must print (stdout, then stderr, then
+// `[exit N]` when N != 0). Lines starting with `#` are comments.
+//
+//   corpus_runner <corpus-dir>             check every case, print a diff for each failure
+//   corpus_runner <corpus-dir> --update    rewrite the expected blocks with what einc prints now
+//
+// The commands run in-process through einc::cli::run, so the corpus costs milliseconds.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <utility>
+#include <string>
+#include <vector>
+
+#include "cli/cli.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Splits a command line the way a POSIX shell would for the quoting the corpus uses: '...' verbatim,
+// "..." with \" and \\ escapes, words separated by blanks.
+std::vector<std::string> split_command(const std::string& line) {
+    std::vector<std::string> words;
+    std::string word;
+    bool in_word = false;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        const char c = line[i];
+        if (c == ' ' || c == '\t') {
+            if (in_word) words.push_back(std::exchange(word, {}));
+            in_word = false;
+            continue;
+        }
+        in_word = true;
+        if (c == '\'') {
+            const std::size_t end = line.find('\'', i + 1);
+            if (end == std::string::npos) throw std::runtime_error("unterminated ' in: " + line);
+            word += line.substr(i + 1, end - i - 1);
+            i = end;
+        } else if (c == '"') {
+            for (++i; i < line.size() && line[i] != '"'; ++i) {
+                if (line[i] == '\\' && i + 1 < line.size() && (line[i + 1] == '"' || line[i + 1] == '\\')) ++i;
+                word += line[i];
+            }
+            if (i >= line.size()) throw std::runtime_error("unterminated \" in: " + line);
+        } else {
+            word += c;
+        }
+    }
+    if (in_word) words.push_back(word);
+    return words;
+}
+
+struct Case {
+    std::string command;  // after "$ einc "
+    std::size_t line = 0;
+    std::string expected;
+};
+
+struct CorpusFile {
+    std::vector<std::string> preamble;  // comments before the first case
+    std::vector<Case> cases;
+};
+
+CorpusFile read_corpus(const fs::path& path) {
+    std::ifstream in(path);
+    CorpusFile file;
+    std::string line;
+    std::size_t number = 0;
+    while (std::getline(in, line)) {
+        ++number;
+        if (line.rfind("$ einc ", 0) == 0) {
+            file.cases.push_back(Case{line.substr(7), number, {}});
+        } else if (file.cases.empty()) {
+            file.preamble.push_back(line);
+        } else {
+            file.cases.back().expected += line + "\n";
+        }
+    }
+    for (Case& c : file.cases)  // blank lines between cases are for reading, not expected output
+        while (c.expected.size() >= 2 && c.expected.ends_with("\n\n")) c.expected.pop_back();
+    return file;
+}
+
+std::string run_case(const Case& c) {
+    const std::vector<std::string> args = split_command(c.command);
+    std::ostringstream out, err;
+    const int status = einc::cli::run(args, out, err);
+    std::string result = out.str() + err.str();
+    if (status != 0) result += "[exit " + std::to_string(status) + "]\n";
+    return result;
+}
+
+void write_corpus(const fs::path& path, const CorpusFile& file, const std::vector<std::string>& outputs) {
+    std::ofstream out(path);
+    for (const std::string& line : file.preamble) out << line << "\n";
+    for (std::size_t i = 0; i < file.cases.size(); ++i) {
+        out << "$ einc " << file.cases[i].command << "\n" << outputs[i];
+        if (i + 1 < file.cases.size()) out << "\n";
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        std::cerr << "usage: corpus_runner <corpus-dir> [--update]\n";
+        return 2;
+    }
+    const fs::path root = argv[1];
+    const bool update = argc > 2 && std::string(argv[2]) == "--update";
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::recursive_directory_iterator(root))
+        if (entry.is_regular_file() && entry.path().extension() == ".txt") files.push_back(entry.path());
+    std::sort(files.begin(), files.end());
+
+    std::size_t total = 0, failed = 0, accepted = 0, rejected = 0;
+    for (const fs::path& path : files) {
+        const CorpusFile file = read_corpus(path);
+        std::vector<std::string> outputs;
+        for (const Case& c : file.cases) {
+            outputs.push_back(run_case(c));
+            ++total;
+            (outputs.back().find("[exit ") == std::string::npos ? accepted : rejected) += 1;
+            if (!update && outputs.back() != c.expected) {
+                ++failed;
+                std::cout << "FAIL " << path.string() << ":" << c.line << ": einc " << c.command << "\n--- expected\n"
+                          << c.expected << "--- actual\n" << outputs.back() << "---\n";
+            }
+        }
+        if (update) write_corpus(path, file, outputs);
+    }
+    std::cout << (update ? "updated " : "checked ") << total << " cases in " << files.size() << " files (" << accepted
+              << " accepted, " << rejected << " rejected)";
+    if (!update) std::cout << ": " << failed << " failed";
+    std::cout << "\n";
+    return failed == 0 && total > 0 ? 0 : 1;
+}

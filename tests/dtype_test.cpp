@@ -1,0 +1,77 @@
+// Element types: names, sizes, result-dtype rules, and the narrow float conversions.
+#include <cmath>
+#include <doctest/doctest.h>
+#include <limits>
+
+#include "compiler/dtype.hpp"
+#include "grammar/diagnostic.hpp"
+#include "runtime/narrow_float.hpp"
+
+using namespace einc;
+
+TEST_CASE("dtype names and sizes") {
+    CHECK(size_of(DType::bf16) == 2);
+    CHECK(size_of(DType::boolean) == 1);
+    CHECK(name_of(DType::boolean) == "bool");
+    CHECK(dtype_named("float32") == DType::f32);
+    CHECK(dtype_named("bf16") == DType::bf16);
+    CHECK_FALSE(dtype_named("f33").has_value());
+}
+
+TEST_CASE("result dtypes follow numpy, as einops does") {
+    CHECK(result_dtype(Op::reduce, Reduction::sum, DType::i8) == DType::i64);
+    CHECK(result_dtype(Op::reduce, Reduction::sum, DType::boolean) == DType::i64);
+    CHECK(result_dtype(Op::reduce, Reduction::sum, DType::bf16) == DType::bf16);
+    CHECK(result_dtype(Op::reduce, Reduction::max, DType::i32) == DType::i32);
+    CHECK(result_dtype(Op::reduce, Reduction::any, DType::f32) == DType::boolean);
+    CHECK(result_dtype(Op::rearrange, Reduction::none, DType::f8e4m3) == DType::f8e4m3);
+    CHECK_THROWS_WITH_AS(result_dtype(Op::reduce, Reduction::mean, DType::i32),
+                         doctest::Contains("mean of i32 values is not defined"), Error);
+    CHECK_THROWS_AS(result_dtype(Op::einsum, Reduction::none, DType::boolean), Error);
+}
+
+TEST_CASE("f16: exact values, rounding to nearest even, subnormals, overflow") {
+    CHECK(f32_to_f16(1.0f) == 0x3C00);
+    CHECK(f32_to_f16(-2.0f) == 0xC000);
+    CHECK(f32_to_f16(65504.0f) == 0x7BFF);
+    CHECK(f32_to_f16(65520.0f) == 0x7C00);                // rounds up to inf
+    CHECK(f32_to_f16(1.0f + 0x1p-11f) == 0x3C00);         // tie: to even
+    CHECK(f32_to_f16(1.0f + 3 * 0x1p-11f) == 0x3C02);     // tie: to even (up)
+    CHECK(f32_to_f16(0x1p-24f) == 0x0001);                // smallest subnormal
+    CHECK(f32_to_f16(0x1p-25f) == 0x0000);                // tie below it: to even (zero)
+    CHECK(f32_to_f16(std::numeric_limits<float>::infinity()) == 0x7C00);
+    CHECK((f32_to_f16(std::nanf("")) & 0x7C00) == 0x7C00);
+    for (std::uint32_t bits = 0; bits < 0x10000; ++bits) {  // every finite f16 survives a round trip
+        const auto h = static_cast<std::uint16_t>(bits);
+        if ((h & 0x7C00) == 0x7C00) continue;
+        REQUIRE(f32_to_f16(f16_to_f32(h)) == h);
+    }
+    CHECK(f16_to_f32(0x0001) == 0x1p-24f);
+    CHECK(f16_to_f32(0x7BFF) == 65504.0f);
+}
+
+TEST_CASE("bf16: truncation with round to nearest even") {
+    CHECK(f32_to_bf16(1.0f) == 0x3F80);
+    CHECK(bf16_to_f32(0x3F80) == 1.0f);
+    CHECK(f32_to_bf16(1.0f + 0x1p-8f) == 0x3F80);      // tie: to even
+    CHECK(f32_to_bf16(1.0f + 3 * 0x1p-8f) == 0x3F82);  // tie: to even (up)
+    CHECK(std::isnan(bf16_to_f32(f32_to_bf16(std::nanf("")))));
+}
+
+TEST_CASE("fp8 e4m3fn and e5m2") {
+    CHECK(f8e4m3_to_f32(0x38) == 1.0f);
+    CHECK(f8e4m3_to_f32(0x7E) == 448.0f);
+    CHECK(f8e4m3_to_f32(0x01) == 0x1p-9f);
+    CHECK(std::isnan(f8e4m3_to_f32(0x7F)));
+    CHECK(f32_to_f8e4m3(1.0f) == 0x38);
+    CHECK(f32_to_f8e4m3(-448.0f) == 0xFE);
+    CHECK(f32_to_f8e4m3(500.0f) == 0x7F);  // no inf in e4m3fn: NaN
+    CHECK(f8e5m2_to_f32(0x3C) == 1.0f);
+    CHECK(f32_to_f8e5m2(1.0f) == 0x3C);
+    CHECK(f32_to_f8e5m2(1e6f) == 0x7C);  // inf
+    for (int bits = 0; bits < 256; ++bits) {  // every finite value survives a round trip
+        const auto b = static_cast<std::uint8_t>(bits);
+        if ((b & 0x7F) != 0x7F) REQUIRE(f32_to_f8e4m3(f8e4m3_to_f32(b)) == b);
+        if ((b & 0x7C) != 0x7C) REQUIRE(f32_to_f8e5m2(f8e5m2_to_f32(b)) == b);
+    }
+}
