@@ -4,16 +4,48 @@
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "compiler/bind.hpp"
+#include "compiler/plan.hpp"
+#include "grammar/diagnostic.hpp"
 #include "grammar/print.hpp"
 
 namespace einc::cli {
 
+DType parse_dtype(const std::string& name) {
+    const auto dtype = dtype_named(name);
+    if (!dtype) throw UsageError(fmt::format("unknown dtype '{}' (f64 f32 f16 bf16 f8e4m3 f8e5m2 i8 i32 i64 bool)", name));
+    return *dtype;
+}
+
+const DeviceModel& parse_device(const std::string& key) {
+    const DeviceModel* device = device_model_named(key.empty() ? "h100" : key);
+    if (!device) throw UsageError(fmt::format("unknown device '{}' (h100 h200 a100 cpu)", key));
+    return *device;
+}
+
+std::vector<TensorSpec> input_specs(const CallArgs& args) {
+    const DType dtype = parse_dtype(args.dtype);
+    std::vector<TensorSpec> specs;
+    for (const OperandArg& operand : args.operands)
+        specs.push_back(TensorSpec{dtype, operand.shape, operand.strides.value_or(row_major_strides(operand.shape))});
+    return specs;
+}
+
 int explain(const CallArgs& args, std::ostream& out) {
     const syntax::Pattern pattern = parse(args.call);
+    const std::vector<TensorSpec> inputs = input_specs(args);
+    const DeviceModel& device = parse_device(args.device);
     std::vector<Shape> shapes;
-    for (const OperandArg& operand : args.operands) shapes.push_back(operand.shape);
+    for (const TensorSpec& input : inputs) shapes.push_back(input.shape);
     const Bound bound = bind(pattern, args.call, shapes);
+    PlanOptions options;
+    options.require_view = args.view;
+    const Plan planned = plan(bound, inputs, options);
+    if (args.json) {
+        fmt::print(out, "{}", plan_to_json(planned, device));
+        return exit_ok;
+    }
     fmt::print(out, "{}{}", print_syntax(pattern), print_bound(bound));
+    if (bound.op != Op::parse_shape) fmt::print(out, "{}", print_plan(planned, device));
     return exit_ok;
 }
 

@@ -12,16 +12,6 @@ namespace einc {
 
 std::string_view name_of(Device device) { return device == Device::cpu ? "cpu" : "cuda"; }
 
-Shape row_major_strides(const Shape& shape) {
-    Shape strides(shape.size());
-    std::int64_t stride = 1;
-    for (std::size_t d = shape.size(); d-- > 0;) {
-        strides[d] = stride;
-        stride *= std::max<std::int64_t>(shape[d], 1);
-    }
-    return strides;
-}
-
 std::int64_t TensorView::numel() const {
     std::int64_t n = 1;
     for (const std::int64_t extent : shape) n *= extent;

@@ -9,14 +9,12 @@
 
 #include "compiler/call.hpp"
 #include "compiler/dtype.hpp"
+#include "compiler/layout.hpp"
 
 namespace einc {
 
 enum class Device : std::uint8_t { cpu, cuda };
 std::string_view name_of(Device device);
-
-// Row-major (C order) strides for `shape`, in elements.
-Shape row_major_strides(const Shape& shape);
 
 // A non-owning view: element (i0, i1, ...) is at data + sum(ik * strides[k]) * size_of(dtype).
 // Strides may be 0 (broadcast) or negative; a view never implies its memory is dense.

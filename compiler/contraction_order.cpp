@@ -1,0 +1,168 @@
+#include "compiler/contraction_order.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+
+#include "grammar/diagnostic.hpp"
+
+namespace einc {
+namespace {
+
+using AxisSet = std::vector<AxisId>;  // sorted, unique
+
+// The exhaustive search costs 3^n steps and 2^n entries: 12 operands is about half a million steps.
+constexpr std::size_t max_optimal_operands = 12;
+
+AxisSet unite(const AxisSet& a, const AxisSet& b) {
+    AxisSet out;
+    std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+    return out;
+}
+
+double product(const AxisSet& axes, std::span<const std::int64_t> sizes) {
+    double n = 1;
+    for (const AxisId a : axes) n *= static_cast<double>(sizes[static_cast<std::size_t>(a)]);
+    return n;
+}
+
+// The cost of contracting two operands into the axes `kept` (those still needed afterwards).
+struct Pairwise {
+    AxisSet result;
+    double flops = 0;
+};
+
+Pairwise contract(const AxisSet& a, const AxisSet& b, const AxisSet& needed_elsewhere, std::span<const std::int64_t> sizes) {
+    const AxisSet all = unite(a, b);
+    Pairwise p;
+    std::set_intersection(all.begin(), all.end(), needed_elsewhere.begin(), needed_elsewhere.end(), std::back_inserter(p.result));
+    const bool summed = p.result.size() < all.size();
+    p.flops = product(all, sizes) * (summed ? 2 : 1);
+    return p;
+}
+
+// Axes needed outside a set of operands: the output's and those of every operand not in `mask`.
+AxisSet needed_outside(std::uint64_t mask, std::span<const AxisSet> operands, const AxisSet& output) {
+    AxisSet needed = output;
+    for (std::size_t i = 0; i < operands.size(); ++i)
+        if (!(mask >> i & 1u)) needed = unite(needed, operands[i]);
+    return needed;
+}
+
+struct Best {
+    double flops = std::numeric_limits<double>::infinity();
+    double largest = 0;
+    AxisSet axes;
+    std::uint64_t left = 0;  // the split that achieves it
+};
+
+bool better(double flops, double largest, const Best& than) {
+    return flops < than.flops || (flops == than.flops && largest < than.largest);
+}
+
+// Turns a tree of subset splits into opt_einsum's list of pairs over a shrinking operand list.
+void emit_pairs(std::uint64_t mask, const std::vector<Best>& best, std::vector<std::uint64_t>& list,
+                std::vector<std::pair<std::size_t, std::size_t>>& pairs) {
+    if (std::popcount(mask) == 1) return;
+    const std::uint64_t left = best[mask].left, right = mask & ~left;
+    emit_pairs(left, best, list, pairs);
+    emit_pairs(right, best, list, pairs);
+    const auto position = [&](std::uint64_t m) {
+        return static_cast<std::size_t>(std::find(list.begin(), list.end(), m) - list.begin());
+    };
+    std::size_t i = position(left), j = position(right);
+    if (i > j) std::swap(i, j);
+    pairs.emplace_back(i, j);
+    list.erase(list.begin() + static_cast<std::ptrdiff_t>(j));
+    list.erase(list.begin() + static_cast<std::ptrdiff_t>(i));
+    list.push_back(mask);
+}
+
+ContractionPath optimal(std::span<const AxisSet> operands, const AxisSet& output, std::span<const std::int64_t> sizes) {
+    const std::size_t n = operands.size();
+    const std::uint64_t full = (std::uint64_t{1} << n) - 1;
+    std::vector<Best> best(full + 1);
+    for (std::size_t i = 0; i < n; ++i) {
+        Best& leaf = best[std::uint64_t{1} << i];
+        leaf.flops = 0;
+        leaf.axes = operands[i];
+    }
+    for (std::uint64_t mask = 1; mask <= full; ++mask) {
+        if (std::popcount(mask) < 2) continue;
+        const AxisSet needed = needed_outside(mask, operands, output);
+        // Every split into two non-empty halves, each once: the half holding the lowest operand is `left`.
+        const std::uint64_t lowest = mask & (~mask + 1);
+        for (std::uint64_t left = (mask - 1) & mask; left > 0; left = (left - 1) & mask) {
+            if (!(left & lowest)) continue;
+            const std::uint64_t right = mask & ~left;
+            const Best& l = best[left];
+            const Best& r = best[right];
+            const Pairwise p = contract(l.axes, r.axes, needed, sizes);
+            const double flops = l.flops + r.flops + p.flops;
+            const double largest = std::max({l.largest, r.largest, product(p.result, sizes)});
+            if (better(flops, largest, best[mask])) best[mask] = Best{flops, largest, p.result, left};
+        }
+    }
+    ContractionPath path;
+    std::vector<std::uint64_t> list;
+    for (std::size_t i = 0; i < n; ++i) list.push_back(std::uint64_t{1} << i);
+    emit_pairs(full, best, list, path.pairs);
+    path.optimized_flops = best[full].flops;
+    path.largest_intermediate = best[full].largest;
+    path.optimal = true;
+    return path;
+}
+
+ContractionPath greedy(std::span<const AxisSet> operands, const AxisSet& output, std::span<const std::int64_t> sizes) {
+    std::vector<AxisSet> list(operands.begin(), operands.end());
+    ContractionPath path;
+    path.optimal = false;
+    while (list.size() > 1) {
+        std::size_t best_i = 0, best_j = 1;
+        Pairwise best_pair;
+        double best_flops = std::numeric_limits<double>::infinity(), best_size = 0;
+        for (std::size_t i = 0; i < list.size(); ++i)
+            for (std::size_t j = i + 1; j < list.size(); ++j) {
+                AxisSet needed = output;
+                for (std::size_t o = 0; o < list.size(); ++o)
+                    if (o != i && o != j) needed = unite(needed, list[o]);
+                const Pairwise p = contract(list[i], list[j], needed, sizes);
+                const double size = product(p.result, sizes);
+                if (p.flops < best_flops || (p.flops == best_flops && size < best_size)) {
+                    best_i = i, best_j = j, best_pair = p, best_flops = p.flops, best_size = size;
+                }
+            }
+        path.pairs.emplace_back(best_i, best_j);
+        path.optimized_flops += best_flops;
+        path.largest_intermediate = std::max(path.largest_intermediate, best_size);
+        list.erase(list.begin() + static_cast<std::ptrdiff_t>(best_j));
+        list.erase(list.begin() + static_cast<std::ptrdiff_t>(best_i));
+        list.push_back(best_pair.result);
+    }
+    return path;
+}
+
+}  // namespace
+
+ContractionPath contraction_order(std::span<const std::vector<AxisId>> operands, std::span<const AxisId> output,
+                                  std::span<const std::int64_t> sizes, std::size_t optimal_limit) {
+    EINC_ASSERT(operands.size() >= 2);
+    std::vector<AxisSet> sets;
+    AxisSet all;
+    for (const auto& axes : operands) {
+        AxisSet set(axes.begin(), axes.end());
+        std::sort(set.begin(), set.end());
+        set.erase(std::unique(set.begin(), set.end()), set.end());
+        all = unite(all, set);
+        sets.push_back(std::move(set));
+    }
+    AxisSet out(output.begin(), output.end());
+    std::sort(out.begin(), out.end());
+    const bool use_optimal = operands.size() <= std::min<std::size_t>(optimal_limit, max_optimal_operands);
+    ContractionPath path = use_optimal ? optimal(sets, out, sizes) : greedy(sets, out, sizes);
+    const bool summed = all.size() > out.size();
+    path.naive_flops = product(all, sizes) * (static_cast<double>(std::max<std::size_t>(1, operands.size() - 1)) + (summed ? 1 : 0));
+    return path;
+}
+
+}  // namespace einc

@@ -1,0 +1,121 @@
+#include "compiler/cost.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace einc {
+
+double Cost::intensity() const { return bytes() > 0 ? flops / bytes() : 0; }
+
+Cost& Cost::operator+=(const Cost& other) {
+    flops += other.flops;
+    bytes_read += other.bytes_read;
+    bytes_written += other.bytes_written;
+    workspace_bytes += other.workspace_bytes;
+    return *this;
+}
+
+namespace {
+
+constexpr double T = 1e12;
+
+const std::array devices{
+    // NVIDIA H100 SXM5 80 GB. Source: NVIDIA H100 Tensor Core GPU datasheet (2023), dense rates:
+    // FP64 tensor 67 TF, FP32 67 TF, TF32 494.7 TF, BF16/FP16 989.4 TF, FP8 1978.9 TF, INT8 1978.9 TOPS;
+    // HBM3 3.35 TB/s.
+    DeviceModel{"h100", "NVIDIA H100 SXM5 80GB", 3.35 * T, 67 * T, 67 * T, 494.7 * T, 989.4 * T, 989.4 * T,
+                1978.9 * T, 1978.9 * T},
+    // NVIDIA H200 SXM 141 GB. Source: NVIDIA H200 datasheet (2024): the H100 SXM's compute, HBM3e 4.8 TB/s.
+    DeviceModel{"h200", "NVIDIA H200 SXM 141GB", 4.8 * T, 67 * T, 67 * T, 494.7 * T, 989.4 * T, 989.4 * T,
+                1978.9 * T, 1978.9 * T},
+    // NVIDIA A100 SXM4 80 GB. Source: NVIDIA A100 datasheet (2021), dense rates: FP64 tensor 19.5 TF,
+    // FP32 19.5 TF, TF32 156 TF, BF16/FP16 312 TF, INT8 624 TOPS, no FP8; HBM2e 2.039 TB/s.
+    DeviceModel{"a100", "NVIDIA A100 SXM4 80GB", 2.039 * T, 19.5 * T, 19.5 * T, 156 * T, 312 * T, 312 * T, 0,
+                624 * T},
+    // The development machine, measured (numpy's OpenBLAS, 2048^3 GEMM and a 64 MiB copy, 2026-11-21):
+    // AMD EPYC (Zen 4, AVX-512), 2 cores: f32 GEMM 193 GFLOP/s, f64 104 GFLOP/s, copy 25 GB/s read + write.
+    // No native bf16/f16 GEMM: they run through f32 conversion at about the f32 rate.
+    DeviceModel{"cpu", "AMD EPYC, 2 cores (development machine)", 25e9, 104e9, 193e9, 193e9, 193e9, 193e9, 0,
+                193e9},
+};
+
+}  // namespace
+
+std::span<const DeviceModel> device_models() { return devices; }
+
+const DeviceModel* device_model_named(std::string_view key) {
+    std::string lower;
+    for (const char c : key) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower.ends_with("-sxm") || lower.ends_with("_sxm")) lower.resize(lower.size() - 4);
+    for (const DeviceModel& device : devices)
+        if (lower == device.key) return &device;
+    return nullptr;
+}
+
+double peak_flops(const DeviceModel& device, DType dtype, bool allow_tf32) {
+    switch (dtype) {
+    case DType::f64: return device.peak_f64;
+    case DType::f32: return allow_tf32 ? device.peak_tf32 : device.peak_f32;
+    case DType::bf16: return device.peak_bf16;
+    case DType::f16: return device.peak_f16;
+    case DType::f8e4m3:
+    case DType::f8e5m2: return device.peak_fp8;
+    case DType::i8:
+    case DType::boolean: return device.peak_i8;
+    case DType::i32:
+    case DType::i64: return device.peak_f32;
+    }
+    return device.peak_f32;
+}
+
+Roofline roofline(const Cost& cost, const DeviceModel& device, DType dtype, bool allow_tf32) {
+    const double peak = peak_flops(device, dtype, allow_tf32);
+    Roofline r;
+    const double compute = peak > 0 ? cost.flops / peak : (cost.flops > 0 ? INFINITY : 0);
+    const double memory = cost.bytes() / device.bandwidth;
+    r.seconds = std::max(compute, memory);
+    r.compute_bound = compute > memory;
+    r.ridge = peak / device.bandwidth;
+    r.attainable_flops = std::min(peak, cost.intensity() * device.bandwidth);
+    return r;
+}
+
+std::string describe_bound(const Cost& cost, const DeviceModel& device, DType dtype, bool allow_tf32) {
+    const Roofline r = roofline(cost, device, dtype, allow_tf32);
+    std::string key(device.key);
+    for (char& c : key) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    const std::string_view precision = dtype == DType::f32 && allow_tf32 ? "tf32" : name_of(dtype);
+    if (cost.flops == 0 && cost.bytes() == 0) return "free: no FLOPs, no bytes moved";
+    if (cost.flops == 0) return fmt::format("memory-bound: 0 FLOP/B (pure data movement) on {}", key);
+    return fmt::format("{}: {:.3g} FLOP/B {} {:.3g} FLOP/B ridge of {} ({})",
+                       r.compute_bound ? "compute-bound" : "memory-bound", cost.intensity(),
+                       r.compute_bound ? ">" : "<", r.ridge, key, precision);
+}
+
+namespace {
+
+std::string with_prefix(double value, std::string_view unit) {
+    static constexpr std::array<std::pair<double, const char*>, 6> prefixes{
+        {{1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}}};
+    for (const auto& [scale, prefix] : prefixes)
+        if (std::fabs(value) >= scale) return fmt::format("{:.3g} {}{}", value / scale, prefix, unit);
+    return fmt::format("{:.3g} {}", value, unit);
+}
+
+}  // namespace
+
+std::string format_flops(double flops) { return with_prefix(flops, "FLOP"); }
+std::string format_bytes(double bytes) { return with_prefix(bytes, "B"); }
+
+std::string format_seconds(double seconds) {
+    if (seconds == 0) return "0 s";
+    if (seconds < 1e-6) return fmt::format("{:.3g} ns", seconds * 1e9);
+    if (seconds < 1e-3) return fmt::format("{:.3g} us", seconds * 1e6);
+    if (seconds < 1) return fmt::format("{:.3g} ms", seconds * 1e3);
+    return fmt::format("{:.3g} s", seconds);
+}
+
+}  // namespace einc

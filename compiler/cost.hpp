@@ -1,0 +1,65 @@
+// The cost of a plan step, by the conventions of docs/cost-model.md, and the roofline bound it sits
+// under on a device:
+//   GEMM                  2 * batch * M * N * K FLOPs
+//   elementwise product   (operands - 1) multiplications per output element (plus one add per summed element)
+//   reduction             one operation per reduced input element; mean adds one per output element
+//   view, copy            0 FLOPs; a view also moves 0 bytes
+//   bytes                 bytes read + bytes written, each distinct element once, at its dtype's size
+//   intensity             FLOPs / bytes
+//   time bound            max(FLOPs / peak(dtype), bytes / bandwidth), dense (non-sparse) peaks
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "compiler/dtype.hpp"
+
+namespace einc {
+
+struct Cost {
+    double flops = 0;
+    double bytes_read = 0;
+    double bytes_written = 0;
+    double workspace_bytes = 0;  // memory allocated for the step's result or scratch
+
+    double bytes() const { return bytes_read + bytes_written; }
+    double intensity() const;  // FLOPs per byte; 0 when nothing moves
+    Cost& operator+=(const Cost& other);
+};
+
+// A device of the cost model's table: memory bandwidth and dense peaks per dtype (FLOP/s, 0 = not
+// supported). Sources are cited beside each entry in cost.cpp.
+struct DeviceModel {
+    std::string_view key;   // "h100", "h200", "a100", "cpu"
+    std::string_view name;  // what the GPU or CPU is
+    double bandwidth = 0;   // bytes per second, read + write
+    double peak_f64 = 0, peak_f32 = 0, peak_tf32 = 0, peak_bf16 = 0, peak_f16 = 0, peak_fp8 = 0, peak_i8 = 0;
+};
+
+std::span<const DeviceModel> device_models();
+// "h100" (also "H100", "h100-sxm"), "h200", "a100", "cpu"
+const DeviceModel* device_model_named(std::string_view key);
+
+// The peak a step computing in `dtype` can reach: the tensor-core peak for bf16/f16/fp8/i8 (and for
+// f32 when tf32 is allowed), the vector peak for f32/f64; integers wider than 8 bits use the f32 rate.
+double peak_flops(const DeviceModel& device, DType dtype, bool allow_tf32 = false);
+
+struct Roofline {
+    double seconds = 0;           // max(compute time, memory time)
+    bool compute_bound = false;   // compute time > memory time
+    double ridge = 0;             // FLOP/B where the roofs meet for this dtype
+    double attainable_flops = 0;  // min(peak, intensity * bandwidth)
+};
+Roofline roofline(const Cost& cost, const DeviceModel& device, DType dtype, bool allow_tf32 = false);
+
+// "memory-bound: 0.25 FLOP/B < 295 FLOP/B ridge of H100 (bf16)"
+std::string describe_bound(const Cost& cost, const DeviceModel& device, DType dtype, bool allow_tf32 = false);
+
+// Human-readable quantities: 68.7 GFLOP, 134 MB, 1.25 ms.
+std::string format_flops(double flops);
+std::string format_bytes(double bytes);
+std::string format_seconds(double seconds);
+
+}  // namespace einc

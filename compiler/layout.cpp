@@ -1,0 +1,127 @@
+#include "compiler/layout.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "grammar/diagnostic.hpp"
+
+namespace einc {
+
+std::int64_t Layout::size() const {
+    std::int64_t n = 1;
+    for (const Mode& m : modes) n *= m.extent;
+    return n;
+}
+
+std::vector<std::int64_t> Layout::extents() const {
+    std::vector<std::int64_t> out;
+    for (const Mode& m : modes) out.push_back(m.extent);
+    return out;
+}
+
+std::vector<std::int64_t> Layout::strides() const {
+    std::vector<std::int64_t> out;
+    for (const Mode& m : modes) out.push_back(m.stride);
+    return out;
+}
+
+std::int64_t Layout::operator()(std::span<const std::int64_t> index) const {
+    EINC_ASSERT(index.size() == modes.size());
+    std::int64_t offset = 0;
+    for (std::size_t k = 0; k < modes.size(); ++k) offset += index[k] * modes[k].stride;
+    return offset;
+}
+
+std::string to_string(const Layout& layout) {
+    return fmt::format("({}):({})", fmt::join(layout.extents(), ","), fmt::join(layout.strides(), ","));
+}
+
+Layout make_layout(std::span<const std::int64_t> extents, std::span<const std::int64_t> strides) {
+    EINC_ASSERT(extents.size() == strides.size());
+    Layout layout;
+    for (std::size_t k = 0; k < extents.size(); ++k) layout.modes.push_back(Mode{extents[k], strides[k]});
+    return layout;
+}
+
+Layout row_major(std::span<const std::int64_t> extents) {
+    Layout layout;
+    layout.modes.resize(extents.size());
+    std::int64_t stride = 1;
+    for (std::size_t k = extents.size(); k-- > 0;) {
+        layout.modes[k] = Mode{extents[k], stride};
+        stride *= std::max<std::int64_t>(extents[k], 1);
+    }
+    return layout;
+}
+
+Layout coalesce(const Layout& layout) {
+    if (layout.size() == 0) return Layout{{Mode{0, 0}}};
+    Layout result;
+    for (const Mode& mode : layout.modes) {
+        if (mode.extent == 1) continue;
+        if (!result.modes.empty() && mergeable(result.modes.back(), mode)) {
+            result.modes.back() = Mode{result.modes.back().extent * mode.extent, mode.stride};
+        } else {
+            result.modes.push_back(mode);
+        }
+    }
+    return result;
+}
+
+std::optional<Mode> merge(std::span<const Mode> group) {
+    const Layout merged = coalesce(Layout{{group.begin(), group.end()}});
+    if (merged.modes.empty()) return Mode{1, 0};
+    if (merged.modes.size() == 1) return merged.modes.front();
+    return std::nullopt;
+}
+
+std::vector<Mode> split(Mode mode, std::span<const std::int64_t> extents) {
+    std::vector<Mode> modes(extents.size());
+    std::int64_t stride = mode.stride;
+    for (std::size_t k = extents.size(); k-- > 0;) {
+        modes[k] = Mode{extents[k], stride};
+        stride *= extents[k];
+    }
+    return modes;
+}
+
+Layout permute(const Layout& layout, std::span<const std::size_t> order) {
+    EINC_ASSERT(order.size() == layout.rank());
+    Layout result;
+    for (const std::size_t k : order) result.modes.push_back(layout.modes.at(k));
+    return result;
+}
+
+OffsetRange offset_range(const Layout& layout) {
+    if (layout.size() == 0) return {0, 0};
+    OffsetRange range{0, 1};
+    for (const Mode& m : layout.modes) {
+        const std::int64_t reach = (m.extent - 1) * m.stride;
+        if (reach < 0) range.begin += reach;
+        else range.end += reach;
+    }
+    return range;
+}
+
+bool may_overlap(const Layout& layout) {
+    if (layout.size() <= 1) return false;
+    std::vector<Mode> modes;
+    for (const Mode& m : layout.modes)
+        if (m.extent > 1) modes.push_back(Mode{m.extent, m.stride < 0 ? -m.stride : m.stride});
+    std::sort(modes.begin(), modes.end(), [](Mode a, Mode b) { return a.stride < b.stride; });
+    std::int64_t span = 1;  // one past the largest offset reached by the modes so far
+    for (const Mode& m : modes) {
+        if (m.stride < span) return true;
+        span = m.stride * (m.extent - 1) + span;
+    }
+    return false;
+}
+
+std::int64_t distinct_elements(const Layout& layout) {
+    std::int64_t n = 1;
+    for (const Mode& m : layout.modes)
+        if (m.stride != 0 || m.extent == 0) n *= m.extent;
+    return n;
+}
+
+}  // namespace einc

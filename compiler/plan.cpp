@@ -1,0 +1,345 @@
+#include "compiler/plan.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "compiler/canonicalize.hpp"
+#include "compiler/checked.hpp"
+#include "compiler/plan_builder.hpp"
+#include "grammar/diagnostic.hpp"
+#include "grammar/print.hpp"
+
+namespace einc {
+
+std::optional<std::uint32_t> Plan::view_source(std::size_t output) const {
+    for (const PlanStep& step : steps)
+        if (const auto* view = std::get_if<View>(&step.step); view && view->output == output)
+            return view->source.buffer.index;
+    return std::nullopt;
+}
+
+namespace detail {
+namespace {
+
+double bytes_of(const Layout& layout, DType dtype) {
+    return static_cast<double>(distinct_elements(layout)) * static_cast<double>(size_of(dtype));
+}
+
+}  // namespace
+
+PlanBuilder::PlanBuilder(const Bound& bound_, std::span<const TensorSpec> inputs_, const PlanOptions& options_)
+    : bound(bound_), inputs(inputs_), options(options_) {
+    EINC_ASSERT(inputs.size() == bound.inputs.size());
+    plan.op = bound.op;
+    plan.inputs.assign(inputs.begin(), inputs.end());
+    if (!inputs.empty()) input_dtype = inputs[0].dtype;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        if (inputs[i].dtype != input_dtype)
+            throw Error(ErrorKind::usage, fmt::format("{} operands must share one dtype: operand 0 is {}, operand {} is {}",
+                                                      name_of(bound.op), name_of(input_dtype), i, name_of(inputs[i].dtype)))
+                .help("convert them to one dtype first");
+        EINC_ASSERT(inputs[i].shape == bound.inputs[i].shape());
+        EINC_ASSERT(inputs[i].strides.size() == inputs[i].shape.size());
+    }
+    output_dtype = bound.op == Op::parse_shape ? input_dtype : result_dtype(bound.op, bound.reduction, input_dtype);
+    if (!options.output_strides.empty() && options.output_strides.size() != bound.outputs.size())
+        throw Error(ErrorKind::usage, fmt::format("{} outputs given for {} results", options.output_strides.size(), bound.outputs.size()));
+    for (std::size_t k = 0; k < bound.outputs.size(); ++k) {
+        const Shape shape = bound.outputs[k].shape();
+        Shape strides = options.output_strides.empty() ? row_major_strides(shape) : options.output_strides[k];
+        if (strides.size() != shape.size())
+            throw Error(ErrorKind::shape, fmt::format("output {} has {} strides for a {}-dim result", k, strides.size(), shape.size()));
+        plan.outputs.push_back(TensorSpec{output_dtype, shape, std::move(strides)});
+    }
+}
+
+namespace {
+
+// The stride of every elementary axis in an operand whose dims have `dim_strides`: a dim (h w) with
+// stride s gives w the stride s and h the stride s * size(w); an axis in two dims (a diagonal) gets
+// the sum of both.
+std::vector<std::int64_t> axis_strides(const Bound& bound, const BoundOperand& operand, const Shape& dim_strides) {
+    std::vector<std::int64_t> strides(bound.axes.size(), 0);
+    for (std::size_t d = 0; d < operand.dims.size(); ++d) {
+        std::int64_t stride = dim_strides[d];
+        const auto& axes = operand.dims[d].axes;
+        for (std::size_t k = axes.size(); k-- > 0;) {
+            strides[static_cast<std::size_t>(axes[k])] += stride;
+            stride *= bound.size(axes[k]);
+        }
+    }
+    return strides;
+}
+
+std::vector<AxisId> axes_of(const BoundOperand& operand) {
+    std::vector<AxisId> axes;
+    for (const BoundDim& dim : operand.dims)
+        for (const AxisId a : dim.axes)
+            if (std::find(axes.begin(), axes.end(), a) == axes.end()) axes.push_back(a);
+    return axes;
+}
+
+}  // namespace
+
+Operand PlanBuilder::input(std::size_t i) const {
+    return Operand{Buffer{Buffer::Kind::input, static_cast<std::uint32_t>(i)}, 0,
+                   axis_strides(bound, bound.inputs[i], inputs[i].strides), axes_of(bound.inputs[i]), input_dtype};
+}
+
+Operand PlanBuilder::output(std::size_t k) const {
+    return Operand{Buffer{Buffer::Kind::output, static_cast<std::uint32_t>(k)}, 0,
+                   axis_strides(bound, bound.outputs[k], plan.outputs[k].strides), axes_of(bound.outputs[k]), output_dtype};
+}
+
+Operand PlanBuilder::temporary(const std::vector<AxisId>& axes, DType dtype) {
+    Shape shape;
+    for (const AxisId a : axes) shape.push_back(bound.size(a));
+    const Shape strides = row_major_strides(shape);
+    Operand operand{Buffer{Buffer::Kind::temporary, static_cast<std::uint32_t>(plan.temporaries.size())}, 0,
+                    std::vector<std::int64_t>(bound.axes.size(), 0), axes, dtype};
+    for (std::size_t k = 0; k < axes.size(); ++k) operand.strides[static_cast<std::size_t>(axes[k])] = strides[k];
+    plan.temporaries.push_back(TensorSpec{dtype, shape, strides});
+    return operand;
+}
+
+Layout PlanBuilder::layout_of(std::span<const AxisId> axes, const Operand& operand) const {
+    Layout layout;
+    for (const AxisId a : axes) layout.modes.push_back(Mode{bound.size(a), operand.strides[static_cast<std::size_t>(a)]});
+    return layout;
+}
+
+std::int64_t PlanBuilder::size_of_axes(std::span<const AxisId> axes) const {
+    std::int64_t n = 1;
+    for (const AxisId a : axes) n *= bound.size(a);
+    return n;
+}
+
+std::string PlanBuilder::axis_names(std::span<const AxisId> axes) const {
+    std::vector<std::string> names;
+    for (const AxisId a : axes) names.push_back(bound.axis(a).name);
+    return fmt::format("{}", fmt::join(names, " "));
+}
+
+const TensorSpec& PlanBuilder::spec(Buffer buffer) const {
+    switch (buffer.kind) {
+    case Buffer::Kind::input: return plan.inputs.at(buffer.index);
+    case Buffer::Kind::output: return plan.outputs.at(buffer.index);
+    case Buffer::Kind::temporary: return plan.temporaries.at(buffer.index);
+    }
+    EINC_ASSERT(false);
+}
+
+void PlanBuilder::add(Step step, Cost cost, std::string why) {
+    plan.total += cost;
+    plan.steps.push_back(PlanStep{std::move(step), cost, std::move(why)});
+}
+
+namespace {
+
+Cost write_cost(const PlanBuilder& b, const Access& dst) {
+    Cost cost;
+    cost.bytes_written = bytes_of(dst.layout, b.spec(dst.buffer).dtype);
+    if (dst.buffer.kind == Buffer::Kind::temporary) {
+        const TensorSpec& t = b.spec(dst.buffer);
+        cost.workspace_bytes = static_cast<double>(*checked_product(t.shape)) * static_cast<double>(size_of(t.dtype));
+    }
+    return cost;
+}
+
+// A destination layout with the reduced modes (stride 0) removed: what is written.
+Layout written(const Layout& dst) {
+    Layout out;
+    for (const Mode& m : dst.modes)
+        if (m.stride != 0 || m.extent == 0) out.modes.push_back(m);
+    return out;
+}
+
+}  // namespace
+
+void PlanBuilder::copy(Access src, Access dst, std::string why) {
+    std::array<Layout, 2> layouts{dst.layout, src.layout};
+    canonicalize(layouts);
+    dst.layout = std::move(layouts[0]);
+    src.layout = std::move(layouts[1]);
+    Cost cost = write_cost(*this, dst);
+    cost.bytes_read = bytes_of(src.layout, spec(src.buffer).dtype);
+    add(Copy{std::move(src), std::move(dst)}, cost, std::move(why));
+}
+
+void PlanBuilder::reduce(Reduction op, Access src, Access dst, std::string why) {
+    std::array<Layout, 2> layouts{dst.layout, src.layout};
+    canonicalize(layouts);
+    dst.layout = std::move(layouts[0]);
+    src.layout = std::move(layouts[1]);
+    Cost cost;
+    cost.bytes_written = bytes_of(written(dst.layout), spec(dst.buffer).dtype);
+    cost.workspace_bytes = write_cost(*this, dst).workspace_bytes;
+    cost.bytes_read = bytes_of(src.layout, spec(src.buffer).dtype);
+    cost.flops = static_cast<double>(src.layout.size());
+    if (op == Reduction::mean) cost.flops += static_cast<double>(written(dst.layout).size());
+    add(Reduce{op, std::move(src), std::move(dst)}, cost, std::move(why));
+}
+
+void PlanBuilder::contract(std::vector<Access> srcs, Access dst, std::string why) {
+    std::vector<Layout> layouts{dst.layout};
+    for (const Access& src : srcs) layouts.push_back(src.layout);
+    canonicalize(layouts);
+    dst.layout = std::move(layouts[0]);
+    Cost cost;
+    cost.bytes_written = bytes_of(written(dst.layout), spec(dst.buffer).dtype);
+    cost.workspace_bytes = write_cost(*this, dst).workspace_bytes;
+    for (std::size_t k = 0; k < srcs.size(); ++k) {
+        srcs[k].layout = std::move(layouts[k + 1]);
+        cost.bytes_read += bytes_of(srcs[k].layout, spec(srcs[k].buffer).dtype);
+    }
+    const bool summed = written(dst.layout).size() < dst.layout.size();
+    cost.flops = static_cast<double>(dst.layout.size()) *
+                 (static_cast<double>(std::max<std::size_t>(1, srcs.size() - 1)) + (summed ? 1 : 0));
+    add(Contract{std::move(srcs), std::move(dst)}, cost, std::move(why));
+}
+
+// ---- data movement --------------------------------------------------------------------------------
+
+void move_to_output(PlanBuilder& b, const Operand& source, std::uint32_t k, const std::string& what) {
+    const BoundOperand& out = b.bound.outputs[k];
+    std::vector<AxisId> axes;  // output axes in order
+    for (const BoundDim& dim : out.dims) axes.insert(axes.end(), dim.axes.begin(), dim.axes.end());
+
+    // Which output dim, if any, is not a single mode of the source's memory.
+    std::optional<std::size_t> blocking_dim;
+    Layout view;
+    for (std::size_t d = 0; d < out.dims.size(); ++d) {
+        const std::optional<Mode> mode = merge(b.layout_of(out.dims[d].axes, source).modes);
+        if (!mode) {
+            if (!blocking_dim) blocking_dim = d;
+            continue;
+        }
+        view.modes.push_back(Mode{out.dims[d].extent, out.dims[d].extent == 1 ? 0 : mode->stride});
+    }
+    const bool can_view = !blocking_dim && source.buffer.kind == Buffer::Kind::input && source.dtype == b.output_dtype &&
+                          b.options.output_strides.empty();
+    const auto describe_blocking = [&] {
+        const BoundDim& dim = out.dims[*blocking_dim];
+        std::vector<std::string> strides;
+        for (const AxisId a : dim.axes)
+            strides.push_back(fmt::format("{}:{}", b.bound.axis(a).name, source.strides[static_cast<std::size_t>(a)]));
+        return fmt::format("output dim {} ({}) needs axes {} adjacent in memory in that order, but their strides are {}", *blocking_dim,
+                           b.axis_names(dim.axes), b.axis_names(dim.axes), fmt::join(strides, ", "));
+    };
+    if (b.options.require_view && !(can_view && !b.options.contiguous)) {
+        Error error(ErrorKind::pattern, fmt::format("{} can't be a view of its input", name_of(b.bound.op)));
+        if (blocking_dim) {
+            error.at(b.bound.pattern.text, out.dims[*blocking_dim].span).help(describe_blocking());
+        } else if (source.buffer.kind != Buffer::Kind::input) {
+            error.help("the result is computed, not moved");
+        } else if (source.dtype != b.output_dtype) {
+            error.help(fmt::format("the result's dtype ({}) differs from the input's ({})", name_of(b.output_dtype), name_of(source.dtype)));
+        } else {
+            error.help("an output was given: the result is written into it");
+        }
+        throw error;
+    }
+    if (can_view && !b.options.contiguous) {
+        b.plan.outputs[k].strides = view.strides();
+        b.add(View{k, Access{source.buffer, source.offset, view}}, Cost{},
+              fmt::format("{}: every output dim is a stride of the input; no data moves", what));
+        return;
+    }
+    std::string why = what;
+    if (blocking_dim) why += ": " + describe_blocking();
+    else if (!b.bound.broadcast.empty()) why += fmt::format(": materialise the repetition along {}", b.axis_names(b.bound.broadcast));
+    else if (source.buffer.kind == Buffer::Kind::input && source.dtype == b.output_dtype && b.options.output_strides.empty())
+        why += ": a fresh result was asked for (contiguous)";
+    const Operand dst = b.output(k);
+    b.copy(Access{source.buffer, source.offset, b.layout_of(axes, source)}, Access{dst.buffer, dst.offset, b.layout_of(axes, dst)},
+           std::move(why));
+}
+
+namespace {
+
+void plan_reduce(PlanBuilder& b) {
+    const Operand in = b.input(0);
+    const bool nothing_reduced = b.size_of_axes(b.bound.reduced) == 1;
+    if (nothing_reduced && b.output_dtype == b.input_dtype) {  // reducing over length 1 moves data at most
+        move_to_output(b, in, 0, fmt::format("reduce {} over length 1", name_of(b.bound.reduction)));
+        return;
+    }
+    const Operand out = b.output(0);
+    std::vector<AxisId> axes;
+    for (const BoundDim& dim : b.bound.outputs[0].dims) axes.insert(axes.end(), dim.axes.begin(), dim.axes.end());
+    axes.insert(axes.end(), b.bound.reduced.begin(), b.bound.reduced.end());
+    Layout dst = b.layout_of(axes, out);  // reduced axes are absent from the output: stride 0
+    if (b.options.require_view)
+        throw Error(ErrorKind::pattern, "reduce can't be a view of its input").help("it computes new values");
+    b.reduce(b.bound.reduction, Access{in.buffer, 0, b.layout_of(axes, in)}, Access{out.buffer, 0, std::move(dst)},
+             b.bound.reduced.empty() ? fmt::format("{} over no axis: converts {} to {}", name_of(b.bound.reduction),
+                                                   name_of(b.input_dtype), name_of(b.output_dtype))
+                                     : fmt::format("{} over {}", name_of(b.bound.reduction), b.axis_names(b.bound.reduced)));
+}
+
+// pack: every input is copied into its slice of the concatenated dim.
+void plan_pack(PlanBuilder& b) {
+    const Concat& concat = *b.bound.concat;
+    if (b.bound.inputs.size() == 1) {
+        move_to_output(b, b.input(0), 0, "pack of one tensor");
+        return;
+    }
+    if (b.options.require_view)
+        throw Error(ErrorKind::pattern, "pack of several tensors can't be a view").help("it concatenates them into new memory");
+    const std::int64_t concat_stride = b.plan.outputs[0].strides[concat.dim];
+    for (std::size_t i = 0; i < b.bound.inputs.size(); ++i) {
+        const Operand in = b.input(i);
+        Operand dst = b.output(0);  // the concat dim has no axes: give the part's axes their strides in it
+        const std::vector<AxisId>& part = concat.parts[i];
+        std::int64_t stride = concat_stride;
+        for (std::size_t k = part.size(); k-- > 0;) {
+            dst.strides[static_cast<std::size_t>(part[k])] = stride;
+            stride *= b.bound.size(part[k]);
+        }
+        dst.offset = concat.offsets[i] * concat_stride;
+        std::vector<AxisId> axes;
+        for (const BoundDim& dim : b.bound.inputs[i].dims) axes.insert(axes.end(), dim.axes.begin(), dim.axes.end());
+        if (b.size_of_axes(axes) == 0) continue;
+        b.copy(Access{in.buffer, 0, b.layout_of(axes, in)}, Access{dst.buffer, dst.offset, b.layout_of(axes, dst)},
+               fmt::format("tensor {} into [{}, {}) of dim {}", i, concat.offsets[i],
+                           concat.offsets[i] + b.size_of_axes(part), concat.dim));
+    }
+}
+
+// unpack: every part is a slice of the input: always a view, unless a fresh result is asked for.
+void plan_unpack(PlanBuilder& b) {
+    const Concat& concat = *b.bound.concat;
+    const Operand packed = b.input(0);
+    const std::int64_t concat_stride = b.inputs[0].strides[concat.dim];
+    for (std::size_t p = 0; p < b.bound.outputs.size(); ++p) {
+        Operand source = packed;
+        const std::vector<AxisId>& part = concat.parts[p];
+        std::int64_t stride = concat_stride;
+        for (std::size_t k = part.size(); k-- > 0;) {
+            source.strides[static_cast<std::size_t>(part[k])] = stride;
+            stride *= b.bound.size(part[k]);
+        }
+        source.offset = concat.offsets[p] * concat_stride;
+        move_to_output(b, source, static_cast<std::uint32_t>(p),
+                       fmt::format("part {}: [{}, {}) of dim {}", p, concat.offsets[p], concat.offsets[p] + b.size_of_axes(part), concat.dim));
+    }
+}
+
+}  // namespace
+}  // namespace detail
+
+Plan plan(const Bound& bound, std::span<const TensorSpec> inputs, const PlanOptions& options) {
+    detail::PlanBuilder builder(bound, inputs, options);
+    switch (bound.op) {
+    case Op::rearrange:
+    case Op::repeat: detail::move_to_output(builder, builder.input(0), 0, fmt::format("{}", name_of(bound.op))); break;
+    case Op::reduce: detail::plan_reduce(builder); break;
+    case Op::einsum: detail::plan_einsum(builder); break;
+    case Op::pack: detail::plan_pack(builder); break;
+    case Op::unpack: detail::plan_unpack(builder); break;
+    case Op::parse_shape: break;
+    }
+    return std::move(builder.plan);
+}
+
+}  // namespace einc

@@ -1,0 +1,138 @@
+// Pass 3: plan. Turns a bound expression and the operands' layouts into a Plan - a short list of steps,
+// each small, printable and costed - that an executor (runtime/ on the CPU, cuda/ on a GPU) runs as is.
+//
+//   View      the result is an input's memory with a new layout                     0 FLOPs, 0 bytes
+//   Copy      materialise a permutation / broadcast / merge into a new layout
+//   Reduce    sum mean max min prod any all over some modes
+//   Contract  elementwise product of several accesses, summed over some modes (no GEMM shape)
+//   Gemm      one strided-batched GEMM
+//
+// Copy, Reduce and Contract are loop nests: their accesses share one index space (the layouts' common
+// shape); a destination stride of 0 marks a mode that is reduced (or summed).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "compiler/bound.hpp"
+#include "compiler/cost.hpp"
+#include "compiler/dtype.hpp"
+#include "compiler/layout.hpp"
+
+namespace einc {
+
+struct Buffer {
+    enum class Kind : std::uint8_t { input, output, temporary };
+    Kind kind = Kind::input;
+    std::uint32_t index = 0;
+    friend bool operator==(const Buffer&, const Buffer&) = default;
+};
+
+// What a step sees of a buffer: the element at offset + layout(i) for every index i of the step.
+struct Access {
+    Buffer buffer;
+    std::int64_t offset = 0;  // in elements
+    Layout layout;
+};
+
+// Output `output` is `source.buffer`'s memory at source.offset with source.layout (its shape is the
+// output's shape).
+struct View {
+    std::uint32_t output = 0;
+    Access source;
+};
+
+// dst[i] = src[i] for every index i; src stride 0 broadcasts. Converts the dtype where the buffers differ.
+struct Copy {
+    Access src, dst;
+};
+
+// dst[i] = op(src[j] for every j that agrees with i on the modes where dst's stride is non-zero).
+// Reducing an empty set gives op's identity (sum 0, prod 1, any false, all true, mean NaN).
+struct Reduce {
+    Reduction op = Reduction::sum;
+    Access src, dst;
+};
+
+// dst[i] = sum over the modes where dst's stride is 0 of the product of srcs[k][i].
+struct Contract {
+    std::vector<Access> srcs;
+    Access dst;
+};
+
+// One matrix of a GEMM: element (b, row, col) at offset + b*batch_stride + row*row_stride + col*col_stride.
+// The planner normalises it for BLAS: exactly one of row_stride, col_stride is 1 (row-major when
+// col_stride is 1) and the other is at least the extent of the dim whose stride is 1.
+struct GemmMatrix {
+    Buffer buffer;
+    std::int64_t offset = 0;
+    std::int64_t batch_stride = 0, row_stride = 0, col_stride = 0;
+    bool row_major() const { return col_stride == 1; }
+    std::int64_t leading_dimension() const { return row_major() ? row_stride : col_stride; }
+};
+
+// C[b] = A[b] (m x k) * B[b] (k x n) for every b < batch: one strided-batched GEMM.
+struct Gemm {
+    std::int64_t batch = 1, m = 1, n = 1, k = 1;
+    GemmMatrix a, b, c;
+};
+
+using Step = std::variant<View, Copy, Reduce, Contract, Gemm>;
+
+struct PlanStep {
+    Step step;
+    Cost cost;
+    std::string why;  // what the step does in terms of the pattern, and why it is needed
+};
+
+// A buffer's dtype and layout as the plan addresses it (strides in elements, from the buffer's base).
+struct TensorSpec {
+    DType dtype = DType::f32;
+    Shape shape;
+    Shape strides;
+};
+
+// The order in which einsum contracts three or more operands, as opt_einsum reports it: each pair
+// indexes the current operand list; the two are removed and their result appended.
+struct ContractionPath {
+    std::vector<std::pair<std::size_t, std::size_t>> pairs;
+    double naive_flops = 0;      // one loop over every axis, opt_einsum's count
+    double optimized_flops = 0;  // the same count, contraction by contraction
+    double largest_intermediate = 0;  // elements
+    bool optimal = true;              // exhaustive search (false: greedy)
+};
+
+struct Plan {
+    Op op = Op::rearrange;
+    std::vector<TensorSpec> inputs;
+    std::vector<TensorSpec> outputs;      // a viewed output's strides point into its input
+    std::vector<TensorSpec> temporaries;  // scratch buffers, row-major, allocated by the executor
+    std::vector<PlanStep> steps;
+    std::optional<ContractionPath> path;  // einsum with three or more operands
+    Cost total;
+
+    // The input output `k` is a view of, if a View step produces it.
+    std::optional<std::uint32_t> view_source(std::size_t output) const;
+};
+
+struct PlanOptions {
+    bool require_view = false;  // fail unless every result is a view of an input
+    bool contiguous = false;    // never return a view: materialise every result
+    std::vector<Shape> output_strides;  // strides of caller-provided outputs; empty: row-major results
+    std::size_t optimal_operand_limit = 8;  // exhaustive contraction-order search up to this many operands
+};
+
+// @pre inputs[i].shape == bound.inputs[i].shape() and all inputs share one dtype
+// @post executing the steps in order gives, for every output, the bound expression's value
+Plan plan(const Bound& bound, std::span<const TensorSpec> inputs, const PlanOptions& options = {});
+
+// The plan as `einc explain` prints it, with each step's roofline on `device` (stable for goldens).
+std::string print_plan(const Plan& plan, const DeviceModel& device);
+// The same as JSON.
+std::string plan_to_json(const Plan& plan, const DeviceModel& device);
+
+}  // namespace einc

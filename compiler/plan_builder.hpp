@@ -1,0 +1,57 @@
+// Internal to compiler/: the state plan() builds a Plan in, shared by plan.cpp (data movement,
+// reductions, pack/unpack) and plan_einsum.cpp.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/plan.hpp"
+
+namespace einc::detail {
+
+// A tensor the plan can read: a buffer, and the stride of every elementary axis in it (indexed by
+// AxisId; 0 where the axis is absent or broadcast).
+struct Operand {
+    Buffer buffer;
+    std::int64_t offset = 0;
+    std::vector<std::int64_t> strides;
+    std::vector<AxisId> axes;  // the axes it varies along, in the order of its dims
+    DType dtype = DType::f32;
+};
+
+class PlanBuilder {
+public:
+    PlanBuilder(const Bound& bound, std::span<const TensorSpec> inputs, const PlanOptions& options);
+
+    const Bound& bound;
+    std::span<const TensorSpec> inputs;
+    const PlanOptions& options;
+    DType input_dtype = DType::f32;
+    DType output_dtype = DType::f32;
+    Plan plan;
+
+    Operand input(std::size_t i) const;
+    Operand output(std::size_t k) const;  // where output k is written (its planned strides)
+    // A new row-major temporary over `axes` (in that order).
+    Operand temporary(const std::vector<AxisId>& axes, DType dtype);
+
+    Layout layout_of(std::span<const AxisId> axes, const Operand& operand) const;
+    std::int64_t size_of_axes(std::span<const AxisId> axes) const;
+    std::string axis_names(std::span<const AxisId> axes) const;  // "h w c"
+    const TensorSpec& spec(Buffer buffer) const;
+
+    void add(Step step, Cost cost, std::string why);
+
+    // Steps over one index space (layouts canonicalized here).
+    void copy(Access src, Access dst, std::string why);
+    void reduce(Reduction op, Access src, Access dst, std::string why);
+    void contract(std::vector<Access> srcs, Access dst, std::string why);
+};
+
+void plan_einsum(PlanBuilder& builder);
+
+// Moves `source` into output `k` over the output's axes: a View of an input when every output dim is
+// a mode of the source's memory and views are allowed, a Copy otherwise.
+void move_to_output(PlanBuilder& builder, const Operand& source, std::uint32_t k, const std::string& what);
+
+}  // namespace einc::detail

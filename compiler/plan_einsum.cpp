@@ -1,0 +1,292 @@
+// Planning einsum: reduce axes that only one operand has, contract the operands pairwise in the order
+// contraction_order() finds, and map every pairwise contraction with a summed axis to one strided-batched
+// GEMM - copying an operand into a GEMM-friendly layout (TTGT) only when its strides cannot serve.
+#include <algorithm>
+#include <fmt/format.h>
+#include <numeric>
+
+#include "compiler/contraction_order.hpp"
+#include "compiler/plan_builder.hpp"
+#include "grammar/diagnostic.hpp"
+
+namespace einc::detail {
+namespace {
+
+using Axes = std::vector<AxisId>;
+
+bool contains(const Axes& axes, AxisId a) { return std::find(axes.begin(), axes.end(), a) != axes.end(); }
+
+Axes output_axes(const Bound& bound) {
+    Axes axes;
+    for (const BoundDim& dim : bound.outputs[0].dims) axes.insert(axes.end(), dim.axes.begin(), dim.axes.end());
+    return axes;
+}
+
+std::string label(const Operand& operand) {
+    switch (operand.buffer.kind) {
+    case Buffer::Kind::input: return fmt::format("in {}", operand.buffer.index);
+    case Buffer::Kind::output: return fmt::format("out {}", operand.buffer.index);
+    case Buffer::Kind::temporary: return fmt::format("t{}", operand.buffer.index);
+    }
+    return "?";
+}
+
+// ---- GEMM mapping -----------------------------------------------------------------------------------
+
+struct Groups {
+    Axes batch, m, n, k;
+};
+
+// An operand seen as a batch of matrices: each group of axes merged to one mode.
+struct MatrixModes {
+    Mode batch, rows, cols;
+};
+
+std::optional<MatrixModes> matrix_modes(const PlanBuilder& b, const Operand& x, const Axes& batch, const Axes& rows, const Axes& cols) {
+    const auto batch_mode = merge(b.layout_of(batch, x).modes);
+    const auto row_mode = merge(b.layout_of(rows, x).modes);
+    const auto col_mode = merge(b.layout_of(cols, x).modes);
+    if (!batch_mode || !row_mode || !col_mode) return std::nullopt;
+    return MatrixModes{*batch_mode, *row_mode, *col_mode};
+}
+
+// The BLAS form of a batch of matrices: one unit stride, a leading dimension that fits, no negative strides.
+std::optional<GemmMatrix> blas_matrix(const Operand& x, const MatrixModes& modes) {
+    const auto [batch, rows, cols] = modes;
+    if (batch.stride < 0 || rows.stride < 0 || cols.stride < 0) return std::nullopt;
+    GemmMatrix matrix{x.buffer, x.offset, batch.extent == 1 ? 0 : batch.stride, 0, 0};
+    const std::int64_t r = std::max<std::int64_t>(rows.extent, 1), c = std::max<std::int64_t>(cols.extent, 1);
+    if ((cols.stride == 1 || c == 1) && (r == 1 || rows.stride >= c)) {
+        matrix.row_stride = r == 1 ? c : rows.stride;
+        matrix.col_stride = 1;
+        return matrix;
+    }
+    if ((rows.stride == 1 || r == 1) && (c == 1 || cols.stride >= r)) {
+        matrix.row_stride = 1;
+        matrix.col_stride = c == 1 ? r : cols.stride;
+        return matrix;
+    }
+    return std::nullopt;
+}
+
+// Why an operand cannot be a BLAS matrix as it is.
+std::string matrix_problem(const PlanBuilder& b, const Operand& x, const Axes& batch, const Axes& rows, const Axes& cols) {
+    for (const auto* group : {&batch, &rows, &cols})
+        if (!merge(b.layout_of(*group, x).modes)) {
+            std::vector<std::string> strides;
+            for (const AxisId a : *group) strides.push_back(fmt::format("{}:{}", b.bound.axis(a).name, x.strides[static_cast<std::size_t>(a)]));
+            return fmt::format("axes ({}) are not one stride in its memory ({})", b.axis_names(*group), fmt::join(strides, ", "));
+        }
+    const MatrixModes modes = *matrix_modes(b, x, batch, rows, cols);
+    return fmt::format("its matrix {}x{} has strides ({}, {}): neither is 1 with room for the other", modes.rows.extent,
+                       modes.cols.extent, modes.rows.stride, modes.cols.stride);
+}
+
+// The axes of `group` ordered by their stride in `x`, outermost first.
+Axes ordered_by(const Axes& group, const Operand& x) {
+    Axes ordered = group;
+    std::stable_sort(ordered.begin(), ordered.end(), [&](AxisId a, AxisId c) {
+        return std::llabs(x.strides[static_cast<std::size_t>(a)]) > std::llabs(x.strides[static_cast<std::size_t>(c)]);
+    });
+    return ordered;
+}
+
+void add_unique(std::vector<Axes>& candidates, Axes order) {
+    if (std::find(candidates.begin(), candidates.end(), order) == candidates.end()) candidates.push_back(std::move(order));
+}
+
+double bytes_of(const PlanBuilder& b, const Operand& x) {
+    return static_cast<double>(b.size_of_axes(x.axes)) * static_cast<double>(size_of(x.dtype));
+}
+
+struct GemmChoice {
+    Groups groups;
+    std::optional<GemmMatrix> a, b, c;  // absent: that operand is copied first (or, for c, after)
+    double copied_bytes = 0;
+};
+
+// Picks the order of the axes within each group so that the fewest bytes are copied: an order is
+// read off one operand's strides (the destination's first); each operand that is not a BLAS matrix
+// in that order gets copied.
+GemmChoice choose_gemm(const PlanBuilder& b, const Groups& groups, const Operand& a, const Operand& x, const std::optional<Operand>& c) {
+    const auto candidates = [&](const Axes& group, std::initializer_list<const Operand*> operands) {
+        std::vector<Axes> orders;
+        for (const Operand* o : operands)
+            if (o) add_unique(orders, ordered_by(group, *o));
+        return orders;
+    };
+    const Operand* c_ptr = c ? &*c : nullptr;
+    const auto batch_orders = candidates(groups.batch, {c_ptr, &a, &x});
+    const auto m_orders = candidates(groups.m, {c_ptr, &a});
+    const auto n_orders = candidates(groups.n, {c_ptr, &x});
+    const auto k_orders = candidates(groups.k, {&a, &x});
+
+    std::optional<GemmChoice> best;
+    for (const Axes& batch : batch_orders)
+        for (const Axes& m : m_orders)
+            for (const Axes& n : n_orders)
+                for (const Axes& k : k_orders) {
+                    GemmChoice choice{Groups{batch, m, n, k}, std::nullopt, std::nullopt, std::nullopt, 0};
+                    const auto try_matrix = [&](const Operand& o, const Axes& rows, const Axes& cols, std::optional<GemmMatrix>& slot) {
+                        if (const auto modes = matrix_modes(b, o, batch, rows, cols)) slot = blas_matrix(o, *modes);
+                        if (!slot) choice.copied_bytes += 2 * bytes_of(b, o);
+                    };
+                    try_matrix(a, m, k, choice.a);
+                    try_matrix(x, k, n, choice.b);
+                    if (c) try_matrix(*c, m, n, choice.c);
+                    if (!best || choice.copied_bytes < best->copied_bytes) best = std::move(choice);
+                }
+    return *best;
+}
+
+// ---- the contraction of two operands --------------------------------------------------------------
+
+// Contracts `a` and `x` into `destination` (the output) or, when absent, into a new temporary holding
+// the axes `kept`. Returns the result.
+Operand contract_pair(PlanBuilder& b, const Operand& a, const Operand& x, const Axes& kept, bool to_output) {
+    Groups groups;
+    Axes all = a.axes;
+    for (const AxisId axis : x.axes)
+        if (!contains(all, axis)) all.push_back(axis);
+    for (const AxisId axis : all) {
+        const bool in_a = contains(a.axes, axis), in_x = contains(x.axes, axis), is_kept = contains(kept, axis);
+        if (in_a && in_x) (is_kept ? groups.batch : groups.k).push_back(axis);
+        else if (in_a) groups.m.push_back(axis);
+        else groups.n.push_back(axis);
+    }
+    const std::string what = fmt::format("{} * {}", label(a), label(x));
+
+    // Without a summed axis a GEMM would be all overhead: multiply elementwise instead.
+    if (b.size_of_axes(groups.k) == 1) {
+        Axes result_axes;
+        for (const AxisId axis : all)
+            if (contains(kept, axis)) result_axes.push_back(axis);
+        const Operand dst = to_output ? b.output(0) : b.temporary(result_axes, b.output_dtype);
+        b.contract({Access{a.buffer, a.offset, b.layout_of(all, a)}, Access{x.buffer, x.offset, b.layout_of(all, x)}},
+                   Access{dst.buffer, dst.offset, b.layout_of(all, dst)},
+                   fmt::format("{} -> {}: elementwise product{}", what, label(dst),
+                               groups.k.empty() ? "" : fmt::format(", summing {} of length 1", b.axis_names(groups.k))));
+        return dst;
+    }
+
+    std::optional<Operand> destination;
+    if (to_output) destination = b.output(0);
+    GemmChoice choice = choose_gemm(b, groups, a, x, destination);
+    const Groups& g = choice.groups;
+    const auto concat = [](std::initializer_list<const Axes*> parts) {
+        Axes out;
+        for (const Axes* p : parts) out.insert(out.end(), p->begin(), p->end());
+        return out;
+    };
+    // Copies of operands whose strides cannot serve (TTGT): into row-major [batch, rows, cols].
+    const auto prepare = [&](const Operand& o, const Axes& rows, const Axes& cols, std::optional<GemmMatrix>& slot) {
+        if (slot) return;
+        const Axes axes = concat({&g.batch, &rows, &cols});
+        const Operand copy = b.temporary(axes, o.dtype);
+        b.copy(Access{o.buffer, o.offset, b.layout_of(axes, o)}, Access{copy.buffer, 0, b.layout_of(axes, copy)},
+               fmt::format("{} -> {} for the GEMM: {}", label(o), label(copy), matrix_problem(b, o, g.batch, rows, cols)));
+        slot = blas_matrix(copy, *matrix_modes(b, copy, g.batch, rows, cols));
+        EINC_ASSERT(slot.has_value());
+    };
+    prepare(a, g.m, g.k, choice.a);
+    prepare(x, g.k, g.n, choice.b);
+
+    const Axes c_axes = concat({&g.batch, &g.m, &g.n});
+    const bool through_temporary = !choice.c;
+    const Operand c = !through_temporary ? *destination : b.temporary(c_axes, b.output_dtype);
+    if (through_temporary) choice.c = blas_matrix(c, *matrix_modes(b, c, g.batch, g.m, g.n));
+    EINC_ASSERT(choice.c.has_value());
+
+    Gemm gemm{b.size_of_axes(g.batch), b.size_of_axes(g.m), b.size_of_axes(g.n), b.size_of_axes(g.k), *choice.a, *choice.b, *choice.c};
+    Cost cost;
+    cost.flops = 2.0 * static_cast<double>(gemm.batch) * static_cast<double>(gemm.m) * static_cast<double>(gemm.n) *
+                 static_cast<double>(gemm.k);
+    const auto matrix_bytes = [&](const GemmMatrix& mat, std::int64_t rows, std::int64_t cols, DType dtype) {
+        return static_cast<double>(mat.batch_stride == 0 ? 1 : gemm.batch) * static_cast<double>(rows) *
+               static_cast<double>(cols) * static_cast<double>(size_of(dtype));
+    };
+    cost.bytes_read = matrix_bytes(gemm.a, gemm.m, gemm.k, a.dtype) + matrix_bytes(gemm.b, gemm.k, gemm.n, x.dtype);
+    cost.bytes_written = matrix_bytes(gemm.c, gemm.m, gemm.n, b.output_dtype);
+    if (c.buffer.kind == Buffer::Kind::temporary) cost.workspace_bytes = cost.bytes_written;
+    b.add(gemm, cost,
+          fmt::format("{} -> {}: batch ({}), M ({}), N ({}), K ({})", what, label(c), b.axis_names(g.batch),
+                      b.axis_names(g.m), b.axis_names(g.n), b.axis_names(g.k)));
+
+    if (through_temporary && to_output) {
+        const Operand out = *destination;
+        b.copy(Access{c.buffer, 0, b.layout_of(c_axes, c)}, Access{out.buffer, out.offset, b.layout_of(c_axes, out)},
+               fmt::format("{} -> {}: {}", label(c), label(out), matrix_problem(b, out, g.batch, g.m, g.n)));
+        return out;
+    }
+    return c;
+}
+
+// Sums away the axes of `x` that no other operand and not the output has (numpy sums them too).
+Operand reduce_own_axes(PlanBuilder& b, const Operand& x, const Axes& needed, bool to_output) {
+    Axes kept, own;
+    for (const AxisId axis : x.axes) (contains(needed, axis) ? kept : own).push_back(axis);
+    if (own.empty()) return x;
+    Operand reduced = x;
+    if (b.size_of_axes(own) != 1) {
+        const Operand dst = to_output ? b.output(0) : b.temporary(kept, b.output_dtype);
+        Axes axes = to_output ? output_axes(b.bound) : kept;
+        axes.insert(axes.end(), own.begin(), own.end());
+        b.reduce(Reduction::sum, Access{x.buffer, x.offset, b.layout_of(axes, x)}, Access{dst.buffer, dst.offset, b.layout_of(axes, dst)},
+                 fmt::format("{} -> {}: sum over {}, which only {} has", label(x), label(dst), b.axis_names(own), label(x)));
+        reduced = dst;
+    }
+    reduced.axes = kept;  // axes of length 1 are simply dropped
+    return reduced;
+}
+
+}  // namespace
+
+void plan_einsum(PlanBuilder& b) {
+    const Axes out_axes = output_axes(b.bound);
+    if (b.options.require_view && b.bound.inputs.size() > 1)
+        throw Error(ErrorKind::pattern, "einsum of several operands can't be a view").help("it computes new values");
+
+    std::vector<Operand> operands;
+    for (std::size_t i = 0; i < b.bound.inputs.size(); ++i) operands.push_back(b.input(i));
+
+    // Axes needed by anything but operand `i`: the output's and the other operands'.
+    const auto needed_besides = [&](std::size_t i) {
+        Axes needed = out_axes;
+        for (std::size_t o = 0; o < operands.size(); ++o)
+            if (o != i) needed.insert(needed.end(), operands[o].axes.begin(), operands[o].axes.end());
+        return needed;
+    };
+
+    if (operands.size() == 1) {
+        const Operand reduced = reduce_own_axes(b, operands[0], out_axes, /*to_output=*/true);
+        if (reduced.buffer.kind != Buffer::Kind::output) move_to_output(b, reduced, 0, "einsum of one operand");
+        return;
+    }
+    for (std::size_t i = 0; i < operands.size(); ++i) operands[i] = reduce_own_axes(b, operands[i], needed_besides(i), false);
+
+    if (operands.size() > 2) {
+        std::vector<Axes> sets;
+        for (const Operand& o : operands) sets.push_back(o.axes);
+        std::vector<std::int64_t> sizes;
+        for (const Axis& axis : b.bound.axes) sizes.push_back(axis.size);
+        b.plan.path = contraction_order(sets, out_axes, sizes, b.options.optimal_operand_limit);
+    }
+    const std::vector<std::pair<std::size_t, std::size_t>> pairs =
+        b.plan.path ? b.plan.path->pairs : std::vector<std::pair<std::size_t, std::size_t>>{{0, 1}};
+    for (const auto& [i, j] : pairs) {
+        const Operand a = operands[i], x = operands[j];
+        operands.erase(operands.begin() + static_cast<std::ptrdiff_t>(j));
+        operands.erase(operands.begin() + static_cast<std::ptrdiff_t>(i));
+        Axes kept = out_axes;
+        for (const Operand& o : operands) kept.insert(kept.end(), o.axes.begin(), o.axes.end());
+        // Axes only one of the pair has and nothing later needs are summed before the contraction.
+        Axes needed_by_a = kept, needed_by_x = kept;
+        needed_by_a.insert(needed_by_a.end(), x.axes.begin(), x.axes.end());
+        needed_by_x.insert(needed_by_x.end(), a.axes.begin(), a.axes.end());
+        const Operand a_reduced = reduce_own_axes(b, a, needed_by_a, false);
+        const Operand x_reduced = reduce_own_axes(b, x, needed_by_x, false);
+        operands.push_back(contract_pair(b, a_reduced, x_reduced, kept, /*to_output=*/operands.empty()));
+    }
+}
+
+}  // namespace einc::detail

@@ -1,0 +1,236 @@
+// Printing plans: the text `einc explain` shows, and its JSON form.
+#include <fmt/format.h>
+
+#include "compiler/plan.hpp"
+#include "grammar/diagnostic.hpp"
+
+namespace einc {
+namespace {
+
+std::string buffer_name(Buffer buffer) {
+    switch (buffer.kind) {
+    case Buffer::Kind::input: return fmt::format("in {}", buffer.index);
+    case Buffer::Kind::output: return fmt::format("out {}", buffer.index);
+    case Buffer::Kind::temporary: return fmt::format("t{}", buffer.index);
+    }
+    return "?";
+}
+
+const TensorSpec& spec_of(const Plan& plan, Buffer buffer) {
+    switch (buffer.kind) {
+    case Buffer::Kind::input: return plan.inputs.at(buffer.index);
+    case Buffer::Kind::output: return plan.outputs.at(buffer.index);
+    case Buffer::Kind::temporary: return plan.temporaries.at(buffer.index);
+    }
+    EINC_ASSERT(false);
+}
+
+std::string_view kind_of(const Step& step) {
+    static constexpr std::string_view kinds[] = {"view", "copy", "reduce", "contract", "gemm"};
+    return kinds[step.index()];
+}
+
+// The dtype a step computes in: what decides its peak.
+DType compute_dtype(const Plan& plan, const Step& step) {
+    if (const auto* gemm = std::get_if<Gemm>(&step)) return spec_of(plan, gemm->a.buffer).dtype;
+    if (const auto* reduce = std::get_if<Reduce>(&step)) return spec_of(plan, reduce->src.buffer).dtype;
+    if (const auto* contract = std::get_if<Contract>(&step)) return spec_of(plan, contract->srcs.front().buffer).dtype;
+    if (const auto* copy = std::get_if<Copy>(&step)) return spec_of(plan, copy->src.buffer).dtype;
+    return spec_of(plan, std::get<View>(step).source.buffer).dtype;
+}
+
+std::string access_line(std::string_view role, const Access& access) {
+    return fmt::format("{:<4} {:<6} {}{}", role, buffer_name(access.buffer), to_string(access.layout),
+                       access.offset != 0 ? fmt::format("  offset {}", access.offset) : "");
+}
+
+std::string matrix_line(char role, const Gemm& gemm, const GemmMatrix& m, std::int64_t rows, std::int64_t cols) {
+    return fmt::format("{}    {:<6} ({},{},{}):({},{},{})  {}  ld {}{}", role, buffer_name(m.buffer), gemm.batch, rows, cols,
+                       m.batch_stride, m.row_stride, m.col_stride, m.row_major() ? "row-major" : "col-major",
+                       m.leading_dimension(), m.offset != 0 ? fmt::format("  offset {}", m.offset) : "");
+}
+
+std::vector<std::string> step_details(const Step& step) {
+    std::vector<std::string> lines;
+    if (const auto* view = std::get_if<View>(&step)) {
+        lines.push_back(fmt::format("out {} = {}", view->output, access_line("", view->source).substr(5)));
+    } else if (const auto* copy = std::get_if<Copy>(&step)) {
+        lines.push_back(access_line("src", copy->src));
+        lines.push_back(access_line("dst", copy->dst));
+    } else if (const auto* reduce = std::get_if<Reduce>(&step)) {
+        lines.push_back(fmt::format("op   {}", name_of(reduce->op)));
+        lines.push_back(access_line("src", reduce->src));
+        lines.push_back(access_line("dst", reduce->dst));
+    } else if (const auto* contract = std::get_if<Contract>(&step)) {
+        for (const Access& src : contract->srcs) lines.push_back(access_line("src", src));
+        lines.push_back(access_line("dst", contract->dst));
+    } else {
+        const auto& gemm = std::get<Gemm>(step);
+        lines.push_back(fmt::format("batch {}  m {}  n {}  k {}", gemm.batch, gemm.m, gemm.n, gemm.k));
+        lines.push_back(matrix_line('A', gemm, gemm.a, gemm.m, gemm.k));
+        lines.push_back(matrix_line('B', gemm, gemm.b, gemm.k, gemm.n));
+        lines.push_back(matrix_line('C', gemm, gemm.c, gemm.m, gemm.n));
+    }
+    return lines;
+}
+
+std::string cost_line(const Cost& cost, const DeviceModel& device, DType dtype) {
+    if (cost.flops == 0 && cost.bytes() == 0) return "free: no FLOPs, no bytes moved";
+    const Roofline r = roofline(cost, device, dtype);
+    return fmt::format("{}  read {}  write {}{}  intensity {:.3g} FLOP/B  {}  {}", format_flops(cost.flops),
+                       format_bytes(cost.bytes_read), format_bytes(cost.bytes_written),
+                       cost.workspace_bytes > 0 ? fmt::format("  workspace {}", format_bytes(cost.workspace_bytes)) : "",
+                       cost.intensity(), r.compute_bound ? "compute-bound" : "memory-bound", format_seconds(r.seconds));
+}
+
+}  // namespace
+
+std::string print_plan(const Plan& plan, const DeviceModel& device) {
+    const DType dtype = plan.inputs.empty() ? DType::f32 : plan.inputs.front().dtype;
+    std::string out = fmt::format("plan ({}, {} step{})\n", name_of(dtype), plan.steps.size(), plan.steps.size() == 1 ? "" : "s");
+    if (plan.path) {
+        const ContractionPath& path = *plan.path;
+        std::vector<std::string> pairs;
+        for (const auto& [i, j] : path.pairs) pairs.push_back(fmt::format("({}, {})", i, j));
+        out += fmt::format("  contraction order ({}): {}\n", path.optimal ? "optimal" : "greedy", fmt::join(pairs, ", "));
+        out += fmt::format("    naive {}, optimized {} ({:.3g}x fewer), largest intermediate {:.3g} elements\n",
+                           format_flops(path.naive_flops), format_flops(path.optimized_flops),
+                           path.optimized_flops > 0 ? path.naive_flops / path.optimized_flops : 1.0, path.largest_intermediate);
+    }
+    for (std::size_t t = 0; t < plan.temporaries.size(); ++t) {
+        const TensorSpec& temp = plan.temporaries[t];
+        out += fmt::format("  t{}: {} {}\n", t, name_of(temp.dtype), format_shape(temp.shape));
+    }
+    for (std::size_t s = 0; s < plan.steps.size(); ++s) {
+        const PlanStep& step = plan.steps[s];
+        out += fmt::format("  {}. {:<8} {}\n", s + 1, kind_of(step.step), step.why);
+        for (const std::string& line : step_details(step.step)) out += fmt::format("       {}\n", line);
+        out += fmt::format("       {}\n", cost_line(step.cost, device, compute_dtype(plan, step.step)));
+    }
+    const Cost& total = plan.total;
+    out += fmt::format("total: {}, read {}, write {}, workspace {}, intensity {:.3g} FLOP/B\n", format_flops(total.flops),
+                       format_bytes(total.bytes_read), format_bytes(total.bytes_written), format_bytes(total.workspace_bytes),
+                       total.intensity());
+    out += fmt::format("bound: {}\n", describe_bound(total, device, dtype));
+    Roofline time;
+    for (const PlanStep& step : plan.steps) time.seconds += roofline(step.cost, device, compute_dtype(plan, step.step)).seconds;
+    out += fmt::format("time:  >= {} on {} (roofline, steps in sequence)\n", format_seconds(time.seconds), device.name);
+    return out;
+}
+
+namespace {
+
+// Just enough JSON: objects and arrays written in order, strings escaped.
+class Json {
+public:
+    std::string text;
+
+    Json& open(char bracket) { separate(); text += bracket; first_ = true; return *this; }
+    Json& close(char bracket) { text += bracket; first_ = false; return *this; }
+    Json& key(std::string_view name) { separate(); string(name); text += ':'; first_ = true; return *this; }
+    Json& value(std::string_view s) { separate(); string(s); return *this; }
+    Json& value(double v) { separate(); text += std::isfinite(v) ? fmt::format("{}", v) : "null"; return *this; }
+    Json& value(std::int64_t v) { separate(); text += fmt::format("{}", v); return *this; }
+    Json& value(bool v) { separate(); text += v ? "true" : "false"; return *this; }
+    Json& array(const std::vector<std::int64_t>& values) {
+        open('[');
+        for (const std::int64_t v : values) value(v);
+        return close(']');
+    }
+
+private:
+    void separate() {
+        if (!first_) text += ',';
+        first_ = false;
+    }
+    void string(std::string_view s) {
+        text += '"';
+        for (const char c : s) {
+            if (c == '"' || c == '\\') text += '\\';
+            if (static_cast<unsigned char>(c) < 0x20) text += fmt::format("\\u{:04x}", c);
+            else text += c;
+        }
+        text += '"';
+    }
+    bool first_ = true;
+};
+
+void write_tensors(Json& json, std::string_view name, const std::vector<TensorSpec>& tensors) {
+    json.key(name).open('[');
+    for (const TensorSpec& t : tensors) {
+        json.open('{').key("dtype").value(name_of(t.dtype)).key("shape").array(t.shape).key("strides").array(t.strides).close('}');
+    }
+    json.close(']');
+}
+
+void write_access(Json& json, std::string_view name, const Access& access) {
+    json.key(name).open('{').key("buffer").value(buffer_name(access.buffer)).key("offset").value(access.offset);
+    json.key("shape").array(access.layout.extents()).key("strides").array(access.layout.strides()).close('}');
+}
+
+void write_cost(Json& json, const Cost& cost, const DeviceModel& device, DType dtype) {
+    const Roofline r = roofline(cost, device, dtype);
+    json.key("flops").value(cost.flops).key("bytes_read").value(cost.bytes_read).key("bytes_written").value(cost.bytes_written);
+    json.key("workspace_bytes").value(cost.workspace_bytes).key("intensity").value(cost.intensity());
+    json.key("bound").value(cost.flops == 0 && cost.bytes() == 0 ? "free" : r.compute_bound ? "compute" : "memory");
+    json.key("predicted_seconds").value(r.seconds);
+}
+
+}  // namespace
+
+std::string plan_to_json(const Plan& plan, const DeviceModel& device) {
+    const DType dtype = plan.inputs.empty() ? DType::f32 : plan.inputs.front().dtype;
+    Json json;
+    json.open('{').key("op").value(name_of(plan.op)).key("dtype").value(name_of(dtype)).key("device").value(device.key);
+    write_tensors(json, "inputs", plan.inputs);
+    write_tensors(json, "outputs", plan.outputs);
+    write_tensors(json, "temporaries", plan.temporaries);
+    json.key("steps").open('[');
+    for (const PlanStep& step : plan.steps) {
+        json.open('{').key("kind").value(kind_of(step.step)).key("why").value(step.why);
+        if (const auto* view = std::get_if<View>(&step.step)) {
+            json.key("output").value(static_cast<std::int64_t>(view->output));
+            write_access(json, "source", view->source);
+        } else if (const auto* copy = std::get_if<Copy>(&step.step)) {
+            write_access(json, "src", copy->src);
+            write_access(json, "dst", copy->dst);
+        } else if (const auto* reduce = std::get_if<Reduce>(&step.step)) {
+            json.key("reduction").value(name_of(reduce->op));
+            write_access(json, "src", reduce->src);
+            write_access(json, "dst", reduce->dst);
+        } else if (const auto* contract = std::get_if<Contract>(&step.step)) {
+            json.key("srcs").open('[');
+            for (const Access& src : contract->srcs) {
+                json.open('{').key("buffer").value(buffer_name(src.buffer)).key("offset").value(src.offset);
+                json.key("shape").array(src.layout.extents()).key("strides").array(src.layout.strides()).close('}');
+            }
+            json.close(']');
+            write_access(json, "dst", contract->dst);
+        } else {
+            const auto& gemm = std::get<Gemm>(step.step);
+            json.key("batch").value(gemm.batch).key("m").value(gemm.m).key("n").value(gemm.n).key("k").value(gemm.k);
+            for (const auto& [name, m] : {std::pair{"a", gemm.a}, std::pair{"b", gemm.b}, std::pair{"c", gemm.c}}) {
+                json.key(name).open('{').key("buffer").value(buffer_name(m.buffer)).key("offset").value(m.offset);
+                json.key("batch_stride").value(m.batch_stride).key("row_stride").value(m.row_stride);
+                json.key("col_stride").value(m.col_stride).close('}');
+            }
+        }
+        write_cost(json, step.cost, device, compute_dtype(plan, step.step));
+        json.close('}');
+    }
+    json.close(']');
+    json.key("total").open('{');
+    write_cost(json, plan.total, device, dtype);
+    json.close('}');
+    if (plan.path) {
+        json.key("path").open('{').key("optimal").value(plan.path->optimal).key("pairs").open('[');
+        for (const auto& [i, j] : plan.path->pairs)
+            json.array({static_cast<std::int64_t>(i), static_cast<std::int64_t>(j)});
+        json.close(']').key("naive_flops").value(plan.path->naive_flops).key("optimized_flops").value(plan.path->optimized_flops);
+        json.key("largest_intermediate").value(plan.path->largest_intermediate).close('}');
+    }
+    json.close('}');
+    return json.text + "\n";
+}
+
+}  // namespace einc
