@@ -1,0 +1,35 @@
+// The reference interpreter: evaluates a bound expression the slow, obvious way - one nested loop over
+// every combination of elementary-axis values - so that every executor of einc (CPU plans, CUDA kernels,
+// GEMMs) can be tested against it. It shares no logic with them: no layouts, no merged axes, no strides
+// beyond reading element (i0, i1, ...) at sum(ik * strides[k]). Meant for small arrays (~1e5 elements).
+//
+// Semantics (einops 0.8 / numpy):
+//   - an operand dim's index is the row-major flattening of its axes' values (no axes: index 0);
+//   - rearrange, repeat, pack, unpack copy each element's bytes, so every dtype moves bit-exactly;
+//   - reduce folds the reduced axes; integers and bool accumulate in int64 (wrapping), floats in double;
+//   - einsum sums, over the reduced axes, the product of every operand's element, in the same precision;
+//   - results are rounded once, to nearest, to result_dtype(op, reduction, input dtype).
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "compiler/bound.hpp"
+#include "runtime/tensor.hpp"
+
+namespace einc::reference {
+
+// Evaluates `bound` on `inputs` (CPU memory, any strides incl. 0 and negative; all of one dtype).
+// Returns the outputs, row-major, of dtype result_dtype(bound.op, bound.reduction, inputs[0].dtype);
+// none for parse_shape. Throws einc::Error when the inputs do not match the bound expression, and for
+// max/min over an empty set.
+std::vector<Tensor> evaluate(const Bound& bound, std::span<const TensorView> inputs);
+
+// A row-major tensor holding `values` converted to `dtype`: floats rounded to nearest, integers by a
+// wrapping cast (values must lie within int64), bool as v != 0.
+Tensor make_tensor(DType dtype, const Shape& shape, const std::vector<double>& values);
+
+// The elements of `view` in row-major order, as double (exact except for i64 beyond 2^53).
+std::vector<double> values_of(const TensorView& view);
+
+}  // namespace einc::reference
