@@ -82,8 +82,8 @@ public:
     Bound run() {
         check_reduction();
         check_operand_count();
-        for (std::size_t i = 0; i < pattern_.inputs.size(); ++i) check_operand(pattern_.inputs[i], side_of(i));
-        if (pattern_.output) check_operand(*pattern_.output, side_of(output_side));
+        for (std::size_t i = 0; i < pattern_.inputs.size(); ++i) check_operand(pattern_.inputs[i], i);
+        if (pattern_.output) check_operand(*pattern_.output, output_side);
         check_sides_agree();
         check_given_sizes();
         check_ranks();
@@ -91,6 +91,7 @@ public:
         infer_sizes();
         bind_output();
         classify_axes();
+        check_empty_reductions();
         return std::move(bound_);
     }
 
@@ -104,6 +105,11 @@ private:
     std::string side_of(std::size_t input) const {
         if (!is_einsum()) return input == output_side ? "right side" : "left side";
         return input == output_side ? "output" : fmt::format("operand {}", input);
+    }
+    // "on the left side" / "in operand 1": where something stands, as a message says it.
+    std::string on_side(std::size_t input) const {
+        if (!is_einsum()) return "on the " + side_of(input);
+        return input == output_side ? "in the output" : "in " + side_of(input);
     }
     std::string tensor_of(std::size_t input) const {
         return is_einsum() ? fmt::format("operand {}", input) : "the input";
@@ -147,26 +153,29 @@ private:
             throw Error(ErrorKind::usage, fmt::format("the pattern has {} {}, but {} {} given", pattern_.inputs.size(),
                                                       pattern_.inputs.size() == 1 ? "input" : "operands", shapes_.size(),
                                                       shapes_.size() == 1 ? "tensor was" : "tensors were"))
-                .at(text_, Span{0, static_cast<std::uint32_t>(text_.size())});
+                .at(text_, Span{0, static_cast<std::uint32_t>(text_.size())})
+                .help(is_einsum() ? "give one shape for each operand, in the order of the pattern"
+                                  : fmt::format("{} takes one tensor", op()));
     }
 
     // One operand on its own: at most one `...`, not grouped on the input side, no duplicate names
     // (einsum inputs may repeat a name: a diagonal), `_` only in einsum.
-    void check_operand(const syntax::Operand& operand, const std::string& side) const {
-        const bool output = side == side_of(output_side);
+    void check_operand(const syntax::Operand& operand, std::size_t input) const {
+        const bool output = input == output_side;
+        const std::string side = on_side(input);
         const syntax::Ellipsis* first_ellipsis = nullptr;
         std::map<std::string, Span> seen;
         for (const syntax::Dim& dim : operand.dims) {
             for (const syntax::Atom& atom : dim.atoms) {
                 if (const auto* ellipsis = as<syntax::Ellipsis>(atom)) {
                     if (first_ellipsis)
-                        throw pattern_error(fmt::format("'...' appears twice on the {}", side))
+                        throw pattern_error(fmt::format("'...' appears twice {}", side))
                             .at(text_, ellipsis->span)
                             .also(first_ellipsis->span)
                             .help("one '...' stands for all the dims not named");
                     first_ellipsis = ellipsis;
                     if (dim.grouped && !output)
-                        throw pattern_error(fmt::format("'...' inside a group on the {}", side))
+                        throw pattern_error(fmt::format("'...' inside a group {}", side))
                             .at(text_, ellipsis->span)
                             .also(dim.span)
                             .help("'...' can be grouped on the output side only, e.g. `b ... -> b (...)`");
@@ -176,10 +185,10 @@ private:
                 if (name->text == "_" && !is_einsum())
                     throw pattern_error(fmt::format("'_' is not an axis name in {}", op()))
                         .at(text_, name->span)
-                        .help("einops accepts a lone '_' only in einsum and parse_shape");
+                        .help("name the axis, e.g. `x`; einops accepts a lone '_' only in einsum and parse_shape");
                 const auto [it, inserted] = seen.emplace(name->text, name->span);
                 if (!inserted && (output || !is_einsum()))
-                    throw pattern_error(fmt::format("axis '{}' appears twice on the {}{}", name->text, side,
+                    throw pattern_error(fmt::format("axis '{}' appears twice {}{}", name->text, side,
                                                     is_einsum() ? "" : fmt::format(" of {}", op())))
                         .at(text_, it->second)
                         .also(name->span)
@@ -203,9 +212,8 @@ private:
 
         check_anonymous_axes();
 
-        if (right_ellipsis && !left_ellipsis)
-            throw pattern_error(fmt::format("'...' on the {} but not on the {}", side_of(output_side),
-                                            is_einsum() ? "inputs" : side_of(0)))
+        if (right_ellipsis && !left_ellipsis && !is_einsum())  // einsum: numpy reads it as no dims
+            throw pattern_error(fmt::format("'...' on the {} but not on the {}", side_of(output_side), side_of(0)))
                 .at(text_, right_ellipsis->span)
                 .help("'...' on the output stands for the dims '...' matched on the input");
         if (left_ellipsis && !right_ellipsis && (call_.op == Op::rearrange || call_.op == Op::repeat))
@@ -327,7 +335,8 @@ private:
             for (std::size_t j = 0; j < i; ++j)
                 if (call_.sizes[j].name == given.name)
                     throw Error(ErrorKind::usage, fmt::format("axis '{}' is given a size twice ({} and {})", given.name,
-                                                              call_.sizes[j].size, given.size));
+                                                              call_.sizes[j].size, given.size))
+                        .help("give each axis one size");
             if (std::find(pattern_names.begin(), pattern_names.end(), given.name) == pattern_names.end()) {
                 std::vector<std::string> unique;
                 for (const std::string& n : pattern_names)
@@ -355,9 +364,13 @@ private:
             const std::size_t named = operand.dims.size() - (ellipsis_in(operand) ? 1 : 0);
             const std::size_t rank = shapes_[i].size();
             if (ellipsis_in(operand) ? rank < named : rank != named)
-                throw shape_error(fmt::format("expected {}{} dims for the {}, got {}", ellipsis_in(operand) ? "at least " : "",
-                                              named, side_of(i), rank))
-                    .at(text_, operand.span);
+                throw shape_error(fmt::format("expected {}{} dims for {}, got {}", ellipsis_in(operand) ? "at least " : "",
+                                              named, is_einsum() ? side_of(i) : "the " + side_of(i), rank))
+                    .at(text_, operand.span)
+                    .help(ellipsis_in(operand)
+                              ? fmt::format("'...' can match no dims, but the pattern's {} other dims need one each", named)
+                              : fmt::format("write one dim for each of the {} dims of {}, or use '...' for the dims not named",
+                                            rank, is_einsum() ? tensor_of(i) : "the input"));
         }
     }
 
@@ -450,6 +463,12 @@ private:
                                               first->span, {SizeSource::operand, size_from, first->span}));
         }
         ellipsis_widths_ = std::move(widths);
+        // numpy's einsum keeps the dims '...' matches; it refuses to drop them (reduce may).
+        if (is_einsum() && width > 0 && !ellipsis_in(output_operand()))
+            throw shape_error(fmt::format("'...' stands for {} {} here, but the output has no '...'", width,
+                                          width == 1 ? "dim" : "dims"))
+                .at(text_, first->span)
+                .help("add '...' to the output; einsum does not sum over '...' dims (name them to sum them)");
     }
 
     std::size_t ellipsis_position(std::size_t input) const {
@@ -498,6 +517,7 @@ private:
         std::map<std::string, Seen> lengths;
         std::vector<std::tuple<std::string, std::size_t, std::size_t, std::int64_t>> lone;
         for (std::size_t i = 0; i < pattern_.inputs.size(); ++i) {
+            std::map<std::string, Seen> own;  // a diagonal: numpy broadcasts across operands, not within one
             std::size_t at = 0;
             for (std::size_t d = 0; d < pattern_.inputs[i].dims.size(); ++d) {
                 const syntax::Dim& dim = pattern_.inputs[i].dims[d];
@@ -508,6 +528,13 @@ private:
                 const std::int64_t extent = shapes_[i][at++];
                 const auto* name = dim.grouped || dim.atoms.size() != 1 ? nullptr : as<syntax::Name>(dim.atoms.front());
                 if (!name) continue;
+                if (const auto [it, inserted] = own.emplace(name->text, Seen{extent, i, name->span});
+                    !inserted && it->second.extent != extent)
+                    throw shape_error(fmt::format("axis '{}' appears twice in {} with lengths {} and {}", name->text,
+                                                  tensor_of(i), it->second.extent, extent))
+                        .at(text_, name->span)
+                        .also(it->second.span)
+                        .help("a repeated axis takes the diagonal, which needs dims of one length");
                 lone.emplace_back(name->text, i, bound_position(i, d), extent);
                 if (extent == 1) continue;
                 const auto [it, inserted] = lengths.emplace(name->text, Seen{extent, i, name->span});
@@ -618,11 +645,13 @@ private:
             if (source.kind == SizeSource::given)
                 throw shape_error(fmt::format("axis '{}' is given size {}, but {} dim {} has length {}", axis.name,
                                               expected, possessive(input), d, dim.extent))
-                    .at(text_, written.span);
+                    .at(text_, written.span)
+                    .help(fmt::format("the shape says {}={}: give that size, or leave it out", axis.name, dim.extent));
             if (source.kind == SizeSource::literal)
                 throw shape_error(fmt::format("'{}' needs a dim of length {}, but {} dim {} has length {}",
                                               to_string(written), expected, possessive(input), d, dim.extent))
-                    .at(text_, written.span);
+                    .at(text_, written.span)
+                    .help("an anonymous axis matches only a dim of its length");
             throw shape_error(fmt::format("axis '{}' has length {} in {} but {} in {}", axis.name, expected,
                                           tensor_of(source.input), dim.extent, tensor_of(input)))
                 .at(text_, source.span)
@@ -633,7 +662,8 @@ private:
         for (const AxisId a : dim.axes) factors.push_back(fmt::format("{}={}", bound_.axis(a).name, bound_.size(a)));
         throw shape_error(fmt::format("'{}' has length {} ({}), but {} dim {} has length {}", to_string(written), expected,
                                       fmt::join(factors, " * "), possessive(input), d, dim.extent))
-            .at(text_, written.span);
+            .at(text_, written.span)
+            .help("the sizes in a group multiply to the dim's length: give one size fewer and einc infers the last");
     }
 
     void bind_output() {
@@ -670,6 +700,20 @@ private:
         for (std::size_t a = 0; a < bound_.axes.size(); ++a) {
             if (in_input[a] && !in_output[a]) bound_.reduced.push_back(static_cast<AxisId>(a));
             if (in_output[a] && !in_input[a]) bound_.broadcast.push_back(static_cast<AxisId>(a));
+        }
+    }
+
+    // max and min have no identity: reducing an axis of length 0 has no value (numpy refuses it, and
+    // einops with it, even where the output is empty).
+    void check_empty_reductions() const {
+        if (call_.reduction != Reduction::max && call_.reduction != Reduction::min) return;
+        for (const AxisId a : bound_.reduced) {
+            const Axis& axis = bound_.axis(a);
+            if (axis.size != 0) continue;
+            throw shape_error(fmt::format("{} of an empty set: the reduced axis '{}' has length 0", name_of(call_.reduction),
+                                          axis.name))
+                .at(text_, axis.span)
+                .help("max and min have no identity, so an empty set has no value; sum, prod, any and all have one");
         }
     }
 
@@ -831,8 +875,12 @@ private:
                 .at(text_, Span{0, static_cast<std::uint32_t>(text_.size())});
         const std::vector<Shape>& packed = call_.packed_shapes;
         if (packed.empty())
-            throw Error(ErrorKind::usage, "unpack needs the packed shapes").help("pass the shapes pack returned, e.g. [[2,3],[4]]");
+            throw Error(ErrorKind::usage, "unpack needs the packed shapes")
+                .help("pass the shapes pack returned, one per part (CLI: --packed 2x3 --packed 4)");
         bind_named(shape, star_ + 1);
+        const Span star_span = syntax::span_of(atom(star_));
+        std::vector<std::string> shown;
+        for (const Shape& p : packed) shown.push_back(fmt::format("[{}]", fmt::join(p, ", ")));
         // Lengths of the parts along the packed dim; one entry of one shape may be -1 (inferred).
         const std::int64_t total = shape[star_];
         std::optional<std::size_t> inferred_part;
@@ -840,9 +888,13 @@ private:
         for (std::size_t p = 0; p < packed.size(); ++p) {
             const auto minus_ones = std::count(packed[p].begin(), packed[p].end(), -1);
             if (minus_ones > 1 || (minus_ones == 1 && inferred_part))
-                throw Error(ErrorKind::shape, "more than one -1 in the packed shapes").help("one length can be inferred");
+                throw shape_error(fmt::format("more than one -1 in the packed shapes {}", fmt::join(shown, ", ")))
+                    .at(text_, star_span)
+                    .help("one length in one part can be inferred; give the others");
             if (std::any_of(packed[p].begin(), packed[p].end(), [](std::int64_t v) { return v < -1; }))
-                throw Error(ErrorKind::shape, fmt::format("packed shape {} has a negative length", p));
+                throw shape_error(fmt::format("packed shape {} has a negative length", shown[p]))
+                    .at(text_, star_span)
+                    .help("lengths are 0 or more; -1 stands for one inferred length");
             if (minus_ones == 1) {
                 inferred_part = p;
                 continue;
@@ -853,12 +905,11 @@ private:
             known_sum = *sum;
         }
         std::vector<Shape> parts = packed;
-        const auto cannot_split = [&] {
-            std::vector<std::string> shown;
-            for (const Shape& p : packed) shown.push_back(fmt::format("[{}]", fmt::join(p, ", ")));
+        const auto cannot_split = [&](std::string help) {
             return shape_error(fmt::format("can't split dim {} of length {} into parts of shapes {}", star_, total,
                                            fmt::join(shown, ", ")))
-                .at(text_, syntax::span_of(atom(star_)));
+                .at(text_, star_span)
+                .help(std::move(help));
         };
         if (inferred_part) {
             Shape& part = parts[*inferred_part];
@@ -866,10 +917,14 @@ private:
             for (const std::int64_t v : part)
                 if (v != -1) others = *checked_mul(others, v);  // bounded by the check above? guard anyway
             const std::int64_t rest = total - known_sum;
-            if (rest < 0 || others == 0 || rest % others != 0) throw cannot_split();
+            if (rest < 0)
+                throw cannot_split(fmt::format("the other parts already hold {} of the {}", known_sum, total));
+            if (others == 0 || rest % others != 0)
+                throw cannot_split(fmt::format("the -1 part holds the remaining {}, which is not a multiple of {}", rest, others));
             *std::find(part.begin(), part.end(), -1) = rest / others;
         } else if (known_sum != total) {
-            throw cannot_split();
+            throw cannot_split(fmt::format("the parts hold {} in all, not {}; a -1 in one part lets einc infer its length",
+                                           known_sum, total));
         }
         bound_.concat = Concat{star_, {}, {}};
         std::int64_t offset = 0;
@@ -904,9 +959,13 @@ private:
 Bound bind_parse_shape(const syntax::Pattern& pattern, const Call& call, std::span<const Shape> shapes) {
     const std::string_view text = pattern.text;
     if (pattern.output)
-        throw Error(ErrorKind::pattern, "parse_shape takes one side, without '->'").at(text, *pattern.arrow);
+        throw Error(ErrorKind::pattern, "parse_shape takes one side, without '->'")
+            .at(text, *pattern.arrow)
+            .help("name the tensor's dims, e.g. `b _ h w`");
     if (pattern.inputs.size() > 1)
-        throw Error(ErrorKind::pattern, "parse_shape takes one tensor").at(text, pattern.commas.front());
+        throw Error(ErrorKind::pattern, "parse_shape takes one tensor, without ','")
+            .at(text, pattern.commas.front())
+            .help("name the dims of one tensor, e.g. `b _ h w`");
     if (!call.sizes.empty()) throw Error(ErrorKind::usage, "parse_shape takes no axis sizes");
     if (shapes.size() != 1) throw Error(ErrorKind::usage, fmt::format("parse_shape takes one tensor, got {}", shapes.size()));
     const syntax::Operand& operand = pattern.inputs.front();
@@ -914,17 +973,36 @@ Bound bind_parse_shape(const syntax::Pattern& pattern, const Call& call, std::sp
     const auto error = [&](ErrorKind kind, std::string message) {
         return Error(kind, std::move(message)).note(fmt::format("input has shape {}", format_shape(shape)));
     };
+    // What each dim reads: its one atom, with `1`s dropped; none for a unit axis (`1`, `()`). einops
+    // reads a group of one axis, `(h)`, like `h`, and refuses a composite one.
+    std::vector<const syntax::Atom*> reads;
+    for (const syntax::Dim& dim : operand.dims) {
+        std::vector<const syntax::Atom*> atoms;
+        for (const syntax::Atom& atom : dim.atoms) {
+            if (const auto* number = as<syntax::Number>(atom); number && number->value == 1) continue;
+            if (const auto* e = as<syntax::Ellipsis>(atom); e && dim.grouped)
+                throw Error(ErrorKind::pattern, "'...' inside a group").at(text, e->span).also(dim.span).help("write `...` on its own");
+            atoms.push_back(&atom);
+        }
+        if (atoms.size() > 1)
+            throw Error(ErrorKind::pattern, fmt::format("parse_shape can't read the composite axis {}", to_string(dim)))
+                .at(text, dim.span)
+                .help("name each dim on its own: one dim is one axis");
+        reads.push_back(atoms.empty() ? nullptr : atoms.front());
+    }
     std::map<std::string, Span> seen;
     const syntax::Ellipsis* ellipsis = nullptr;
-    for (const syntax::Dim& dim : operand.dims) {
-        if (dim.grouped)
-            throw Error(ErrorKind::pattern, "parse_shape can't read a group").at(text, dim.span).help("name each dim on its own");
-        if (const auto* e = as<syntax::Ellipsis>(dim.atoms.front())) {
+    for (const syntax::Atom* atom : reads) {
+        if (!atom) continue;
+        if (const auto* e = as<syntax::Ellipsis>(*atom)) {
             if (ellipsis)
-                throw Error(ErrorKind::pattern, "'...' appears twice").at(text, e->span).also(ellipsis->span);
+                throw Error(ErrorKind::pattern, "'...' appears twice")
+                    .at(text, e->span)
+                    .also(ellipsis->span)
+                    .help("one '...' stands for all the dims not named");
             ellipsis = e;
         }
-        if (const auto* name = as<syntax::Name>(dim.atoms.front()); name && name->text != "_") {
+        if (const auto* name = as<syntax::Name>(*atom); name && name->text != "_") {
             const auto [it, inserted] = seen.emplace(name->text, name->span);
             if (!inserted)
                 throw Error(ErrorKind::pattern, fmt::format("axis '{}' appears twice", name->text))
@@ -936,15 +1014,29 @@ Bound bind_parse_shape(const syntax::Pattern& pattern, const Call& call, std::sp
     const std::size_t named = operand.dims.size() - (ellipsis ? 1 : 0);
     if (ellipsis ? shape.size() < named : shape.size() != named)
         throw error(ErrorKind::shape, fmt::format("expected {}{} dims, got {}", ellipsis ? "at least " : "", named, shape.size()))
-            .at(text, operand.span);
+            .at(text, operand.span)
+            .help(ellipsis ? fmt::format("'...' can match no dims, but the pattern's {} other dims need one each", named)
+                           : fmt::format("write one name for each of the {} dims, `_` to skip one, or '...' for the rest",
+                                         shape.size()));
 
     Bound bound;
     bound.op = Op::parse_shape;
     bound.pattern = pattern;
     BoundOperand input{{}, operand.span};
     std::size_t at = 0;
-    for (const syntax::Dim& dim : operand.dims) {
-        const syntax::Atom& atom = dim.atoms.front();
+    for (std::size_t d = 0; d < operand.dims.size(); ++d) {
+        const syntax::Dim& dim = operand.dims[d];
+        if (!reads[d]) {  // `1`, `()`: a unit axis
+            if (shape[at] != 1)
+                throw error(ErrorKind::shape, fmt::format("'{}' needs a dim of length 1, but dim {} has length {}",
+                                                         to_string(dim), at, shape[at]))
+                    .at(text, dim.span)
+                    .help("a unit axis matches only length 1; name the dim to read its length");
+            input.dims.push_back(BoundDim{{}, shape[at], dim.span});
+            ++at;
+            continue;
+        }
+        const syntax::Atom& atom = *reads[d];
         const auto add = [&](std::string name, AxisOrigin origin) {
             bound.axes.push_back(Axis{std::move(name), shape[at], origin, dim.span});
             input.dims.push_back(BoundDim{{static_cast<AxisId>(bound.axes.size() - 1)}, shape[at], dim.span});
@@ -956,12 +1048,10 @@ Bound bind_parse_shape(const syntax::Pattern& pattern, const Call& call, std::sp
             if (number->value != shape[at])
                 throw error(ErrorKind::shape, fmt::format("'{}' needs a dim of length {}, but dim {} has length {}",
                                                          number->value, number->value, at, shape[at]))
-                    .at(text, number->span);
-            input.dims.push_back(BoundDim{{}, shape[at], dim.span});
-            if (number->value != 1) {
-                bound.axes.push_back(Axis{fmt::format("{}@{}", number->value, number->span.begin), shape[at], AxisOrigin::anonymous, number->span});
-                input.dims.back().axes.push_back(static_cast<AxisId>(bound.axes.size() - 1));
-            }
+                    .at(text, number->span)
+                    .help("a number matches only a dim of that length; name the dim to read its length");
+            bound.axes.push_back(Axis{fmt::format("{}@{}", number->value, number->span.begin), shape[at], AxisOrigin::anonymous, number->span});
+            input.dims.push_back(BoundDim{{static_cast<AxisId>(bound.axes.size() - 1)}, shape[at], dim.span});
             ++at;
         } else {
             const auto& name = std::get<syntax::Name>(atom);
@@ -977,7 +1067,8 @@ Bound bind_parse_shape(const syntax::Pattern& pattern, const Call& call, std::sp
 
 syntax::Pattern parse(const Call& call) {
     if (call.compact && call.op != Op::einsum)
-        throw Error(ErrorKind::usage, fmt::format("compact subscripts are for einsum, not {}", name_of(call.op)));
+        throw Error(ErrorKind::usage, fmt::format("compact subscripts are for einsum, not {}", name_of(call.op)))
+            .help(fmt::format("drop --compact: {} reads einops notation, e.g. `b c h w -> b h w c`", name_of(call.op)));
     if (call.op == Op::pack || call.op == Op::unpack) return parse_pack(call.pattern);
     if (call.compact) return parse_compact(call.pattern);
     return parse_einops(call.pattern);

@@ -35,6 +35,13 @@ Span here(std::size_t at, std::size_t length = 1) {
     const bool pack = context.notation == syntax::Notation::pack;
     auto error = [&](std::string message) { return Error(ErrorKind::syntax, std::move(message)).at(text, here(at)); };
     if (c == ')') throw error("unmatched ')'").help("every ')' closes a '(' before it on the same side");
+    if (pack && c == '.') {
+        std::size_t dots = 0;
+        while (at + dots < text.size() && text[at + dots] == '.') ++dots;
+        throw Error(ErrorKind::syntax, fmt::format("'{}' in a pack pattern", std::string(dots, '.')))
+            .at(text, here(at, dots))
+            .help("`*` stands for the packed dims and there is no `...`: name the others, e.g. `b * c`");
+    }
     if (c == '.') {
         std::size_t dots = 0;
         while (at + dots < text.size() && text[at + dots] == '.') ++dots;
@@ -69,9 +76,16 @@ Span here(std::size_t at, std::size_t length = 1) {
             .at(text, Span{atom.begin, static_cast<std::uint32_t>(end)})
             .help("an ellipsis is exactly three dots, `...`");
     }
-    if (c == '.' || (previous == "..." && is_word_char(c)) || (context.notation == syntax::Notation::pack && (c == '*' || is_word_char(c)))) {
-        std::size_t next_end = at;
-        while (next_end < text.size() && (is_word_char(text[next_end]) || text[next_end] == '.' || text[next_end] == '*')) ++next_end;
+    // Only a whole `...` can follow a name without a space being the problem; `a.b`, `a..` are stray dots.
+    std::size_t dots = 0;
+    while (at + dots < text.size() && text[at + dots] == '.') ++dots;
+    const bool pack = context.notation == syntax::Notation::pack;
+    if ((c == '.' && dots == 3 && !pack) || (previous == "..." && is_word_char(c)) ||
+        (pack && (c == '*' || is_word_char(c)))) {
+        // The token that follows: `...`, one `*`, or a word.
+        std::size_t next_end = at + (c == '.' ? 3 : c == '*' ? 1 : 0);
+        if (c != '.' && c != '*')
+            while (next_end < text.size() && is_word_char(text[next_end])) ++next_end;
         throw Error(ErrorKind::syntax, fmt::format("missing space between '{}' and '{}'", previous, text.substr(at, next_end - at)))
             .at(text, here(at, next_end - at))
             .also(atom)

@@ -52,6 +52,14 @@ Span span_of(const ActionInput& in) {
         .help(std::move(help));
 }
 
+// "rename it, e.g. `h`; <why>" for a name with leading or trailing underscores (`_h`, `h_`).
+std::string rename_help(std::string_view word, std::string_view why) {
+    const std::size_t begin = word.find_first_not_of('_');
+    const std::string_view trimmed = begin == std::string_view::npos ? std::string_view{} : word.substr(begin, word.find_last_not_of('_') - begin + 1);
+    if (!is_axis_name(trimmed)) return std::string(why);
+    return fmt::format("rename it, e.g. `{}`; {}", trimmed, why);
+}
+
 // A word of the einops notation is a number (an anonymous axis, or 1 for a unit axis) or a name.
 syntax::Atom classify_word(std::string_view text, std::string_view word, Span span) {
     if (word.find_first_not_of("0123456789") == std::string_view::npos) {
@@ -64,15 +72,18 @@ syntax::Atom classify_word(std::string_view text, std::string_view word, Span sp
         if (value == 0)
             throw Error(ErrorKind::syntax, "an anonymous axis must have a positive length, not 0")
                 .at(text, span)
-                .help("write `1` or `()` for a unit axis");
+                .help("write `1` or `()` for a unit axis, or name the axis and give its size, e.g. `c` with c=0");
         return syntax::Number{value, span};
     }
     if (is_axis_name(word, /*allow_underscore=*/true)) return syntax::Name{std::string(word), span};
-    if (word.front() >= '0' && word.front() <= '9')
+    if (word.front() >= '0' && word.front() <= '9') {
+        const std::size_t digits = word.find_first_not_of("0123456789");
         invalid_word(text, span, word, "names start with a letter",
-                     fmt::format("separate a length from a name with a space, e.g. `(h {})`", word.substr(0, word.find_first_not_of("0123456789"))));
+                     fmt::format("start the name with a letter, or separate a length from a name with a space: `{} {}`",
+                                 word.substr(0, digits), word.substr(digits)));
+    }
     invalid_word(text, span, word, "names may not start or end with '_'",
-                 "einops reserves leading and trailing underscores; a lone `_` is allowed only in einsum and parse_shape");
+                 rename_help(word, "einops reserves leading and trailing underscores; a lone `_` is allowed only in einsum and parse_shape"));
 }
 
 template <typename Rule>
@@ -128,11 +139,13 @@ struct action<g::pack::word> {
     template <typename ActionInput>
     static void apply(const ActionInput& in, ParseState& state) {
         const std::string_view word = in.string_view();
-        if (!is_axis_name(word))
+        if (!is_axis_name(word)) {
+            const bool digit = word.front() >= '0' && word.front() <= '9';
+            const std::string_view why = "a pack pattern lists axis names and one `*`, e.g. `b * c`";
             invalid_word(state.pattern.text, span_of(in), word,
-                         word.front() >= '0' && word.front() <= '9' ? "names start with a letter"
-                                                                    : "names may not start or end with '_'",
-                         "a pack pattern lists axis names and one `*`, e.g. `b * c`");
+                         digit ? "names start with a letter" : "names may not start or end with '_'",
+                         digit ? std::string(why) : rename_help(word, why));
+        }
         state.add(syntax::Name{std::string(word), span_of(in)});
     }
 };

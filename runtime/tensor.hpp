@@ -34,7 +34,7 @@ struct TensorView {
     T* data_as() const { return static_cast<T*>(data); }
 };
 
-// "f32 2x3:(3,1) on cpu"
+// "f32 (2,3):(3,1) on cpu"
 std::string describe(const TensorView& view);
 
 // An owning tensor: row-major storage allocated by einc (64-byte aligned on the CPU).
