@@ -63,6 +63,20 @@ AxisSize parse_axis_size(const std::string& text) {
     return AxisSize{text.substr(0, equals), parse_integer(std::string_view(text).substr(equals + 1), "axis size", false)};
 }
 
+// `--print syntax,bound`: only those stages.
+void set_stages(CallArgs& parsed, const std::string& list) {
+    parsed.print_syntax = parsed.print_bound = parsed.print_plan = false;
+    for (std::size_t begin = 0; begin <= list.size();) {
+        const std::size_t end = std::min(list.find(',', begin), list.size());
+        const std::string stage = list.substr(begin, end - begin);
+        if (stage == "syntax") parsed.print_syntax = true;
+        else if (stage == "bound") parsed.print_bound = true;
+        else if (stage == "plan") parsed.print_plan = true;
+        else throw UsageError(fmt::format("unknown stage '{}' in --print (syntax, bound, plan)", stage));
+        begin = end + 1;
+    }
+}
+
 }  // namespace
 
 Shape parse_shape_literal(const std::string& text, bool allow_unknown) {
@@ -88,6 +102,7 @@ CallArgs parse_call_args(std::span<const std::string> args) {
         else if (arg == "--json") parsed.json = true;
         else if (arg == "--view") parsed.view = true;
         else if (arg == "--device") parsed.device = value();
+        else if (arg == "--print") set_stages(parsed, value());
         else if (arg == "--") { positional.insert(positional.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end()); break; }
         else if (arg.size() > 1 && arg.front() == '-' && !(arg[1] >= '0' && arg[1] <= '9')) throw UsageError(fmt::format("unknown option '{}'", arg));
         else positional.push_back(arg);

@@ -32,6 +32,8 @@ struct CallArgs {
     bool json = false;
     bool view = false;       // require a zero-copy result
     std::string device;      // cost-model device: h100, h200, a100, cpu
+    // explain: which stages to print (syntax, bound, plan); all by default
+    bool print_syntax = true, print_bound = true, print_plan = true;
 };
 
 CallArgs parse_call_args(std::span<const std::string> args);

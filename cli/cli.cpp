@@ -18,7 +18,7 @@ usage: einc <command> [options]
 
 commands:
   explain <op> <pattern> [<reduction>] [-a name=size]... <operand>...
-        print the syntax tree and the bound expression of a call
+        print the syntax tree, the bound expression and the plan of a call, with its cost
   help  print this text
 
 operations (as in einops):
@@ -40,6 +40,10 @@ options:
   --dtype DTYPE          element type of the operands (default f32)
   --compact              read einsum's pattern as numpy/torch subscripts (`bid,bjd->bij`)
   --packed SHAPE         unpack: the shape of one packed part (repeatable; one length may be -1)
+  --device NAME          cost model device: h100 (default), h200, a100, cpu
+  --view                 require every result to be a view of an input (zero-copy), or fail saying why
+  --json                 explain: print the plan and its costs as JSON
+  --print STAGES         explain: print only these of syntax,bound,plan
   -h, --help             this text
   --version              version and the features of this build
 

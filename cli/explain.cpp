@@ -39,12 +39,17 @@ int explain(const CallArgs& args, std::ostream& out) {
     const Bound bound = bind(pattern, args.call, shapes);
     PlanOptions options;
     options.require_view = args.view;
+    if (!args.print_plan && !args.json) {  // the front end alone: no planning, no plan errors
+        fmt::print(out, "{}{}", args.print_syntax ? print_syntax(pattern) : "", args.print_bound ? print_bound(bound) : "");
+        return exit_ok;
+    }
     const Plan planned = plan(bound, inputs, options);
     if (args.json) {
         fmt::print(out, "{}", plan_to_json(planned, device));
         return exit_ok;
     }
-    fmt::print(out, "{}{}", print_syntax(pattern), print_bound(bound));
+    if (args.print_syntax) fmt::print(out, "{}", print_syntax(pattern));
+    if (args.print_bound) fmt::print(out, "{}", print_bound(bound));
     if (bound.op != Op::parse_shape) fmt::print(out, "{}", print_plan(planned, device));
     return exit_ok;
 }
