@@ -3,6 +3,7 @@
 #   optional: CBLAS (libopenblas-dev) for CPU GEMMs, the CUDA toolkit for the GPU backend
 find_package(pegtl 3.2 REQUIRED)
 find_package(fmt REQUIRED)
+find_package(Threads REQUIRED)
 
 # ---- BLAS ----
 set(EINC_HAS_BLAS 0)

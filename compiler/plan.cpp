@@ -55,14 +55,23 @@ PlanBuilder::PlanBuilder(const Bound& bound_, std::span<const TensorSpec> inputs
 
 namespace {
 
+// The axes of each dim of output k. The concatenated dim of a pack has none (Bound::concat describes
+// it); packing a single tensor makes it exactly the flattening of that tensor's part.
+std::vector<std::vector<AxisId>> output_dim_axes(const Bound& bound, std::uint32_t k) {
+    std::vector<std::vector<AxisId>> dims;
+    for (const BoundDim& dim : bound.outputs[k].dims) dims.push_back(dim.axes);
+    if (bound.op == Op::pack && bound.concat->parts.size() == 1) dims[bound.concat->dim] = bound.concat->parts[0];
+    return dims;
+}
+
 // The stride of every elementary axis in an operand whose dims have `dim_strides`: a dim (h w) with
 // stride s gives w the stride s and h the stride s * size(w); an axis in two dims (a diagonal) gets
 // the sum of both.
-std::vector<std::int64_t> axis_strides(const Bound& bound, const BoundOperand& operand, const Shape& dim_strides) {
+std::vector<std::int64_t> axis_strides(const Bound& bound, const std::vector<std::vector<AxisId>>& dims, const Shape& dim_strides) {
     std::vector<std::int64_t> strides(bound.axes.size(), 0);
-    for (std::size_t d = 0; d < operand.dims.size(); ++d) {
+    for (std::size_t d = 0; d < dims.size(); ++d) {
         std::int64_t stride = dim_strides[d];
-        const auto& axes = operand.dims[d].axes;
+        const auto& axes = dims[d];
         for (std::size_t k = axes.size(); k-- > 0;) {
             strides[static_cast<std::size_t>(axes[k])] += stride;
             stride *= bound.size(axes[k]);
@@ -71,10 +80,16 @@ std::vector<std::int64_t> axis_strides(const Bound& bound, const BoundOperand& o
     return strides;
 }
 
-std::vector<AxisId> axes_of(const BoundOperand& operand) {
+std::vector<std::vector<AxisId>> dim_axes_of(const BoundOperand& operand) {
+    std::vector<std::vector<AxisId>> dims;
+    for (const BoundDim& dim : operand.dims) dims.push_back(dim.axes);
+    return dims;
+}
+
+std::vector<AxisId> axes_of(const std::vector<std::vector<AxisId>>& dims) {
     std::vector<AxisId> axes;
-    for (const BoundDim& dim : operand.dims)
-        for (const AxisId a : dim.axes)
+    for (const auto& dim : dims)
+        for (const AxisId a : dim)
             if (std::find(axes.begin(), axes.end(), a) == axes.end()) axes.push_back(a);
     return axes;
 }
@@ -82,13 +97,15 @@ std::vector<AxisId> axes_of(const BoundOperand& operand) {
 }  // namespace
 
 Operand PlanBuilder::input(std::size_t i) const {
-    return Operand{Buffer{Buffer::Kind::input, static_cast<std::uint32_t>(i)}, 0,
-                   axis_strides(bound, bound.inputs[i], inputs[i].strides), axes_of(bound.inputs[i]), input_dtype};
+    const auto dims = dim_axes_of(bound.inputs[i]);
+    return Operand{Buffer{Buffer::Kind::input, static_cast<std::uint32_t>(i)}, 0, axis_strides(bound, dims, inputs[i].strides),
+                   axes_of(dims), input_dtype};
 }
 
 Operand PlanBuilder::output(std::size_t k) const {
-    return Operand{Buffer{Buffer::Kind::output, static_cast<std::uint32_t>(k)}, 0,
-                   axis_strides(bound, bound.outputs[k], plan.outputs[k].strides), axes_of(bound.outputs[k]), output_dtype};
+    const auto dims = output_dim_axes(bound, static_cast<std::uint32_t>(k));
+    return Operand{Buffer{Buffer::Kind::output, static_cast<std::uint32_t>(k)}, 0, axis_strides(bound, dims, plan.outputs[k].strides),
+                   axes_of(dims), output_dtype};
 }
 
 Operand PlanBuilder::temporary(const std::vector<AxisId>& axes, DType dtype) {
@@ -202,14 +219,15 @@ void PlanBuilder::contract(std::vector<Access> srcs, Access dst, std::string why
 
 void move_to_output(PlanBuilder& b, const Operand& source, std::uint32_t k, const std::string& what) {
     const BoundOperand& out = b.bound.outputs[k];
+    const std::vector<std::vector<AxisId>> dim_axes = output_dim_axes(b.bound, k);
     std::vector<AxisId> axes;  // output axes in order
-    for (const BoundDim& dim : out.dims) axes.insert(axes.end(), dim.axes.begin(), dim.axes.end());
+    for (const auto& dim : dim_axes) axes.insert(axes.end(), dim.begin(), dim.end());
 
     // Which output dim, if any, is not a single mode of the source's memory.
     std::optional<std::size_t> blocking_dim;
     Layout view;
     for (std::size_t d = 0; d < out.dims.size(); ++d) {
-        const std::optional<Mode> mode = merge(b.layout_of(out.dims[d].axes, source).modes);
+        const std::optional<Mode> mode = merge(b.layout_of(dim_axes[d], source).modes);
         if (!mode) {
             if (!blocking_dim) blocking_dim = d;
             continue;
@@ -219,12 +237,12 @@ void move_to_output(PlanBuilder& b, const Operand& source, std::uint32_t k, cons
     const bool can_view = !blocking_dim && source.buffer.kind == Buffer::Kind::input && source.dtype == b.output_dtype &&
                           b.options.output_strides.empty();
     const auto describe_blocking = [&] {
-        const BoundDim& dim = out.dims[*blocking_dim];
+        const std::vector<AxisId>& dim = dim_axes[*blocking_dim];
         std::vector<std::string> strides;
-        for (const AxisId a : dim.axes)
+        for (const AxisId a : dim)
             strides.push_back(fmt::format("{}:{}", b.bound.axis(a).name, source.strides[static_cast<std::size_t>(a)]));
         return fmt::format("output dim {} ({}) needs axes {} adjacent in memory in that order, but their strides are {}", *blocking_dim,
-                           b.axis_names(dim.axes), b.axis_names(dim.axes), fmt::join(strides, ", "));
+                           b.axis_names(dim), b.axis_names(dim), fmt::join(strides, ", "));
     };
     if (b.options.require_view && !(can_view && !b.options.contiguous)) {
         Error error(ErrorKind::pattern, fmt::format("{} can't be a view of its input", name_of(b.bound.op)));

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "compiler/bound.hpp"
+#include "compiler/plan.hpp"
 #include "runtime/tensor.hpp"
 
 namespace einc::reference {
@@ -31,5 +32,14 @@ Tensor make_tensor(DType dtype, const Shape& shape, const std::vector<double>& v
 
 // The elements of `view` in row-major order, as double (exact except for i64 beyond 2^53).
 std::vector<double> values_of(const TensorView& view);
+
+// Runs `plan` step by step with naive loops over each step's index space - no executor code - so that
+// the planner can be tested apart from the executors. Outputs made by View steps alias the inputs.
+// @pre the plan's outputs are row-major (PlanOptions::output_strides empty)
+struct PlanRun {
+    std::vector<Tensor> storage;      // what the run allocated
+    std::vector<TensorView> outputs;  // one per plan output
+};
+PlanRun run_plan(const Plan& plan, std::span<const TensorView> inputs);
 
 }  // namespace einc::reference

@@ -1,0 +1,153 @@
+// Copy: data movement by element size (bit-exact for every dtype), conversion between dtypes, and a
+// tiled transpose for permutations whose source and destination are contiguous along different modes.
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/cpu/element.hpp"
+#include "runtime/cpu/kernels.hpp"
+#include "runtime/cpu/nest.hpp"
+#include "runtime/cpu/parallel.hpp"
+
+namespace einc::cpu {
+namespace {
+
+// Unsigned integers of each element size: data movement never looks at values.
+template <std::size_t Size> struct Bits;
+template <> struct Bits<1> { using type = std::uint8_t; };
+template <> struct Bits<2> { using type = std::uint16_t; };
+template <> struct Bits<4> { using type = std::uint32_t; };
+template <> struct Bits<8> { using type = std::uint64_t; };
+
+template <std::size_t Size>
+void move_run(std::byte* dst, const std::byte* src, std::int64_t count, std::int64_t dst_stride, std::int64_t src_stride) {
+    using T = typename Bits<Size>::type;
+    if (dst_stride == Size && src_stride == Size) {
+        std::memcpy(dst, src, static_cast<std::size_t>(count) * Size);
+    } else if (src_stride == 0) {
+        const T value = load_at<T>(src);
+        for (std::int64_t i = 0; i < count; ++i) store_at<T>(dst + i * dst_stride, value);
+    } else {
+        for (std::int64_t i = 0; i < count; ++i) store_at<T>(dst + i * dst_stride, load_at<T>(src + i * src_stride));
+    }
+}
+
+// Splits mode 0 of `nest` across threads when the copy is large.
+template <std::size_t N, typename Run>
+void walk(const Nest<N>& nest, std::int64_t bytes, Run run) {
+    const std::int64_t outer = nest.rank() == 0 ? 1 : nest.extents[0];
+    if (bytes < parallel_threshold_bytes || outer < 2) {
+        for_each_run(nest, 0, outer, run);
+        return;
+    }
+    parallel_for(outer, [&](std::int64_t begin, std::int64_t end) { for_each_run(nest, begin, end, run); });
+}
+
+// A 2-D transpose between mode `p` (unit stride in the source) and the last mode (unit stride in the
+// destination), in tiles that stay in L1, for every index of the other modes.
+template <std::size_t Size>
+void transpose(const Strided& src, const Strided& dst, std::size_t p) {
+    using T = typename Bits<Size>::type;
+    constexpr std::int64_t tile = 32;
+    const std::size_t last = dst.layout.rank() - 1;
+    const std::int64_t rows = src.layout.modes[p].extent, cols = src.layout.modes[last].extent;
+    const std::int64_t src_col = src.layout.modes[last].stride * static_cast<std::int64_t>(Size);
+    const std::int64_t dst_row = dst.layout.modes[p].stride * static_cast<std::int64_t>(Size);
+    const std::int64_t src_row = src.layout.modes[p].stride * static_cast<std::int64_t>(Size);  // = Size
+    // The other modes form an outer nest; each of its runs has length 1.
+    Layout src_outer, dst_outer;
+    for (std::size_t k = 0; k < last; ++k)
+        if (k != p) {
+            src_outer.modes.push_back(src.layout.modes[k]);
+            dst_outer.modes.push_back(dst.layout.modes[k]);
+        }
+    src_outer.modes.push_back(Mode{1, 0});
+    dst_outer.modes.push_back(Mode{1, 0});
+    const Nest<2> outer = make_nest<2>({&dst_outer, &src_outer}, {dst.base, src.base}, {Size, Size});
+    const auto block = [&](std::byte* d, const std::byte* s, std::int64_t row_begin, std::int64_t row_end) {
+        for (std::int64_t r0 = row_begin; r0 < row_end; r0 += tile)
+            for (std::int64_t c0 = 0; c0 < cols; c0 += tile) {
+                const std::int64_t r1 = std::min(r0 + tile, row_end), c1 = std::min(c0 + tile, cols);
+                for (std::int64_t r = r0; r < r1; ++r) {
+                    std::byte* drow = d + r * dst_row;
+                    const std::byte* scol = s + r * src_row;
+                    for (std::int64_t c = c0; c < c1; ++c)
+                        store_at<T>(drow + c * static_cast<std::int64_t>(Size), load_at<T>(scol + c * src_col));
+                }
+            }
+    };
+    const std::int64_t outer_count = outer.size();
+    const std::int64_t bytes = src.layout.size() * static_cast<std::int64_t>(Size);
+    if (bytes >= parallel_threshold_bytes && outer_count >= 2) {
+        parallel_for(outer.extents[0], [&](std::int64_t begin, std::int64_t end) {
+            for_each_run(outer, begin, end, [&](std::array<std::byte*, 2> ptr, std::int64_t, const std::array<std::int64_t, 2>&) {
+                block(ptr[0], ptr[1], 0, rows);
+            });
+        });
+    } else if (bytes >= parallel_threshold_bytes) {
+        parallel_for((rows + tile - 1) / tile, [&](std::int64_t begin, std::int64_t end) {
+            block(dst.base, src.base, begin * tile, std::min(end * tile, rows));
+        });
+    } else {
+        for_each_run(outer, 0, outer.rank() == 0 ? 1 : outer.extents[0],
+                     [&](std::array<std::byte*, 2> ptr, std::int64_t, const std::array<std::int64_t, 2>&) { block(ptr[0], ptr[1], 0, rows); });
+    }
+}
+
+// The mode along which the source is contiguous, if a tiled transpose pays: the destination is
+// contiguous along the last mode, the source is not, and both modes are long enough to tile.
+std::optional<std::size_t> transpose_mode(const Strided& src, const Strided& dst) {
+    const std::size_t rank = dst.layout.rank();
+    if (rank < 2) return std::nullopt;
+    const Mode dst_last = dst.layout.modes[rank - 1], src_last = src.layout.modes[rank - 1];
+    if (dst_last.stride != 1 || src_last.stride == 1 || src_last.stride == 0 || dst_last.extent < 4) return std::nullopt;
+    for (std::size_t k = 0; k + 1 < rank; ++k)
+        if (src.layout.modes[k].stride == 1 && src.layout.modes[k].extent >= 4) return k;
+    return std::nullopt;
+}
+
+template <std::size_t Size>
+void move(const Strided& src, const Strided& dst) {
+    if (const auto p = transpose_mode(src, dst)) {
+        transpose<Size>(src, dst, *p);
+        return;
+    }
+    const Nest<2> nest = make_nest<2>({&dst.layout, &src.layout}, {dst.base, src.base}, {Size, Size});
+    walk(nest, dst.layout.size() * static_cast<std::int64_t>(Size),
+         [](std::array<std::byte*, 2> p, std::int64_t count, const std::array<std::int64_t, 2>& stride) {
+             move_run<Size>(p[0], p[1], count, stride[0], stride[1]);
+         });
+}
+
+template <DType From, DType To>
+void convert_copy(const Strided& src, const Strided& dst) {
+    using S = storage_t<From>;
+    using D = storage_t<To>;
+    const Nest<2> nest = make_nest<2>({&dst.layout, &src.layout}, {dst.base, src.base}, {sizeof(D), sizeof(S)});
+    walk(nest, dst.layout.size() * static_cast<std::int64_t>(sizeof(D)),
+         [](std::array<std::byte*, 2> p, std::int64_t count, const std::array<std::int64_t, 2>& stride) {
+             for (std::int64_t i = 0; i < count; ++i) {
+                 const auto value = Element<From>::load(load_at<S>(p[1] + i * stride[1]));
+                 store_at<D>(p[0] + i * stride[0], Element<To>::store(convert<compute_t<To>>(value)));
+             }
+         });
+}
+
+}  // namespace
+
+void copy(const Strided& src, const Strided& dst) {
+    if (dst.layout.size() == 0) return;
+    if (src.dtype == dst.dtype) {
+        switch (size_of(src.dtype)) {
+        case 1: return move<1>(src, dst);
+        case 2: return move<2>(src, dst);
+        case 4: return move<4>(src, dst);
+        case 8: return move<8>(src, dst);
+        default: EINC_ASSERT(false);
+        }
+    }
+    dispatch(src.dtype, [&](auto from) {
+        dispatch(dst.dtype, [&](auto to) { convert_copy<decltype(from)::value, decltype(to)::value>(src, dst); });
+    });
+}
+
+}  // namespace einc::cpu

@@ -1,0 +1,81 @@
+// Walking a loop nest: the index space of a step, shared by N accesses with their own byte strides.
+// for_each_run() calls run(pointers, count, inner_strides) once per run along the innermost mode, so
+// the kernels write only their innermost loops and let the compiler vectorise them.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "compiler/layout.hpp"
+
+namespace einc::cpu {
+
+template <std::size_t N>
+struct Nest {
+    std::vector<std::int64_t> extents;
+    std::array<std::vector<std::int64_t>, N> strides;  // bytes, per access, per mode
+    std::array<std::byte*, N> base{};
+
+    std::size_t rank() const { return extents.size(); }
+    std::int64_t size() const {
+        std::int64_t n = 1;
+        for (const std::int64_t e : extents) n *= e;
+        return n;
+    }
+};
+
+template <std::size_t N>
+Nest<N> make_nest(const std::array<const Layout*, N>& layouts, const std::array<std::byte*, N>& bases,
+                  const std::array<std::size_t, N>& element_sizes) {
+    Nest<N> nest;
+    nest.extents = layouts[0]->extents();
+    for (std::size_t a = 0; a < N; ++a) {
+        nest.base[a] = bases[a];
+        for (const Mode& m : layouts[a]->modes) nest.strides[a].push_back(m.stride * static_cast<std::int64_t>(element_sizes[a]));
+    }
+    return nest;
+}
+
+// Calls run(pointers, count, inner_strides) for every run of the innermost mode, with mode 0 limited
+// to [begin, end) (for splitting the work across threads).
+template <std::size_t N, typename Run>
+void for_each_run(const Nest<N>& nest, std::int64_t begin, std::int64_t end, Run&& run) {
+    const std::size_t rank = nest.rank();
+    std::array<std::int64_t, N> inner{};
+    if (rank == 0) {
+        run(nest.base, std::int64_t{1}, inner);
+        return;
+    }
+    for (std::size_t a = 0; a < N; ++a) inner[a] = nest.strides[a][rank - 1];
+    if (rank == 1) {
+        std::array<std::byte*, N> p = nest.base;
+        for (std::size_t a = 0; a < N; ++a) p[a] += begin * inner[a];
+        run(p, end - begin, inner);
+        return;
+    }
+    // An odometer over the outer modes; mode 0 runs over [begin, end).
+    std::vector<std::int64_t> index(rank - 1, 0);
+    index[0] = begin;
+    std::array<std::byte*, N> p = nest.base;
+    for (std::size_t a = 0; a < N; ++a) p[a] += begin * nest.strides[a][0];
+    const std::int64_t count = nest.extents[rank - 1];
+    if (begin >= end || count == 0) return;
+    for (;;) {
+        run(p, count, inner);
+        std::size_t d = rank - 1;
+        for (;;) {
+            --d;
+            ++index[d];
+            for (std::size_t a = 0; a < N; ++a) p[a] += nest.strides[a][d];
+            const std::int64_t limit = d == 0 ? end : nest.extents[d];
+            if (index[d] < limit) break;
+            if (d == 0) return;
+            for (std::size_t a = 0; a < N; ++a) p[a] -= index[d] * nest.strides[a][d];
+            index[d] = 0;
+        }
+    }
+}
+
+}  // namespace einc::cpu

@@ -1,0 +1,17 @@
+// Running a Plan on the CPU: every step kind, any input strides. The caller allocates the outputs the
+// plan writes; outputs the plan makes Views are set here to alias their input.
+#pragma once
+
+#include <span>
+
+#include "compiler/plan.hpp"
+#include "runtime/tensor.hpp"
+
+namespace einc {
+
+// @pre inputs[i] has plan.inputs[i]'s dtype, shape and strides (its data pointer is the origin of those
+//      strides); outputs[k] likewise for every output not produced by a View step
+// @post every output holds its result; View outputs alias an input's memory
+void execute_on_cpu(const Plan& plan, std::span<const TensorView> inputs, std::span<TensorView> outputs);
+
+}  // namespace einc

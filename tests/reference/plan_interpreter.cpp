@@ -1,0 +1,148 @@
+// The naive plan interpreter: every step is a loop over all indices of its layouts.
+#include <map>
+
+#include "tests/reference/elements.hpp"
+#include "tests/reference/reference.hpp"
+
+namespace einc::reference {
+namespace {
+
+using namespace detail;
+
+// Calls visit(index) for every index of the layout's shape, row-major.
+template <typename Visit>
+void for_each_index(const Layout& layout, Visit visit) {
+    const std::vector<std::int64_t> extents = layout.extents();
+    for (const std::int64_t e : extents)
+        if (e == 0) return;
+    std::vector<std::int64_t> index(extents.size(), 0);
+    for (;;) {
+        visit(index);
+        std::size_t d = extents.size();
+        for (;;) {
+            if (d == 0) return;
+            --d;
+            if (++index[d] < extents[d]) break;
+            index[d] = 0;
+        }
+    }
+}
+
+struct Memory {
+    std::span<const TensorView> inputs;
+    std::vector<TensorView>& outputs;
+    std::vector<Tensor>& temporaries;
+
+    const TensorView& of(Buffer buffer) const {
+        switch (buffer.kind) {
+        case Buffer::Kind::input: return inputs[buffer.index];
+        case Buffer::Kind::output: return outputs[buffer.index];
+        case Buffer::Kind::temporary: return temporaries[buffer.index].view();
+        }
+        EINC_ASSERT(false);
+    }
+    DType dtype(Buffer buffer) const { return of(buffer).dtype; }
+    std::byte* element(Buffer buffer, std::int64_t offset) const {
+        const TensorView& view = of(buffer);
+        return static_cast<std::byte*>(view.data) + offset * static_cast<std::int64_t>(size_of(view.dtype));
+    }
+    std::byte* element(const Access& access, std::span<const std::int64_t> index) const {
+        return element(access.buffer, access.offset + access.layout(index));
+    }
+};
+
+template <typename T>
+void run_reduce(const Memory& m, const Reduce& r) {
+    std::map<std::int64_t, std::vector<T>> groups;  // destination offset -> the values reduced into it
+    for_each_index(r.dst.layout, [&](const std::vector<std::int64_t>& i) {
+        std::vector<T>& group = groups[r.dst.offset + r.dst.layout(i)];
+        if (r.src.layout.size() > 0) group.push_back(load<T>(m.element(r.src, i), m.dtype(r.src.buffer)));
+    });
+    // An empty reduced set still has a destination for every kept index.
+    Layout kept;
+    for (const Mode& mode : r.dst.layout.modes) kept.modes.push_back(mode.stride == 0 ? Mode{1, 0} : mode);
+    for_each_index(kept, [&](const std::vector<std::int64_t>& i) { groups[r.dst.offset + kept(i)]; });
+    for (const auto& [offset, values] : groups)
+        store(m.element(r.dst.buffer, offset), m.dtype(r.dst.buffer), fold(r.op, values));
+}
+
+template <typename T>
+void run_contract(const Memory& m, const Contract& c) {
+    std::map<std::int64_t, T> sums;
+    Layout kept;
+    for (const Mode& mode : c.dst.layout.modes) kept.modes.push_back(mode.stride == 0 ? Mode{1, 0} : mode);
+    for_each_index(kept, [&](const std::vector<std::int64_t>& i) { sums[c.dst.offset + kept(i)] = T{0}; });
+    for_each_index(c.dst.layout, [&](const std::vector<std::int64_t>& i) {
+        T product{1};
+        for (const Access& src : c.srcs) product = multiply(product, load<T>(m.element(src, i), m.dtype(src.buffer)));
+        T& sum = sums[c.dst.offset + c.dst.layout(i)];
+        sum = add(sum, product);
+    });
+    for (const auto& [offset, sum] : sums) store(m.element(c.dst.buffer, offset), m.dtype(c.dst.buffer), sum);
+}
+
+template <typename T>
+void run_gemm(const Memory& m, const Gemm& g) {
+    const auto at = [&](const GemmMatrix& x, std::int64_t b, std::int64_t row, std::int64_t col) {
+        return m.element(x.buffer, x.offset + b * x.batch_stride + row * x.row_stride + col * x.col_stride);
+    };
+    for (std::int64_t b = 0; b < g.batch; ++b)
+        for (std::int64_t i = 0; i < g.m; ++i)
+            for (std::int64_t j = 0; j < g.n; ++j) {
+                T sum{0};
+                for (std::int64_t p = 0; p < g.k; ++p)
+                    sum = add(sum, multiply(load<T>(at(g.a, b, i, p), m.dtype(g.a.buffer)), load<T>(at(g.b, b, p, j), m.dtype(g.b.buffer))));
+                store(at(g.c, b, i, j), m.dtype(g.c.buffer), sum);
+            }
+}
+
+bool integral(DType dtype) { return !is_floating(dtype); }
+
+}  // namespace
+
+PlanRun run_plan(const Plan& plan, std::span<const TensorView> inputs) {
+    PlanRun run;
+    run.outputs.resize(plan.outputs.size());
+    std::vector<Tensor> temporaries;
+    for (std::size_t k = 0; k < plan.outputs.size(); ++k) {
+        if (plan.view_source(k)) continue;
+        const TensorSpec& spec = plan.outputs[k];
+        EINC_ASSERT(spec.strides == row_major_strides(spec.shape));
+        run.storage.push_back(Tensor::empty(spec.dtype, spec.shape));
+        run.outputs[k] = run.storage.back().view();
+    }
+    for (const TensorSpec& spec : plan.temporaries) temporaries.push_back(Tensor::empty(spec.dtype, spec.shape));
+    const Memory m{inputs, run.outputs, temporaries};
+
+    for (const PlanStep& planned : plan.steps) {
+        const Step& step = planned.step;
+        if (const auto* view = std::get_if<View>(&step)) {
+            const TensorView& source = m.of(view->source.buffer);
+            run.outputs[view->output] = TensorView{m.element(view->source.buffer, view->source.offset), source.dtype,
+                                                   plan.outputs[view->output].shape, view->source.layout.strides()};
+        } else if (const auto* copy = std::get_if<Copy>(&step)) {
+            const DType from = m.dtype(copy->src.buffer), to = m.dtype(copy->dst.buffer);
+            for_each_index(copy->dst.layout, [&](const std::vector<std::int64_t>& i) {
+                std::byte* dst = m.element(copy->dst, i);
+                const std::byte* src = m.element(copy->src, i);
+                if (from == to) copy_element(dst, src, from);
+                else if (integral(from)) store(dst, to, load_integer(src, from));
+                else store(dst, to, load_real(src, from));
+            });
+        } else if (const auto* reduce = std::get_if<Reduce>(&step)) {
+            if (integral(m.dtype(reduce->src.buffer))) run_reduce<std::int64_t>(m, *reduce);
+            else run_reduce<double>(m, *reduce);
+        } else if (const auto* contract = std::get_if<Contract>(&step)) {
+            if (integral(m.dtype(contract->srcs.front().buffer))) run_contract<std::int64_t>(m, *contract);
+            else run_contract<double>(m, *contract);
+        } else {
+            const auto& gemm = std::get<Gemm>(step);
+            if (integral(m.dtype(gemm.a.buffer))) run_gemm<std::int64_t>(m, gemm);
+            else run_gemm<double>(m, gemm);
+        }
+    }
+    run.storage.insert(run.storage.end(), temporaries.begin(), temporaries.end());
+    return run;
+}
+
+}  // namespace einc::reference
