@@ -14,7 +14,21 @@ void canonicalize(std::span<Layout> accesses) {
     for (const Layout& layout : accesses) EINC_ASSERT(layout.rank() == rank);
 
     if (accesses[0].size() == 0) {
-        for (Layout& layout : accesses) layout = Layout{{Mode{0, 0}}};
+        const auto empty_and_written = [](const Mode& m) { return m.extent == 0 && m.stride != 0; };
+        if (std::any_of(accesses[0].modes.begin(), accesses[0].modes.end(), empty_and_written)) {
+            // Nothing is read and nothing written: one empty mode, which the destination steps along.
+            accesses[0] = Layout{{Mode{0, 1}}};
+            for (Layout& layout : accesses.subspan(1)) layout = Layout{{Mode{0, 0}}};
+            return;
+        }
+        // An empty reduction still writes every destination element (the reduction's identity): keep
+        // the modes the destination steps along, then one empty mode it reduces.
+        std::vector<std::size_t> nonempty;
+        for (std::size_t k = 0; k < rank; ++k)
+            if (accesses[0].modes[k].extent != 0) nonempty.push_back(k);
+        for (Layout& layout : accesses) layout = permute(layout, nonempty);
+        canonicalize(accesses);
+        for (Layout& layout : accesses) layout.modes.push_back(Mode{0, 0});
         return;
     }
     // Order the modes, outermost first.

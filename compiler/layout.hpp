@@ -63,7 +63,7 @@ std::optional<Mode> merge(std::span<const Mode> group);
 // @post merge(result) == mode (when mode.extent > 1)
 std::vector<Mode> split(Mode mode, std::span<const std::int64_t> extents);
 
-// @pre `order` is a permutation of 0..rank-1;  @post result.modes[k] == layout.modes[order[k]]
+// Selects and reorders modes. @pre `order` lists distinct modes;  @post result.modes[k] == layout.modes[order[k]]
 Layout permute(const Layout& layout, std::span<const std::size_t> order);
 
 // The smallest and one past the largest offset the layout reaches (the memory it may touch, in elements

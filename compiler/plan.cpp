@@ -167,7 +167,7 @@ Cost write_cost(const PlanBuilder& b, const Access& dst) {
 Layout written(const Layout& dst) {
     Layout out;
     for (const Mode& m : dst.modes)
-        if (m.stride != 0 || m.extent == 0) out.modes.push_back(m);
+        if (m.stride != 0) out.modes.push_back(m);
     return out;
 }
 

@@ -139,6 +139,36 @@ GemmChoice choose_gemm(const PlanBuilder& b, const Groups& groups, const Operand
     return *best;
 }
 
+// The classifications that batch some of the M (or N) axes instead: the operand without them is read
+// with batch stride 0. Tried only when the plain one needs copies; groups of up to 4 axes; never all of
+// a group (batches of vector products are a GEMM's worst case).
+std::vector<Groups> with_broadcast_batches(const Groups& groups) {
+    std::vector<Groups> alternatives;
+    const auto subsets = [](const Axes& axes) {
+        std::vector<Axes> out;
+        if (axes.size() > 4) return out;
+        for (unsigned mask = 1; mask + 1 < (1u << axes.size()); ++mask) {
+            Axes subset;
+            for (std::size_t i = 0; i < axes.size(); ++i)
+                if (mask >> i & 1u) subset.push_back(axes[i]);
+            out.push_back(std::move(subset));
+        }
+        return out;
+    };
+    const auto move_to_batch = [&](const Axes& moved, bool from_m) {
+        Groups g = groups;
+        Axes& from = from_m ? g.m : g.n;
+        for (const AxisId axis : moved) {
+            from.erase(std::find(from.begin(), from.end(), axis));
+            g.batch.push_back(axis);
+        }
+        alternatives.push_back(std::move(g));
+    };
+    for (const Axes& moved : subsets(groups.m)) move_to_batch(moved, true);
+    for (const Axes& moved : subsets(groups.n)) move_to_batch(moved, false);
+    return alternatives;
+}
+
 // ---- the contraction of two operands --------------------------------------------------------------
 
 // Contracts `a` and `x` into `destination` (the output) or, when absent, into a new temporary holding
@@ -155,23 +185,36 @@ Operand contract_pair(PlanBuilder& b, const Operand& a, const Operand& x, const 
         else groups.n.push_back(axis);
     }
     const std::string what = fmt::format("{} * {}", label(a), label(x));
+    std::optional<Operand> destination;
+    if (to_output) destination = b.output(0);
 
-    // Without a summed axis a GEMM would be all overhead: multiply elementwise instead.
-    if (b.size_of_axes(groups.k) == 1) {
+    // The GEMM, if a summed axis makes it worth one: the group orders that copy least, and - when even
+    // those copy - the same with some M or N axes batched instead (the other operand's batch stride 0).
+    std::optional<GemmChoice> gemm_choice;
+    if (b.size_of_axes(groups.k) > 1) {
+        gemm_choice = choose_gemm(b, groups, a, x, destination);
+        if (gemm_choice->copied_bytes > 0)
+            for (const Groups& alternative : with_broadcast_batches(groups)) {
+                GemmChoice candidate = choose_gemm(b, alternative, a, x, destination);
+                if (candidate.copied_bytes < gemm_choice->copied_bytes) gemm_choice = std::move(candidate);
+            }
+    }
+    // Without a summed axis a GEMM is all overhead; and a dot product or matrix-vector product whose
+    // operands would need copying is better done in one memory-bound pass: multiply elementwise.
+    const bool vector_shaped = gemm_choice && (b.size_of_axes(gemm_choice->groups.m) == 1 || b.size_of_axes(gemm_choice->groups.n) == 1);
+    if (!gemm_choice || (vector_shaped && gemm_choice->copied_bytes > 0)) {
         Axes result_axes;
         for (const AxisId axis : all)
             if (contains(kept, axis)) result_axes.push_back(axis);
-        const Operand dst = to_output ? b.output(0) : b.temporary(result_axes, b.output_dtype);
+        const Operand dst = to_output ? *destination : b.temporary(result_axes, b.output_dtype);
+        std::string why = fmt::format("{} -> {}: elementwise product", what, label(dst));
+        if (gemm_choice) why += fmt::format(", summed over {} (vector-shaped: one pass instead of copies for a GEMM)", b.axis_names(groups.k));
+        else if (!groups.k.empty()) why += fmt::format(", summing {} of length 1", b.axis_names(groups.k));
         b.contract({Access{a.buffer, a.offset, b.layout_of(all, a)}, Access{x.buffer, x.offset, b.layout_of(all, x)}},
-                   Access{dst.buffer, dst.offset, b.layout_of(all, dst)},
-                   fmt::format("{} -> {}: elementwise product{}", what, label(dst),
-                               groups.k.empty() ? "" : fmt::format(", summing {} of length 1", b.axis_names(groups.k))));
+                   Access{dst.buffer, dst.offset, b.layout_of(all, dst)}, std::move(why));
         return dst;
     }
-
-    std::optional<Operand> destination;
-    if (to_output) destination = b.output(0);
-    GemmChoice choice = choose_gemm(b, groups, a, x, destination);
+    GemmChoice choice = std::move(*gemm_choice);
     const Groups& g = choice.groups;
     const auto concat = [](std::initializer_list<const Axes*> parts) {
         Axes out;
