@@ -1,5 +1,6 @@
 #include "cli/arguments.hpp"
 
+#include <cctype>
 #include <charconv>
 #include <fmt/format.h>
 
@@ -14,7 +15,7 @@ std::int64_t parse_integer(std::string_view text, std::string_view what, bool al
     if (error == std::errc::result_out_of_range)
         throw UsageError(fmt::format("{} {} is too large for a 64-bit length", what, text));
     if (error != std::errc{} || end != text.data() + text.size() || text.empty())
-        throw UsageError(fmt::format("'{}' is not a {}", text, what));
+        throw UsageError(fmt::format("'{}' is not {} {}", text, std::string_view("aeiou").find(what.front()) == std::string_view::npos ? "a" : "an", what));
     if (value < 0 && !(allow_unknown && value == -1))
         throw UsageError(fmt::format("{} {} is negative", what, text));
     return value;
@@ -52,6 +53,7 @@ OperandArg parse_layout(const std::string& text) {
 }
 
 OperandArg parse_operand(const std::string& text) {
+    if (text.ends_with(".npy")) return OperandArg{text, {}, std::nullopt, true};
     if (!text.empty() && text.front() == '(') return parse_layout(text);
     return OperandArg{text, parse_shape_literal(text), std::nullopt};
 }
@@ -102,9 +104,12 @@ CallArgs parse_call_args(std::span<const std::string> args) {
         else if (arg == "--json") parsed.json = true;
         else if (arg == "--view") parsed.view = true;
         else if (arg == "--device") parsed.device = value();
+        else if (arg == "--backend") parsed.backend = value();
+        else if (arg == "-o" || arg == "--output") parsed.outputs.push_back(value());
         else if (arg == "--print") set_stages(parsed, value());
         else if (arg == "--") { positional.insert(positional.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end()); break; }
-        else if (arg.size() > 1 && arg.front() == '-' && !(arg[1] >= '0' && arg[1] <= '9')) throw UsageError(fmt::format("unknown option '{}'", arg));
+        else if (arg.size() > 1 && arg.front() == '-' && (std::isalpha(static_cast<unsigned char>(arg[1])) || arg[1] == '-'))
+            throw UsageError(fmt::format("unknown option '{}'", arg));
         else positional.push_back(arg);
     }
     if (positional.empty()) throw UsageError("missing the operation (rearrange, reduce, repeat, einsum, pack, unpack, parse_shape)");
@@ -120,7 +125,11 @@ CallArgs parse_call_args(std::span<const std::string> args) {
     parsed.call.pattern = positional[1];
     std::size_t next = 2;
     if (*op == Op::reduce) {
-        if (positional.size() < 3) throw UsageError("missing the reduction: reduce <pattern> <sum|mean|max|min|prod|any|all>");
+        const bool looks_like_operand = positional.size() >= 3 && (std::isdigit(static_cast<unsigned char>(positional[2].front())) ||
+                                                                    positional[2].front() == '(' || positional[2] == "scalar" ||
+                                                                    positional[2].ends_with(".npy"));
+        if (positional.size() < 3 || looks_like_operand)
+            throw UsageError("missing the reduction: reduce <pattern> <sum|mean|max|min|prod|any|all> <operand>");
         const auto reduction = reduction_named(positional[2]);
         if (!reduction) {
             const auto suggestion = closest_reduction(positional[2]);
@@ -132,7 +141,8 @@ CallArgs parse_call_args(std::span<const std::string> args) {
         next = 3;
     }
     for (std::size_t i = next; i < positional.size(); ++i) parsed.operands.push_back(parse_operand(positional[i]));
-    if (parsed.operands.empty()) throw UsageError("missing the operands: give each tensor's shape, e.g. 2x3x224x224");
+    if (parsed.operands.empty())
+        throw UsageError("missing the operands: give each tensor's shape (e.g. 2x3x224x224) or a .npy file");
     return parsed;
 }
 

@@ -20,9 +20,10 @@ public:
 };
 
 struct OperandArg {
-    std::string text;                    // as typed
-    Shape shape;
-    std::optional<Shape> strides;        // in elements; row-major when absent
+    std::string text;              // as typed
+    Shape shape;                   // for shape literals and layouts
+    std::optional<Shape> strides;  // in elements; row-major when absent
+    bool is_file = false;          // a .npy file: its header gives dtype and shape
 };
 
 struct CallArgs {
@@ -32,6 +33,8 @@ struct CallArgs {
     bool json = false;
     bool view = false;       // require a zero-copy result
     std::string device;      // cost-model device: h100, h200, a100, cpu
+    std::string backend = "cpu";        // run: where to execute (cpu, cuda)
+    std::vector<std::string> outputs;   // run: -o files
     // explain: which stages to print (syntax, bound, plan); all by default
     bool print_syntax = true, print_bound = true, print_plan = true;
 };

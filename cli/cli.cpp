@@ -19,6 +19,8 @@ usage: einc <command> [options]
 commands:
   explain <op> <pattern> [<reduction>] [-a name=size]... <operand>...
         print the syntax tree, the bound expression and the plan of a call, with its cost
+  run <op> <pattern> [<reduction>] [-a name=size]... <input.npy>... -o <output.npy>
+        execute a call on .npy files and write the result(s)
   help  print this text
 
 operations (as in einops):
@@ -31,6 +33,7 @@ operations (as in einops):
   parse_shape <pattern>            b _ h w
 
 operands:
+  x.npy               a NumPy file (explain reads its dtype and shape; run its data)
   2x3x224x224         a tensor of that shape, row-major
   scalar              a 0-dim tensor
   (4,8):(1,4)         a layout: shape (4,8) with strides (1,4) in elements
@@ -43,6 +46,8 @@ options:
   --device NAME          cost model device: h100 (default), h200, a100, cpu
   --view                 require every result to be a view of an input (zero-copy), or fail saying why
   --json                 explain: print the plan and its costs as JSON
+  -o, --output FILE      run: where to write the result (unpack: once per part, or once: FILE_0.npy ...)
+  --backend NAME         run: cpu (default) or cuda
   --print STAGES         explain: print only these of syntax,bound,plan
   -h, --help             this text
   --version              version and the features of this build
@@ -79,13 +84,14 @@ int run(std::span<const std::string> args, std::ostream& out, std::ostream& err)
                 return exit_ok;
             }
         if (command == "explain") return explain(parse_call_args(rest), out);
+        if (command == "run") return run_call(parse_call_args(rest), out);
         throw UsageError(fmt::format("unknown command '{}'", command));
     } catch (const UsageError& e) {
         fmt::print(err, "error: {}\n  (run `einc --help` for usage)\n", e.what());
         return exit_usage;
     } catch (const Error& e) {
         fmt::print(err, "{}", e.what());
-        return exit_error;
+        return e.kind() == ErrorKind::usage ? exit_usage : exit_error;
     } catch (const InternalError& e) {
         fmt::print(err, "{}\n", e.what());
         return exit_internal;

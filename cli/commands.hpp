@@ -4,9 +4,23 @@
 #include <iosfwd>
 
 #include "cli/arguments.hpp"
+#include "compiler/plan.hpp"
+#include "runtime/tensor.hpp"
 
 namespace einc::cli {
 
 int explain(const CallArgs& args, std::ostream& out);
+int run_call(const CallArgs& args, std::ostream& out);
+
+// The operands as tensors: .npy files are read; shape literals become tensors of that layout holding
+// nothing (explain only looks at their dtype, shape and strides).
+struct LoadedOperands {
+    std::vector<Tensor> files;         // the data read from .npy operands
+    std::vector<TensorSpec> specs;     // every operand's dtype, shape and strides
+    std::vector<TensorView> views;     // every operand (views of shape literals have no data)
+};
+LoadedOperands load_operands(const CallArgs& args);
+DType parse_dtype(const std::string& name);
+const DeviceModel& parse_device(const std::string& key);
 
 }  // namespace einc::cli

@@ -7,6 +7,7 @@
 #include "compiler/plan.hpp"
 #include "grammar/diagnostic.hpp"
 #include "grammar/print.hpp"
+#include "runtime/npy.hpp"
 
 namespace einc::cli {
 
@@ -22,17 +23,27 @@ const DeviceModel& parse_device(const std::string& key) {
     return *device;
 }
 
-std::vector<TensorSpec> input_specs(const CallArgs& args) {
+LoadedOperands load_operands(const CallArgs& args) {
     const DType dtype = parse_dtype(args.dtype);
-    std::vector<TensorSpec> specs;
-    for (const OperandArg& operand : args.operands)
-        specs.push_back(TensorSpec{dtype, operand.shape, operand.strides.value_or(row_major_strides(operand.shape))});
-    return specs;
+    LoadedOperands loaded;
+    for (const OperandArg& operand : args.operands) {
+        if (operand.is_file) {
+            loaded.files.push_back(read_npy(operand.text));
+            const TensorView& view = loaded.files.back().view();
+            loaded.specs.push_back(TensorSpec{view.dtype, view.shape, view.strides});
+            loaded.views.push_back(view);
+        } else {
+            const Shape strides = operand.strides.value_or(row_major_strides(operand.shape));
+            loaded.specs.push_back(TensorSpec{dtype, operand.shape, strides});
+            loaded.views.push_back(TensorView{nullptr, dtype, operand.shape, strides});
+        }
+    }
+    return loaded;
 }
 
 int explain(const CallArgs& args, std::ostream& out) {
     const syntax::Pattern pattern = parse(args.call);
-    const std::vector<TensorSpec> inputs = input_specs(args);
+    const std::vector<TensorSpec> inputs = load_operands(args).specs;
     const DeviceModel& device = parse_device(args.device);
     std::vector<Shape> shapes;
     for (const TensorSpec& input : inputs) shapes.push_back(input.shape);

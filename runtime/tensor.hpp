@@ -41,6 +41,8 @@ std::string describe(const TensorView& view);
 class Tensor {
 public:
     Tensor() = default;
+    // A tensor over existing memory; `storage` keeps that memory alive (may be null: the caller does).
+    Tensor(TensorView view, std::shared_ptr<void> storage) : storage_(std::move(storage)), view_(std::move(view)) {}
     static Tensor empty(DType dtype, Shape shape, Device device = Device::cpu);  // uninitialised
     static Tensor zeros(DType dtype, Shape shape, Device device = Device::cpu);
 

@@ -1,6 +1,7 @@
 // Copy: data movement by element size (bit-exact for every dtype), conversion between dtypes, and a
 // tiled transpose for permutations whose source and destination are contiguous along different modes.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "runtime/cpu/element.hpp"
@@ -43,16 +44,18 @@ void walk(const Nest<N>& nest, std::int64_t bytes, Run run) {
 }
 
 // A 2-D transpose between mode `p` (unit stride in the source) and the last mode (unit stride in the
-// destination), in tiles that stay in L1, for every index of the other modes.
+// destination), for every index of the other modes. Blocked twice: micro-tiles of one cache line a side
+// (each line read or written once, so power-of-two strides cannot make lines evict each other), inside
+// super-tiles of 128 x 128 elements, so that few pages are in flight at once (a whole row of tiles
+// would touch a page per column and miss the TLB on every access).
 template <std::size_t Size>
 void transpose(const Strided& src, const Strided& dst, std::size_t p) {
     using T = typename Bits<Size>::type;
-    constexpr std::int64_t tile = 32;
+    constexpr std::int64_t micro = 64 / static_cast<std::int64_t>(Size), super = 128;
     const std::size_t last = dst.layout.rank() - 1;
     const std::int64_t rows = src.layout.modes[p].extent, cols = src.layout.modes[last].extent;
-    const std::int64_t src_col = src.layout.modes[last].stride * static_cast<std::int64_t>(Size);
-    const std::int64_t dst_row = dst.layout.modes[p].stride * static_cast<std::int64_t>(Size);
-    const std::int64_t src_row = src.layout.modes[p].stride * static_cast<std::int64_t>(Size);  // = Size
+    const std::int64_t src_col = src.layout.modes[last].stride;  // elements; the source is unit stride along rows
+    const std::int64_t dst_row = dst.layout.modes[p].stride;     // elements; the destination is unit stride along cols
     // The other modes form an outer nest; each of its runs has length 1.
     Layout src_outer, dst_outer;
     for (std::size_t k = 0; k < last; ++k)
@@ -63,20 +66,27 @@ void transpose(const Strided& src, const Strided& dst, std::size_t p) {
     src_outer.modes.push_back(Mode{1, 0});
     dst_outer.modes.push_back(Mode{1, 0});
     const Nest<2> outer = make_nest<2>({&dst_outer, &src_outer}, {dst.base, src.base}, {Size, Size});
-    const auto block = [&](std::byte* d, const std::byte* s, std::int64_t row_begin, std::int64_t row_end) {
-        for (std::int64_t r0 = row_begin; r0 < row_end; r0 += tile)
-            for (std::int64_t c0 = 0; c0 < cols; c0 += tile) {
-                const std::int64_t r1 = std::min(r0 + tile, row_end), c1 = std::min(c0 + tile, cols);
-                for (std::int64_t r = r0; r < r1; ++r) {
-                    std::byte* drow = d + r * dst_row;
-                    const std::byte* scol = s + r * src_row;
-                    for (std::int64_t c = c0; c < c1; ++c)
-                        store_at<T>(drow + c * static_cast<std::int64_t>(Size), load_at<T>(scol + c * src_col));
-                }
+    const auto block = [&](std::byte* d_bytes, const std::byte* s_bytes, std::int64_t row_begin, std::int64_t row_end) {
+        T* d = reinterpret_cast<T*>(d_bytes);
+        const T* s = reinterpret_cast<const T*>(s_bytes);
+        for (std::int64_t r1 = row_begin; r1 < row_end; r1 += super)
+            for (std::int64_t c1 = 0; c1 < cols; c1 += super) {
+                const std::int64_t r1_end = std::min(r1 + super, row_end), c1_end = std::min(c1 + super, cols);
+                for (std::int64_t r0 = r1; r0 < r1_end; r0 += micro)
+                    for (std::int64_t c0 = c1; c0 < c1_end; c0 += micro) {
+                        const std::int64_t r_end = std::min(r0 + micro, r1_end), c_end = std::min(c0 + micro, c1_end);
+                        for (std::int64_t r = r0; r < r_end; ++r) {
+                            T* out = d + r * dst_row;
+                            const T* in = s + r;
+                            for (std::int64_t c = c0; c < c_end; ++c) out[c] = in[c * src_col];
+                        }
+                    }
             }
     };
     const std::int64_t outer_count = outer.size();
     const std::int64_t bytes = src.layout.size() * static_cast<std::int64_t>(Size);
+    const bool aligned = reinterpret_cast<std::uintptr_t>(src.base) % alignof(T) == 0 && reinterpret_cast<std::uintptr_t>(dst.base) % alignof(T) == 0;
+    EINC_ASSERT(aligned);
     if (bytes >= parallel_threshold_bytes && outer_count >= 2) {
         parallel_for(outer.extents[0], [&](std::int64_t begin, std::int64_t end) {
             for_each_run(outer, begin, end, [&](std::array<std::byte*, 2> ptr, std::int64_t, const std::array<std::int64_t, 2>&) {
@@ -84,8 +94,8 @@ void transpose(const Strided& src, const Strided& dst, std::size_t p) {
             });
         });
     } else if (bytes >= parallel_threshold_bytes) {
-        parallel_for((rows + tile - 1) / tile, [&](std::int64_t begin, std::int64_t end) {
-            block(dst.base, src.base, begin * tile, std::min(end * tile, rows));
+        parallel_for((rows + super - 1) / super, [&](std::int64_t begin, std::int64_t end) {
+            block(dst.base, src.base, begin * super, std::min(end * super, rows));
         });
     } else {
         for_each_run(outer, 0, outer.rank() == 0 ? 1 : outer.extents[0],

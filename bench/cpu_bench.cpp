@@ -1,0 +1,328 @@
+// CPU benchmarks: every einc timing beside a baseline measured in the same process, reported as ratios.
+//   permutations  vs memcpy (copy bandwidth: bytes read + written)
+//   reductions    vs a tuned read loop (read bandwidth)
+//   einsum        vs the same GEMM called on OpenBLAS directly
+//   dispatch      cached one-line call vs a compiled Program vs the work itself; a plan-cache miss
+// With numpy on the machine, numpy's times for the same work are shown too (python3 is run once).
+//
+//   cpu_bench [--quick] [--json FILE] [--markdown FILE]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fmt/format.h>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "einc/einc.hpp"
+#include "einc_build_info.hpp"
+#include "runtime/cpu/parallel.hpp"
+
+#if EINC_HAS_BLAS
+#include <cblas.h>
+#endif
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Median seconds of `repeats` runs after `warmup` runs.
+double time_it(const std::function<void()>& work, int repeats, int warmup = 2) {
+    for (int i = 0; i < warmup; ++i) work();
+    std::vector<double> seconds;
+    for (int i = 0; i < repeats; ++i) {
+        const auto start = Clock::now();
+        work();
+        seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    }
+    std::nth_element(seconds.begin(), seconds.begin() + repeats / 2, seconds.end());
+    return seconds[static_cast<std::size_t>(repeats / 2)];
+}
+
+// Per-call time of a fast operation, timed over many calls.
+double time_per_call(const std::function<void()>& work, int calls) {
+    return time_it([&] {
+        for (int i = 0; i < calls; ++i) work();
+    }, 5, 1) / calls;
+}
+
+einc::Tensor random_tensor(einc::DType dtype, const einc::Shape& shape, unsigned seed) {
+    einc::Tensor t = einc::Tensor::empty(dtype, shape);
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-1, 1);
+    if (dtype == einc::DType::f32)
+        for (std::int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = u(rng);
+    else if (dtype == einc::DType::f64)
+        for (std::int64_t i = 0; i < t.numel(); ++i) t.data_as<double>()[i] = u(rng);
+    return t;
+}
+
+struct Row {
+    Row(std::string group_, std::string name_, std::string baseline_)
+        : group(std::move(group_)), name(std::move(name_)), baseline(std::move(baseline_)) {}
+    std::string group, name, baseline;
+    double einc_seconds = 0, baseline_seconds = 0, numpy_seconds = 0;
+    double bytes = 0, flops = 0;
+    std::string target;
+};
+
+// The baselines, run the way einc runs: on every thread when the work is large.
+void parallel_memcpy(void* dst, const void* src, std::size_t bytes) {
+    const int threads = einc::cpu::thread_count();
+    einc::cpu::parallel_for(threads, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t t = begin; t < end; ++t) {
+            const std::size_t from = bytes * static_cast<std::size_t>(t) / static_cast<std::size_t>(threads);
+            const std::size_t to = bytes * static_cast<std::size_t>(t + 1) / static_cast<std::size_t>(threads);
+            std::memcpy(static_cast<char*>(dst) + from, static_cast<const char*>(src) + from, to - from);
+        }
+    });
+}
+
+float parallel_read(const float* data, std::int64_t n) {
+    const int threads = einc::cpu::thread_count();
+    std::vector<float> partial(static_cast<std::size_t>(threads));
+    einc::cpu::parallel_for(threads, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t t = begin; t < end; ++t) {
+            const std::int64_t from = n * t / threads, to = n * (t + 1) / threads;
+            float s[8] = {};
+            std::int64_t i = from;
+            for (; i + 8 <= to; i += 8)
+                for (int k = 0; k < 8; ++k) s[k] += data[i + k];
+            for (; i < to; ++i) s[0] += data[i];
+            partial[static_cast<std::size_t>(t)] = s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+        }
+    });
+    float total = 0;
+    for (const float p : partial) total += p;
+    return total;
+}
+
+// numpy's timings for named cases, from one python3 process (empty when numpy is absent).
+std::map<std::string, double> numpy_timings(bool quick) {
+    const std::string script = std::string(EINC_BENCH_DIR) + "/numpy_baseline.py";
+    const std::string command = fmt::format("python3 {} {} 2>/dev/null", script, quick ? "--quick" : "");
+    std::map<std::string, double> timings;
+    FILE* pipe = popen(command.c_str(), "r");
+    if (!pipe) return timings;
+    char line[512];
+    while (std::fgets(line, sizeof line, pipe)) {
+        char name[256];
+        double seconds = 0;
+        if (std::sscanf(line, "%255s %lf", name, &seconds) == 2) timings[name] = seconds;
+    }
+    pclose(pipe);
+    return timings;
+}
+
+std::string json_escaped(const std::string& text) {
+    std::string out;
+    for (const char c : text) {
+        if (c == '"' || c == '\\') out += '\\';
+        out += c;
+    }
+    return out;
+}
+
+std::string machine_description() {
+    std::string model = "unknown CPU";
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    for (std::string line; std::getline(cpuinfo, line);)
+        if (line.rfind("model name", 0) == 0) {
+            model = line.substr(line.find(':') + 2);
+            break;
+        }
+    return fmt::format("{}, {} hardware threads, einc {} ({}), BLAS {}", model, std::thread::hardware_concurrency(),
+                       EINC_VERSION, EINC_HAS_BLAS ? "OpenBLAS" : "none", EINC_BLAS_VENDOR);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    bool quick = false;
+    std::string json_path, markdown_path;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--quick") quick = true;
+        else if (arg == "--json" && i + 1 < argc) json_path = argv[++i];
+        else if (arg == "--markdown" && i + 1 < argc) markdown_path = argv[++i];
+        else {
+            fmt::print(stderr, "usage: cpu_bench [--quick] [--json FILE] [--markdown FILE]\n");
+            return 2;
+        }
+    }
+    const int repeats = quick ? 3 : 9;
+    const std::int64_t scale = quick ? 4 : 1;  // --quick: a quarter of the sizes
+    std::vector<Row> rows;
+    const std::map<std::string, double> numpy = numpy_timings(quick);
+    const auto numpy_time = [&](const std::string& key) {
+        const auto it = numpy.find(key);
+        return it == numpy.end() ? 0.0 : it->second;
+    };
+
+    // ---- permutations vs memcpy -----------------------------------------------------------------
+    struct Permutation {
+        std::string key, pattern;
+        einc::Shape shape;
+        einc::AxisSizes sizes;
+        std::string target;
+    };
+    const std::vector<Permutation> permutations{
+        {"transpose_4096", "a b -> b a", {4096 / (scale == 1 ? 1 : 2), 4096 / (scale == 1 ? 1 : 2)}, {}, ">= 0.5 (inner >= 8)"},
+        {"nchw_to_nhwc", "b c h w -> b h w c", {16 / scale, 64, 128, 128}, {}, ">= 0.5 (inner >= 8)"},
+        {"heads_split", "b s (h d) -> b h s d", {8 / scale, 512, 16 * 128}, {{"h", 16}}, ">= 0.5 (inner >= 8)"},
+        {"perm6d", "a b c d e f -> f d b e c a", {8, 8, 16 / scale, 16, 8, 32}, {}, ">= 0.5 (inner >= 8)"},
+        {"transpose_inner4", "a b -> b a", {7840000 / scale, 4}, {}, "tiny inner: report"},
+        {"nhwc_to_nchw_c3", "b h w c -> b c h w", {64 / scale, 224, 224, 3}, {}, "tiny inner: report"},
+    };
+    for (const Permutation& p : permutations) {
+        const einc::Tensor x = random_tensor(einc::DType::f32, p.shape, 1);
+        const einc::Program program =
+            einc::compile(einc::Op::rearrange, p.pattern, p.sizes).bind({x.view()}, einc::Options{.contiguous = true});
+        einc::Tensor out = einc::Tensor::empty(einc::DType::f32, program.plan().outputs[0].shape);
+        einc::Tensor copy = einc::Tensor::empty(einc::DType::f32, p.shape);
+        const std::vector<einc::Input> inputs{x};
+        const std::vector<einc::TensorView> outputs{out.view()};
+        Row row{"permutation", fmt::format("{} {}", p.pattern, einc::format_shape(p.shape)), "memcpy"};
+        row.bytes = 2.0 * static_cast<double>(x.nbytes());
+        row.einc_seconds = time_it([&] { program.run(inputs, outputs); }, repeats);
+        row.baseline_seconds = time_it([&] { parallel_memcpy(copy.data(), x.data(), x.nbytes()); }, repeats);
+        row.numpy_seconds = numpy_time(p.key);
+        row.target = p.target;
+        rows.push_back(row);
+    }
+
+    // ---- reductions vs read bandwidth ---------------------------------------------------------------
+    struct Reduction {
+        std::string key, pattern;
+        einc::Shape shape;
+        einc::Reduction op;
+    };
+    const std::vector<Reduction> reductions{
+        {"sum_inner_4096", "a b -> a", {4096 / scale, 4096}, einc::Reduction::sum},
+        {"sum_outer_4096", "a b -> b", {4096 / scale, 4096}, einc::Reduction::sum},
+        {"sum_all_4096", "a b ->", {4096 / scale, 4096}, einc::Reduction::sum},
+        {"sum_inner_32768x32", "a b -> a", {32768 * 16 / scale, 32}, einc::Reduction::sum},
+        {"sum_outer_32768x32", "a b -> b", {32768 * 16 / scale, 32}, einc::Reduction::sum},
+        {"sum_inner_7840000x4", "a b -> a", {7840000 / scale, 4}, einc::Reduction::sum},
+        {"sum_outer_7840000x4", "a b -> b", {7840000 / scale, 4}, einc::Reduction::sum},
+        {"max_mid", "a b c -> a c", {64 / scale, 512, 512}, einc::Reduction::max},
+        {"mean_pool", "b c (h 2) (w 2) -> b c h w", {16 / scale, 64, 128, 128}, einc::Reduction::mean},
+    };
+    for (const Reduction& r : reductions) {
+        const einc::Tensor x = random_tensor(einc::DType::f32, r.shape, 2);
+        const einc::Program program = einc::Expression(einc::Call{einc::Op::reduce, r.pattern, r.op, {}, false, {}}).bind({x.view()});
+        einc::Tensor out = einc::Tensor::empty(einc::DType::f32, program.plan().outputs[0].shape);
+        const std::vector<einc::Input> inputs{x};
+        const std::vector<einc::TensorView> outputs{out.view()};
+        Row row{"reduction", fmt::format("{} {} {}", einc::name_of(r.op), r.pattern, einc::format_shape(r.shape)), "read loop"};
+        row.bytes = static_cast<double>(x.nbytes());
+        volatile float sink = 0;
+        row.einc_seconds = time_it([&] { program.run(inputs, outputs); }, repeats);
+        row.baseline_seconds = time_it([&] { sink = parallel_read(x.data_as<float>(), x.numel()); }, repeats);
+        row.numpy_seconds = numpy_time(r.key);
+        row.target = ">= 0.8";
+        rows.push_back(row);
+    }
+
+    // ---- einsum vs the direct GEMM ----------------------------------------------------------------
+    struct Contraction {
+        std::string key, pattern;
+        einc::Shape a, b;
+        std::int64_t batch, m, n, k;
+        bool b_transposed;  // B given as (n, k)
+    };
+    const std::int64_t big = quick ? 1024 : 2048;
+    const std::vector<Contraction> contractions{
+        {"matmul", "i k, k j -> i j", {big, big}, {big, big}, 1, big, big, big, false},
+        {"attention_scores", "b i d, b j d -> b i j", {32, 512, 64}, {32, 512, 64}, 32, 512, 512, 64, true},
+        {"linear", "b s d, d e -> b s e", {8, 512, 1024}, {1024, 1024}, 1, 4096, 1024, 1024, false},
+    };
+    for (const Contraction& c : contractions) {
+        const einc::Tensor a = random_tensor(einc::DType::f32, c.a, 3), b = random_tensor(einc::DType::f32, c.b, 4);
+        const einc::Program program = einc::compile(einc::Op::einsum, c.pattern).bind({a.view(), b.view()});
+        einc::Tensor out = einc::Tensor::empty(einc::DType::f32, program.plan().outputs[0].shape);
+        einc::Tensor direct = einc::Tensor::empty(einc::DType::f32, program.plan().outputs[0].shape);
+        const std::vector<einc::Input> inputs{a, b};
+        const std::vector<einc::TensorView> outputs{out.view()};
+        Row row{"einsum", fmt::format("{} {} {}", c.pattern, einc::format_shape(c.a), einc::format_shape(c.b)), "cblas_sgemm"};
+        row.flops = 2.0 * static_cast<double>(c.batch * c.m * c.n * c.k);
+        row.einc_seconds = time_it([&] { program.run(inputs, outputs); }, repeats);
+#if EINC_HAS_BLAS
+        row.baseline_seconds = time_it([&] {
+            for (std::int64_t i = 0; i < c.batch; ++i)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, c.b_transposed ? CblasTrans : CblasNoTrans, static_cast<int>(c.m),
+                            static_cast<int>(c.n), static_cast<int>(c.k), 1.0f, a.data_as<float>() + i * c.m * c.k, static_cast<int>(c.k),
+                            b.data_as<float>() + (c.batch > 1 ? i * c.n * c.k : 0), static_cast<int>(c.b_transposed ? c.k : c.n), 0.0f,
+                            direct.data_as<float>() + i * c.m * c.n, static_cast<int>(c.n));
+        }, repeats);
+#endif
+        row.numpy_seconds = numpy_time(c.key);
+        row.target = ">= 0.9 of the direct GEMM";
+        rows.push_back(row);
+    }
+
+    // ---- dispatch ---------------------------------------------------------------------------------
+    {
+        const einc::Tensor x = random_tensor(einc::DType::f32, {2, 3, 8, 8}, 5);
+        const einc::Program program = einc::compile(einc::Op::rearrange, "b c h w -> b h w c").bind({x.view()});
+        const int calls = quick ? 20000 : 200000;
+        Row cached{"dispatch", "einc::rearrange(x, \"b c h w -> b h w c\") (a view), per call", "Program::run"};
+        cached.einc_seconds = time_per_call([&] { (void)einc::rearrange(x, "b c h w -> b h w c"); }, calls);
+        cached.baseline_seconds = time_per_call([&] { (void)program.run({x}); }, calls);
+        cached.numpy_seconds = numpy_time("einops_rearrange_small");
+        cached.target = "overhead <= 1 us (aim 100 ns)";
+        rows.push_back(cached);
+
+        einc::PlanCache no_cache(0);
+        const std::vector<einc::Input> inputs{x};
+        Row miss{"dispatch", "plan-cache miss: parse + bind + plan of \"b c h w -> b h w c\"", "(absolute)"};
+        miss.einc_seconds = time_per_call([&] { (void)no_cache.get(einc::CallRef{einc::Op::rearrange, "b c h w -> b h w c"}, inputs, {}); },
+                                          quick ? 2000 : 20000);
+        miss.target = "<= 20 us";
+        rows.push_back(miss);
+        const einc::Tensor q = random_tensor(einc::DType::f32, {2, 4, 8}, 6), k = random_tensor(einc::DType::f32, {2, 5, 8}, 7);
+        const std::vector<einc::Input> qk{q, k};
+        Row miss_einsum{"dispatch", "plan-cache miss: parse + bind + plan of \"b i d, b j d -> b i j\"", "(absolute)"};
+        miss_einsum.einc_seconds =
+            time_per_call([&] { (void)no_cache.get(einc::CallRef{einc::Op::einsum, "b i d, b j d -> b i j"}, qk, {}); }, quick ? 2000 : 20000);
+        miss_einsum.numpy_seconds = numpy_time("numpy_einsum_optimize_small");
+        miss_einsum.target = "<= 20 us";
+        rows.push_back(miss_einsum);
+    }
+
+    // ---- report -------------------------------------------------------------------------------------
+    std::string table = fmt::format("# einc CPU benchmarks\n\nmachine: {}\nthreads used by einc: {}\n\n", machine_description(),
+                                    einc::cpu::thread_count());
+    table += "| group | case | einc | baseline | einc / baseline speed | numpy | target |\n|---|---|---|---|---|---|---|\n";
+    for (const Row& r : rows) {
+        const auto rate = [&](double seconds) {
+            if (r.bytes > 0) return fmt::format("{:.1f} GB/s", r.bytes / seconds / 1e9);
+            if (r.flops > 0) return fmt::format("{:.1f} GFLOP/s", r.flops / seconds / 1e9);
+            return einc::format_seconds(seconds);
+        };
+        const std::string baseline = r.baseline_seconds > 0 ? fmt::format("{} ({})", rate(r.baseline_seconds), r.baseline) : r.baseline;
+        const std::string ratio = r.baseline_seconds > 0 ? fmt::format("{:.2f}", r.baseline_seconds / r.einc_seconds) : "-";
+        const std::string numpy_column = r.numpy_seconds > 0 ? fmt::format("{} (einc {:.1f}x faster)", rate(r.numpy_seconds), r.numpy_seconds / r.einc_seconds) : "-";
+        table += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", r.group, r.name, rate(r.einc_seconds), baseline, ratio, numpy_column, r.target);
+    }
+    fmt::print("{}", table);
+    if (!markdown_path.empty()) std::ofstream(markdown_path) << table;
+    if (!json_path.empty()) {
+        std::ofstream json(json_path);
+        json << "{\"machine\": \"" << machine_description() << "\", \"rows\": [\n";
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            const Row& r = rows[i];
+            json << fmt::format("  {{\"group\": \"{}\", \"case\": \"{}\", \"einc_seconds\": {}, \"baseline\": \"{}\", \"baseline_seconds\": {}, "
+                                "\"numpy_seconds\": {}, \"bytes\": {}, \"flops\": {}}}{}\n",
+                                r.group, json_escaped(r.name), r.einc_seconds, json_escaped(r.baseline), r.baseline_seconds, r.numpy_seconds, r.bytes, r.flops,
+                                i + 1 < rows.size() ? "," : "");
+        }
+        json << "]}\n";
+    }
+    return 0;
+}

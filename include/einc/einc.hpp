@@ -1,0 +1,14 @@
+// einc: tensor index notation, compiled. The one header a user includes.
+//
+//   #include <einc/einc.hpp>
+//   einc::Tensor y = einc::rearrange(x, "b c h w -> b h w c");   // a view: no byte moves
+//   einc::Tensor s = einc::einsum("b i d, b j d -> b i j", q, k);  // one strided-batched GEMM
+#pragma once
+
+#include "compiler/plan.hpp"
+#include "grammar/diagnostic.hpp"
+#include "runtime/api.hpp"
+#include "runtime/dims.hpp"
+#include "runtime/plan_cache.hpp"
+#include "runtime/program.hpp"
+#include "runtime/tensor.hpp"

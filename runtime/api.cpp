@@ -1,0 +1,90 @@
+#include "runtime/api.hpp"
+
+#include <fmt/format.h>
+
+#include "compiler/bind.hpp"
+#include "grammar/diagnostic.hpp"
+#include "runtime/backend.hpp"
+
+namespace einc {
+namespace {
+
+std::vector<Tensor> call(const CallRef& ref, std::span<const Input> inputs, const Options& options) {
+    const Program program = default_plan_cache().get(ref, inputs, options);
+    return program.run(inputs, options.stream);
+}
+
+Tensor single(Op op, std::string_view pattern, Reduction reduction, const AxisSizes& sizes, std::span<const Input> inputs,
+              const Options& options, bool compact = false) {
+    return call(CallRef{op, pattern, reduction, &sizes, compact, nullptr}, inputs, options).front();
+}
+
+}  // namespace
+
+Tensor rearrange(const Input& x, std::string_view pattern, const AxisSizes& sizes, const Options& options) {
+    return single(Op::rearrange, pattern, Reduction::none, sizes, {&x, 1}, options);
+}
+
+Tensor rearrange(std::span<const Input> xs, std::string_view pattern, const AxisSizes& sizes, const Options& options) {
+    // Stacking is packing with `*` first: each tensor contributes no dims to it, so it becomes a new axis.
+    if (xs.empty()) throw Error(ErrorKind::usage, "rearrange of an empty list of tensors");
+    std::string elements;
+    for (std::size_t d = 0; d < xs[0].view().rank(); ++d) elements += fmt::format(" d{}", d);
+    return rearrange(pack(xs, "*" + elements).tensor, pattern, sizes, options);
+}
+
+Tensor reduce(const Input& x, std::string_view pattern, Reduction reduction, const AxisSizes& sizes, const Options& options) {
+    return single(Op::reduce, pattern, reduction, sizes, {&x, 1}, options);
+}
+
+Tensor reduce(const Input& x, std::string_view pattern, std::string_view reduction, const AxisSizes& sizes, const Options& options) {
+    const auto named = reduction_named(reduction);
+    if (!named) {
+        const auto suggestion = closest_reduction(reduction);
+        throw Error(ErrorKind::usage, fmt::format("unknown reduction '{}'", reduction))
+            .help(suggestion ? fmt::format("did you mean '{}'? (sum, mean, max, min, prod, any, all)", *suggestion)
+                             : std::string("one of sum, mean, max, min, prod, any, all"));
+    }
+    return reduce(x, pattern, *named, sizes, options);
+}
+
+Tensor repeat(const Input& x, std::string_view pattern, const AxisSizes& sizes, const Options& options) {
+    return single(Op::repeat, pattern, Reduction::none, sizes, {&x, 1}, options);
+}
+
+Tensor einsum(std::string_view pattern, std::span<const Input> operands, const Options& options) {
+    return single(Op::einsum, pattern, Reduction::none, {}, operands, options);
+}
+
+Tensor einsum(Subscripts subscripts, std::span<const Input> operands, const Options& options) {
+    return single(Op::einsum, subscripts.text, Reduction::none, {}, operands, options, /*compact=*/true);
+}
+
+Packed pack(std::span<const Input> tensors, std::string_view pattern, const Options& options) {
+    static const AxisSizes none;
+    const Program program = default_plan_cache().get(CallRef{Op::pack, pattern, Reduction::none, &none, false, nullptr}, tensors, options);
+    Packed packed{program.run(tensors, options.stream).front(), {}};
+    for (const auto& part : program.bound().concat->parts) {
+        Shape shape;
+        for (const AxisId a : part) shape.push_back(program.bound().size(a));
+        packed.packed_shapes.push_back(std::move(shape));
+    }
+    return packed;
+}
+
+Packed pack(std::initializer_list<Input> tensors, std::string_view pattern, const Options& options) {
+    return pack(std::span<const Input>(tensors.begin(), tensors.size()), pattern, options);
+}
+
+std::vector<Tensor> unpack(const Input& x, const std::vector<Shape>& packed_shapes, std::string_view pattern, const Options& options) {
+    static const AxisSizes none;
+    return call(CallRef{Op::unpack, pattern, Reduction::none, &none, false, &packed_shapes}, {&x, 1}, options);
+}
+
+AxisSizes parse_shape(const TensorView& x, std::string_view pattern) {
+    const Call c{Op::parse_shape, std::string(pattern), Reduction::none, {}, false, {}};
+    const std::vector<Shape> shapes{x.shape};
+    return parsed_shape(bind(c, shapes));
+}
+
+}  // namespace einc

@@ -1,0 +1,91 @@
+// The compiled forms, for hot loops: an Expression is a pattern parsed once; a Program is an Expression
+// bound to its inputs' shapes, strides, dtype and device and planned once - then run many times on new
+// data pointers with no parsing, binding or planning.
+//
+//   const einc::Expression scores = einc::compile(einc::Op::einsum, "b i d, b j d -> b i j");
+//   const einc::Program program = scores.bind({q, k});
+//   for (...) { einc::Tensor s = program.run({q, k})[0]; }
+//   std::cout << program.explain();   // the plan and its cost
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "compiler/bound.hpp"
+#include "compiler/call.hpp"
+#include "compiler/plan.hpp"
+#include "runtime/tensor.hpp"
+
+namespace einc {
+
+// A tensor given to einc: a view, plus - when it came from an owning Tensor - its storage, so that a
+// result that is a view of it keeps that memory alive.
+class Input {
+public:
+    Input(const TensorView& view) : view_(view) {}                                    // NOLINT: implicit by design
+    Input(const Tensor& tensor) : view_(tensor.view()), storage_(tensor.storage()) {}  // NOLINT
+    const TensorView& view() const { return view_; }
+    const std::shared_ptr<void>& storage() const { return storage_; }
+
+private:
+    TensorView view_;
+    std::shared_ptr<void> storage_;
+};
+
+struct Options {
+    bool contiguous = false;    // always return fresh memory, never a view of an input
+    bool require_view = false;  // fail unless every result is a view of an input (zero-copy)
+    void* stream = nullptr;     // one-line calls on GPU tensors: the CUDA stream (cudaStream_t); null: default
+};
+
+class Program;
+
+class Expression {
+public:
+    explicit Expression(Call call);  // parses; throws einc::Error
+    const Call& call() const;
+    const syntax::Pattern& syntax() const;
+
+    // Binds to tensors like these (their dtype, shape, strides and device; data pointers are not kept).
+    Program bind(std::span<const TensorView> inputs, const Options& options = {}) const;
+    Program bind(std::initializer_list<TensorView> inputs, const Options& options = {}) const;
+
+private:
+    struct State;
+    std::shared_ptr<const State> state_;
+    friend class Program;
+};
+
+Expression compile(Op op, std::string_view pattern, const AxisSizes& sizes = {}, Reduction reduction = Reduction::none);
+
+// The normalised layout a program is planned for: strides of length-1 dims (and of empty tensors) are
+// set to 0, since they are never stepped along.
+TensorSpec spec_of(const TensorView& view);
+
+class Program {
+public:
+    const Bound& bound() const;
+    const Plan& plan() const;
+    const Options& options() const;
+    std::string explain(std::string_view device = "h100") const;  // the plan with its cost, as `einc explain`
+
+    // Runs on new tensors with the dtype, shape and strides the program was bound to. Results the plan
+    // makes views alias an input (and keep an owning input alive); the others are fresh row-major tensors.
+    // GPU work is queued on `stream` (a cudaStream_t; null: the default stream) without synchronising.
+    std::vector<Tensor> run(std::span<const Input> inputs, void* stream = nullptr) const;
+    std::vector<Tensor> run(std::initializer_list<Input> inputs, void* stream = nullptr) const;
+    // Runs writing into caller-provided results (row-major, of the planned dtype and shape); a program whose
+    // plan returns views must be bound with Options::contiguous to write into outputs.
+    void run(std::span<const Input> inputs, std::span<const TensorView> outputs, void* stream = nullptr) const;
+
+private:
+    struct State;
+    explicit Program(std::shared_ptr<const State> state) : state_(std::move(state)) {}
+    std::shared_ptr<const State> state_;
+    friend class Expression;
+    friend class PlanCache;
+};
+
+}  // namespace einc
