@@ -42,7 +42,7 @@ bool is_floating(DType dtype) {
 
 bool is_integer(DType dtype) { return dtype == DType::i8 || dtype == DType::i32 || dtype == DType::i64; }
 
-DType result_dtype(Op op, Reduction reduction, DType input) {
+DType result_dtype(Op op, Reduction reduction, DType input, bool reduces_an_axis) {
     const bool fp8 = input == DType::f8e4m3 || input == DType::f8e5m2;
     if (op == Op::einsum) {
         if (input == DType::boolean || fp8)
@@ -50,7 +50,7 @@ DType result_dtype(Op op, Reduction reduction, DType input) {
                 .help("einsum takes f64, f32, f16, bf16, i8, i32 or i64 operands");
         return input;
     }
-    if (op != Op::reduce) return input;
+    if (op != Op::reduce || !reduces_an_axis) return input;
     if (fp8)
         throw Error(ErrorKind::unsupported, fmt::format("reduce on {} is not supported", name_of(input)))
             .help("fp8 tensors are supported for data movement: rearrange, repeat, pack, unpack");

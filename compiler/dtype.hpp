@@ -25,8 +25,9 @@ bool is_integer(DType dtype);  // i8 i32 i64 (not bool)
 // The dtype of the result of `op` on operands of dtype `input` (all operands share one dtype):
 //   data movement keeps it; sum and prod of integers and bool give i64 (numpy), any/all give bool,
 //   max/min keep it, mean needs a floating dtype; einsum keeps it and needs a numeric one.
-// Throws einc::Error when the operation does not apply to the dtype.
-DType result_dtype(Op op, Reduction reduction, DType input);
+// A reduce that reduces no axis is a rearrange, as einops runs it: it keeps the dtype, whatever the
+// reduction. Throws einc::Error when the operation does not apply to the dtype.
+DType result_dtype(Op op, Reduction reduction, DType input, bool reduces_an_axis = true);
 
 // The dtype reductions and GEMMs accumulate in: f32 for f16/bf16/fp8, i64 for integers and bool.
 DType accumulator_dtype(DType dtype);

@@ -41,7 +41,7 @@ PlanBuilder::PlanBuilder(const Bound& bound_, std::span<const TensorSpec> inputs
         EINC_ASSERT(inputs[i].shape == bound.inputs[i].shape());
         EINC_ASSERT(inputs[i].strides.size() == inputs[i].shape.size());
     }
-    output_dtype = bound.op == Op::parse_shape ? input_dtype : result_dtype(bound.op, bound.reduction, input_dtype);
+    output_dtype = bound.op == Op::parse_shape ? input_dtype : result_dtype(bound.op, bound.reduction, input_dtype, !bound.reduced.empty());
     if (!options.output_strides.empty() && options.output_strides.size() != bound.outputs.size())
         throw Error(ErrorKind::usage, fmt::format("{} outputs given for {} results", options.output_strides.size(), bound.outputs.size()));
     for (std::size_t k = 0; k < bound.outputs.size(); ++k) {
@@ -277,9 +277,9 @@ namespace {
 
 void plan_reduce(PlanBuilder& b) {
     const Operand in = b.input(0);
-    const bool nothing_reduced = b.size_of_axes(b.bound.reduced) == 1;
-    if (nothing_reduced && b.output_dtype == b.input_dtype) {  // reducing over length 1 moves data at most
-        move_to_output(b, in, 0, fmt::format("reduce {} over length 1", name_of(b.bound.reduction)));
+    if (b.size_of_axes(b.bound.reduced) == 1 && b.output_dtype == b.input_dtype) {  // moves data at most
+        move_to_output(b, in, 0, b.bound.reduced.empty() ? std::string("reduce over no axis (as einops, a rearrange)")
+                                                         : fmt::format("{} over length 1", name_of(b.bound.reduction)));
         return;
     }
     const Operand out = b.output(0);
@@ -290,9 +290,7 @@ void plan_reduce(PlanBuilder& b) {
     if (b.options.require_view)
         throw Error(ErrorKind::pattern, "reduce can't be a view of its input").help("it computes new values");
     b.reduce(b.bound.reduction, Access{in.buffer, 0, b.layout_of(axes, in)}, Access{out.buffer, 0, std::move(dst)},
-             b.bound.reduced.empty() ? fmt::format("{} over no axis: converts {} to {}", name_of(b.bound.reduction),
-                                                   name_of(b.input_dtype), name_of(b.output_dtype))
-                                     : fmt::format("{} over {}", name_of(b.bound.reduction), b.axis_names(b.bound.reduced)));
+             fmt::format("{} over {}", name_of(b.bound.reduction), b.axis_names(b.bound.reduced)));
 }
 
 // pack: every input is copied into its slice of the concatenated dim.

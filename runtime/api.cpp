@@ -14,6 +14,15 @@ std::vector<Tensor> call(const CallRef& ref, std::span<const Input> inputs, cons
     return program.run(inputs, options.stream);
 }
 
+// A list of tensors as einops takes it: stacked along a new first axis. Stacking is packing with `*`
+// first: each tensor contributes no dims to it, so it becomes the new axis.
+Tensor stack(std::span<const Input> xs, std::string_view op) {
+    if (xs.empty()) throw Error(ErrorKind::usage, fmt::format("{} of an empty list of tensors", op));
+    std::string elements;
+    for (std::size_t d = 0; d < xs[0].view().rank(); ++d) elements += fmt::format(" d{}", d);
+    return pack(xs, "*" + elements).tensor;
+}
+
 Tensor single(Op op, std::string_view pattern, Reduction reduction, const AxisSizes& sizes, std::span<const Input> inputs,
               const Options& options, bool compact = false) {
     return call(CallRef{op, pattern, reduction, &sizes, compact, nullptr}, inputs, options).front();
@@ -26,11 +35,15 @@ Tensor rearrange(const Input& x, std::string_view pattern, const AxisSizes& size
 }
 
 Tensor rearrange(std::span<const Input> xs, std::string_view pattern, const AxisSizes& sizes, const Options& options) {
-    // Stacking is packing with `*` first: each tensor contributes no dims to it, so it becomes a new axis.
-    if (xs.empty()) throw Error(ErrorKind::usage, "rearrange of an empty list of tensors");
-    std::string elements;
-    for (std::size_t d = 0; d < xs[0].view().rank(); ++d) elements += fmt::format(" d{}", d);
-    return rearrange(pack(xs, "*" + elements).tensor, pattern, sizes, options);
+    return rearrange(stack(xs, "rearrange"), pattern, sizes, options);
+}
+
+Tensor reduce(std::span<const Input> xs, std::string_view pattern, Reduction reduction, const AxisSizes& sizes, const Options& options) {
+    return reduce(stack(xs, "reduce"), pattern, reduction, sizes, options);
+}
+
+Tensor repeat(std::span<const Input> xs, std::string_view pattern, const AxisSizes& sizes, const Options& options) {
+    return repeat(stack(xs, "repeat"), pattern, sizes, options);
 }
 
 Tensor reduce(const Input& x, std::string_view pattern, Reduction reduction, const AxisSizes& sizes, const Options& options) {

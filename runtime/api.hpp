@@ -32,12 +32,15 @@ inline constexpr Reduction any = Reduction::any;
 inline constexpr Reduction all = Reduction::all;
 
 Tensor rearrange(const Input& x, std::string_view pattern, const AxisSizes& sizes = {}, const Options& options = {});
-// einops also takes a list of tensors, stacked along a new first axis.
+// einops also takes a list of tensors (for rearrange, reduce and repeat), stacked along a new first axis.
 Tensor rearrange(std::span<const Input> xs, std::string_view pattern, const AxisSizes& sizes = {}, const Options& options = {});
 Tensor reduce(const Input& x, std::string_view pattern, Reduction reduction, const AxisSizes& sizes = {}, const Options& options = {});
+Tensor reduce(std::span<const Input> xs, std::string_view pattern, Reduction reduction, const AxisSizes& sizes = {},
+              const Options& options = {});
 Tensor reduce(const Input& x, std::string_view pattern, std::string_view reduction, const AxisSizes& sizes = {},
               const Options& options = {});
 Tensor repeat(const Input& x, std::string_view pattern, const AxisSizes& sizes = {}, const Options& options = {});
+Tensor repeat(std::span<const Input> xs, std::string_view pattern, const AxisSizes& sizes = {}, const Options& options = {});
 
 Tensor einsum(std::string_view pattern, std::span<const Input> operands, const Options& options = {});
 template <typename... Operands>

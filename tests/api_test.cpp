@@ -77,6 +77,9 @@ TEST_CASE("rearrange of a list stacks it, as einops does") {
     const Tensor y = rearrange(std::span<const Input>(list), "n h w -> h (n w)");
     CHECK(y.shape() == Shape{2, 6});
     CHECK(values_of(y.view()) == std::vector<double>{0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5});
+    CHECK(values_of(reduce(std::span<const Input>(list), "n h w -> h w", einc::sum).view()) == std::vector<double>{0, 2, 4, 6, 8, 10});
+    CHECK(repeat(std::span<const Input>(list), "n h w -> n h w c", {{"c", 2}}).shape() == Shape{2, 2, 3, 2});
+    CHECK_THROWS_WITH_AS(rearrange(std::span<const Input>(), "n -> n"), doctest::Contains("empty list"), Error);
 }
 
 TEST_CASE("pack and unpack round-trip; unpack returns views") {

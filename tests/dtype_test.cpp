@@ -28,6 +28,9 @@ TEST_CASE("result dtypes follow numpy, as einops does") {
     CHECK_THROWS_WITH_AS(result_dtype(Op::reduce, Reduction::mean, DType::i32),
                          doctest::Contains("mean of i32 values is not defined"), Error);
     CHECK_THROWS_AS(result_dtype(Op::einsum, Reduction::none, DType::boolean), Error);
+    // einops runs a reduce that reduces nothing as a rearrange: the dtype stays, even for mean.
+    CHECK(result_dtype(Op::reduce, Reduction::sum, DType::i32, /*reduces_an_axis=*/false) == DType::i32);
+    CHECK(result_dtype(Op::reduce, Reduction::mean, DType::i8, /*reduces_an_axis=*/false) == DType::i8);
 }
 
 TEST_CASE("f16: exact values, rounding to nearest even, subnormals, overflow") {

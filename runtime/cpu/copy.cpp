@@ -44,14 +44,14 @@ void walk(const Nest<N>& nest, std::int64_t bytes, Run run) {
 }
 
 // A 2-D transpose between mode `p` (unit stride in the source) and the last mode (unit stride in the
-// destination), for every index of the other modes. Blocked twice: micro-tiles of one cache line a side
-// (each line read or written once, so power-of-two strides cannot make lines evict each other), inside
-// super-tiles of 128 x 128 elements, so that few pages are in flight at once (a whole row of tiles
-// would touch a page per column and miss the TLB on every access).
+// destination), for every index of the other modes. Each tile goes through a small buffer: read from
+// the source along its contiguous mode, then written to the destination along its own. Done directly,
+// with power-of-two strides every line of a tile maps to the same L1 set and lines evict each other
+// before they are used up; through the buffer each side streams whole lines.
 template <std::size_t Size>
 void transpose(const Strided& src, const Strided& dst, std::size_t p) {
     using T = typename Bits<Size>::type;
-    constexpr std::int64_t micro = 64 / static_cast<std::int64_t>(Size), super = 128;
+    constexpr std::int64_t tile = Size == 8 ? 32 : 64;  // 16 KiB or less: the buffer stays in L1
     const std::size_t last = dst.layout.rank() - 1;
     const std::int64_t rows = src.layout.modes[p].extent, cols = src.layout.modes[last].extent;
     const std::int64_t src_col = src.layout.modes[last].stride;  // elements; the source is unit stride along rows
@@ -69,24 +69,20 @@ void transpose(const Strided& src, const Strided& dst, std::size_t p) {
     const auto block = [&](std::byte* d_bytes, const std::byte* s_bytes, std::int64_t row_begin, std::int64_t row_end) {
         T* d = reinterpret_cast<T*>(d_bytes);
         const T* s = reinterpret_cast<const T*>(s_bytes);
-        for (std::int64_t r1 = row_begin; r1 < row_end; r1 += super)
-            for (std::int64_t c1 = 0; c1 < cols; c1 += super) {
-                const std::int64_t r1_end = std::min(r1 + super, row_end), c1_end = std::min(c1 + super, cols);
-                for (std::int64_t r0 = r1; r0 < r1_end; r0 += micro)
-                    for (std::int64_t c0 = c1; c0 < c1_end; c0 += micro) {
-                        const std::int64_t r_end = std::min(r0 + micro, r1_end), c_end = std::min(c0 + micro, c1_end);
-                        for (std::int64_t r = r0; r < r_end; ++r) {
-                            T* out = d + r * dst_row;
-                            const T* in = s + r;
-                            for (std::int64_t c = c0; c < c_end; ++c) out[c] = in[c * src_col];
-                        }
-                    }
+        alignas(64) T buffer[tile * tile];  // buffer[c * tile + r]
+        for (std::int64_t r0 = row_begin; r0 < row_end; r0 += tile)
+            for (std::int64_t c0 = 0; c0 < cols; c0 += tile) {
+                const std::int64_t nr = std::min(tile, row_end - r0), nc = std::min(tile, cols - c0);
+                for (std::int64_t c = 0; c < nc; ++c)
+                    std::memcpy(buffer + c * tile, s + (c0 + c) * src_col + r0, static_cast<std::size_t>(nr) * Size);
+                for (std::int64_t r = 0; r < nr; ++r) {
+                    T* out = d + (r0 + r) * dst_row + c0;
+                    for (std::int64_t c = 0; c < nc; ++c) out[c] = buffer[c * tile + r];
+                }
             }
     };
     const std::int64_t outer_count = outer.size();
     const std::int64_t bytes = src.layout.size() * static_cast<std::int64_t>(Size);
-    const bool aligned = reinterpret_cast<std::uintptr_t>(src.base) % alignof(T) == 0 && reinterpret_cast<std::uintptr_t>(dst.base) % alignof(T) == 0;
-    EINC_ASSERT(aligned);
     if (bytes >= parallel_threshold_bytes && outer_count >= 2) {
         parallel_for(outer.extents[0], [&](std::int64_t begin, std::int64_t end) {
             for_each_run(outer, begin, end, [&](std::array<std::byte*, 2> ptr, std::int64_t, const std::array<std::int64_t, 2>&) {
@@ -94,8 +90,8 @@ void transpose(const Strided& src, const Strided& dst, std::size_t p) {
             });
         });
     } else if (bytes >= parallel_threshold_bytes) {
-        parallel_for((rows + super - 1) / super, [&](std::int64_t begin, std::int64_t end) {
-            block(dst.base, src.base, begin * super, std::min(end * super, rows));
+        parallel_for((rows + tile - 1) / tile, [&](std::int64_t begin, std::int64_t end) {
+            block(dst.base, src.base, begin * tile, std::min(end * tile, rows));
         });
     } else {
         for_each_run(outer, 0, outer.rank() == 0 ? 1 : outer.extents[0],
@@ -104,10 +100,12 @@ void transpose(const Strided& src, const Strided& dst, std::size_t p) {
 }
 
 // The mode along which the source is contiguous, if a tiled transpose pays: the destination is
-// contiguous along the last mode, the source is not, and both modes are long enough to tile.
-std::optional<std::size_t> transpose_mode(const Strided& src, const Strided& dst) {
+// contiguous along the last mode, the source is not, both modes are long enough to tile, and both
+// tensors are aligned for their element size (the tiles are read and written as typed arrays).
+std::optional<std::size_t> transpose_mode(const Strided& src, const Strided& dst, std::size_t element_size) {
     const std::size_t rank = dst.layout.rank();
-    if (rank < 2) return std::nullopt;
+    const auto aligned = [&](const std::byte* p) { return reinterpret_cast<std::uintptr_t>(p) % element_size == 0; };
+    if (rank < 2 || !aligned(src.base) || !aligned(dst.base)) return std::nullopt;
     const Mode dst_last = dst.layout.modes[rank - 1], src_last = src.layout.modes[rank - 1];
     if (dst_last.stride != 1 || src_last.stride == 1 || src_last.stride == 0 || dst_last.extent < 4) return std::nullopt;
     for (std::size_t k = 0; k + 1 < rank; ++k)
@@ -117,7 +115,7 @@ std::optional<std::size_t> transpose_mode(const Strided& src, const Strided& dst
 
 template <std::size_t Size>
 void move(const Strided& src, const Strided& dst) {
-    if (const auto p = transpose_mode(src, dst)) {
+    if (const auto p = transpose_mode(src, dst, Size)) {
         transpose<Size>(src, dst, *p);
         return;
     }

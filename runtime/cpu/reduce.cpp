@@ -109,57 +109,117 @@ void fold_in_parallel(const Nest<N>& nest, std::vector<A>& acc, A init, std::int
         for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = combine(acc[i], p[i]);
 }
 
+// The two innermost modes of a traversal, which each fold call walks as a 2-D block: `outer` rows of
+// `inner` elements. Strides are in elements of the accumulator (acc) and of the source (src).
+struct Block {
+    std::int64_t outer = 1, inner = 1;
+    std::int64_t outer_acc = 0, inner_acc = 0, outer_src = 0, inner_src = 0;
+};
+
+// Folds rows [begin, end) of a block into the accumulators at `a`.
+template <Reduction Op, DType In, typename A>
+void fold_block(A* a, const storage_t<In>* x, const Block& b, std::int64_t begin, std::int64_t end) {
+    const auto load = [](storage_t<In> v) { return static_cast<A>(Element<In>::load(v)); };
+    if (b.inner_acc == 0) {  // each row folds into one accumulator (or all rows into one, if outer_acc is 0 too)
+        for (std::int64_t r = begin; r < end; ++r) {
+            const storage_t<In>* row = x + r * b.outer_src;
+            A& target = a[r * b.outer_acc];
+            if (b.inner_src == 1 && b.inner >= 16) {
+                // Four independent chains let the compiler vectorise without reassociating.
+                A v0 = identity<A>(Op), v1 = v0, v2 = v0, v3 = v0;
+                std::int64_t i = 0;
+                for (; i + 4 <= b.inner; i += 4) {
+                    v0 = fold<Op>(v0, load(row[i]));
+                    v1 = fold<Op>(v1, load(row[i + 1]));
+                    v2 = fold<Op>(v2, load(row[i + 2]));
+                    v3 = fold<Op>(v3, load(row[i + 3]));
+                }
+                for (; i < b.inner; ++i) v0 = fold<Op>(v0, load(row[i]));
+                target = fold<Op>(target, fold<Op>(fold<Op>(v0, v1), fold<Op>(v2, v3)));
+            } else {
+                A value = target;
+                for (std::int64_t i = 0; i < b.inner; ++i) value = fold<Op>(value, load(row[i * b.inner_src]));
+                target = value;
+            }
+        }
+        return;
+    }
+    if (b.outer_acc == 0) {  // every row updates the same row of accumulators: four rows per pass over it
+        std::int64_t r = begin;
+        if (b.inner_acc == 1 && b.inner_src == 1)
+            for (; r + 4 <= end; r += 4) {
+                const storage_t<In>* x0 = x + r * b.outer_src;
+                const storage_t<In>* x1 = x0 + b.outer_src;
+                const storage_t<In>* x2 = x1 + b.outer_src;
+                const storage_t<In>* x3 = x2 + b.outer_src;
+                for (std::int64_t i = 0; i < b.inner; ++i)
+                    a[i] = fold<Op>(fold<Op>(a[i], fold<Op>(load(x0[i]), load(x1[i]))), fold<Op>(load(x2[i]), load(x3[i])));
+            }
+        for (; r < end; ++r) {
+            const storage_t<In>* row = x + r * b.outer_src;
+            for (std::int64_t i = 0; i < b.inner; ++i) a[i * b.inner_acc] = fold<Op>(a[i * b.inner_acc], load(row[i * b.inner_src]));
+        }
+        return;
+    }
+    for (std::int64_t r = begin; r < end; ++r)  // one source element per accumulator here
+        for (std::int64_t i = 0; i < b.inner; ++i) {
+            A& target = a[r * b.outer_acc + i * b.inner_acc];
+            target = fold<Op>(target, load(x[r * b.outer_src + i * b.inner_src]));
+        }
+}
+
 template <Reduction Op, DType In, DType Out>
 void reduce_typed(const Strided& src, const Strided& dst) {
     using S = storage_t<In>;
     using A = accumulator_t<In>;
     const Traversal t = plan_traversal(src.layout, dst.layout);
-    const Layout src_ordered = reordered(src.layout, t.order), acc_layout = accumulator_layout(src.layout, t);
+    Layout src_ordered = reordered(src.layout, t.order), acc_layout = accumulator_layout(src.layout, t);
+    while (src_ordered.rank() < 2) {  // a block needs two modes
+        src_ordered.modes.insert(src_ordered.modes.begin(), Mode{1, 0});
+        acc_layout.modes.insert(acc_layout.modes.begin(), Mode{1, 0});
+    }
+    const std::size_t rank = src_ordered.rank();
+    const Block block{src_ordered.modes[rank - 2].extent, src_ordered.modes[rank - 1].extent,
+                      acc_layout.modes[rank - 2].stride,  acc_layout.modes[rank - 1].stride,
+                      src_ordered.modes[rank - 2].stride, src_ordered.modes[rank - 1].stride};
+    // The outer nest walks every mode but the two innermost; each of its runs is one block.
+    Layout src_outer{{src_ordered.modes.begin(), src_ordered.modes.end() - 2}}, acc_outer{{acc_layout.modes.begin(), acc_layout.modes.end() - 2}};
+    src_outer.modes.push_back(Mode{1, 0});
+    acc_outer.modes.push_back(Mode{1, 0});
     const A init = identity<A>(Op);
     std::vector<A> acc(static_cast<std::size_t>(t.acc_size), init);
-    // The accumulator is addressed in bytes like the other accesses; its base is set per thread.
-    const Nest<2> nest = make_nest<2>({&acc_layout, &src_ordered}, {nullptr, src.base}, {sizeof(A), sizeof(S)});
-    const auto fold_nest = [](const Nest<2>& n, std::int64_t begin, std::int64_t end, A* accumulators) {
-        Nest<2> local = n;
+    const Nest<2> nest = make_nest<2>({&acc_outer, &src_outer}, {nullptr, src.base}, {sizeof(A), sizeof(S)});
+    const auto fold_range = [&](A* accumulators, std::int64_t begin, std::int64_t end, bool split_blocks) {
+        Nest<2> local = nest;
         local.base[0] = reinterpret_cast<std::byte*>(accumulators);
-        for_each_run(local, begin, end, [](std::array<std::byte*, 2> p, std::int64_t count, const std::array<std::int64_t, 2>& stride) {
-            A* a = reinterpret_cast<A*>(p[0]);
-            const std::byte* s = p[1];
-            if (stride[0] == 0) {  // the innermost mode is reduced: fold the run into one accumulator
-                A value = *a;
-                if (stride[1] == static_cast<std::int64_t>(sizeof(S))) {
-                    const S* x = reinterpret_cast<const S*>(s);
-                    // Four independent chains let the compiler vectorise without reassociating.
-                    A v0 = identity<A>(Op), v1 = v0, v2 = v0, v3 = v0;
-                    std::int64_t i = 0;
-                    for (; i + 4 <= count; i += 4) {
-                        v0 = fold<Op>(v0, static_cast<A>(Element<In>::load(x[i])));
-                        v1 = fold<Op>(v1, static_cast<A>(Element<In>::load(x[i + 1])));
-                        v2 = fold<Op>(v2, static_cast<A>(Element<In>::load(x[i + 2])));
-                        v3 = fold<Op>(v3, static_cast<A>(Element<In>::load(x[i + 3])));
-                    }
-                    for (; i < count; ++i) v0 = fold<Op>(v0, static_cast<A>(Element<In>::load(x[i])));
-                    value = fold<Op>(value, fold<Op>(fold<Op>(v0, v1), fold<Op>(v2, v3)));
-                } else {
-                    for (std::int64_t i = 0; i < count; ++i)
-                        value = fold<Op>(value, static_cast<A>(Element<In>::load(load_at<S>(s + i * stride[1]))));
-                }
-                *a = value;
-            } else {  // the innermost mode is kept: update a row of accumulators
-                const std::int64_t acc_step = stride[0] / static_cast<std::int64_t>(sizeof(A));
-                if (acc_step == 1 && stride[1] == static_cast<std::int64_t>(sizeof(S))) {
-                    const S* x = reinterpret_cast<const S*>(s);
-                    for (std::int64_t i = 0; i < count; ++i) a[i] = fold<Op>(a[i], static_cast<A>(Element<In>::load(x[i])));
-                } else {
-                    for (std::int64_t i = 0; i < count; ++i)
-                        a[i * acc_step] = fold<Op>(a[i * acc_step], static_cast<A>(Element<In>::load(load_at<S>(s + i * stride[1]))));
-                }
-            }
+        const std::int64_t outer_end = split_blocks ? 1 : end;
+        for_each_run(local, split_blocks ? 0 : begin, outer_end, [&](std::array<std::byte*, 2> p, std::int64_t, const std::array<std::int64_t, 2>&) {
+            fold_block<Op, In>(reinterpret_cast<A*>(p[0]), reinterpret_cast<const S*>(p[1]), block, split_blocks ? begin : 0,
+                               split_blocks ? end : block.outer);
         });
     };
-    if (src.layout.size() > 0)
-        fold_in_parallel(nest, acc, init, src.layout.size() * static_cast<std::int64_t>(sizeof(S)), fold_nest,
-                         [](A x, A y) { return fold<Op>(x, y); });
+    if (src.layout.size() > 0) {
+        // Large reductions are split across threads along the outermost mode of the nest, or along the
+        // rows of the block when the nest has no mode of its own.
+        const bool split_blocks = nest.rank() == 1;
+        const std::int64_t range = split_blocks ? block.outer : nest.extents[0];
+        const std::int64_t acc_stride_of_range = split_blocks ? block.outer_acc : nest.strides[0][0];
+        const std::int64_t bytes = src.layout.size() * static_cast<std::int64_t>(sizeof(S));
+        if (bytes < parallel_threshold_bytes || range < 2 || thread_count() < 2) {
+            fold_range(acc.data(), 0, range, split_blocks);
+        } else if (acc_stride_of_range != 0) {  // the range is kept: threads update disjoint accumulators
+            parallel_for(range, [&](std::int64_t begin, std::int64_t end) { fold_range(acc.data(), begin, end, split_blocks); });
+        } else {  // the range is reduced: each thread folds into its own accumulators, combined after
+            const int threads = thread_count();
+            std::vector<std::vector<A>> partial(static_cast<std::size_t>(threads), std::vector<A>(acc.size(), init));
+            parallel_for(threads, [&](std::int64_t first, std::int64_t last) {
+                for (std::int64_t th = first; th < last; ++th)
+                    fold_range(partial[static_cast<std::size_t>(th)].data(), range * th / threads, range * (th + 1) / threads, split_blocks);
+            });
+            for (const std::vector<A>& part : partial)
+                for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = fold<Op>(acc[i], part[i]);
+        }
+    }
 
     // Write out: mean divides by the number of elements folded into each accumulator.
     const std::int64_t count = t.acc_size == 0 ? 0 : src.layout.size() / std::max<std::int64_t>(t.acc_size, 1);

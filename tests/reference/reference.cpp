@@ -231,13 +231,15 @@ std::vector<Tensor> evaluate(const Bound& bound, std::span<const TensorView> inp
     if (bound.op == Op::parse_shape) return {};
     EINC_ASSERT(!inputs.empty());
     const DType input_type = inputs.front().dtype;
-    const DType result_type = result_dtype(bound.op, bound.reduction, input_type);
+    const DType result_type = result_dtype(bound.op, bound.reduction, input_type, !bound.reduced.empty());
     // Integers and bool accumulate in int64, floats in double.
     const bool real = is_floating(input_type);
     switch (bound.op) {
     case Op::rearrange:
     case Op::repeat: return {move_data(bound, inputs.front())};
-    case Op::reduce: return {real ? reduce<double>(bound, inputs.front(), result_type)
+    case Op::reduce:
+        if (bound.reduced.empty()) return {move_data(bound, inputs.front())};  // einops: nothing to reduce
+        return {real ? reduce<double>(bound, inputs.front(), result_type)
                      : reduce<std::int64_t>(bound, inputs.front(), result_type)};
     case Op::einsum: return {real ? einsum<double>(bound, inputs, result_type)
                      : einsum<std::int64_t>(bound, inputs, result_type)};

@@ -21,7 +21,8 @@
 namespace einc::reference {
 
 // Evaluates `bound` on `inputs` (CPU memory, any strides incl. 0 and negative; all of one dtype).
-// Returns the outputs, row-major, of dtype result_dtype(bound.op, bound.reduction, inputs[0].dtype);
+// Returns the outputs, row-major, of dtype result_dtype(bound.op, bound.reduction, inputs[0].dtype,
+// !bound.reduced.empty());
 // none for parse_shape. Throws einc::Error when the inputs do not match the bound expression, and for
 // max/min over an empty set.
 std::vector<Tensor> evaluate(const Bound& bound, std::span<const TensorView> inputs);
