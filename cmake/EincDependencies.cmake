@@ -5,6 +5,12 @@ find_package(pegtl 3.2 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(Threads REQUIRED)
 
+# ---- CPU kernels for AVX2 (chosen at run time; see runtime/cpu/isa.hpp) ----
+set(EINC_HAS_AVX2_KERNELS 0)
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64" AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+  set(EINC_HAS_AVX2_KERNELS 1)
+endif()
+
 # ---- BLAS ----
 set(EINC_HAS_BLAS 0)
 set(EINC_BLAS_VENDOR "none")

@@ -1,5 +1,8 @@
 #include "runtime/execute.hpp"
 
+#include <cstdint>
+#include <fmt/format.h>
+
 #include "grammar/diagnostic.hpp"
 #include "runtime/cpu/kernels.hpp"
 
@@ -32,8 +35,24 @@ struct Buffers {
 
 }  // namespace
 
+namespace {
+
+// The kernels address elements through typed pointers: the memory must be aligned to the element size,
+// as numpy's, DLPack's and einc's own tensors always are.
+void check_aligned(const TensorView& view, const char* what, std::size_t index) {
+    const std::size_t size = size_of(view.dtype);
+    if (view.data != nullptr && reinterpret_cast<std::uintptr_t>(view.data) % size != 0)
+        throw Error(ErrorKind::usage, fmt::format("{} {} is not aligned to its element size ({} bytes): {}", what, index, size,
+                                                  describe(view)))
+            .help("copy it into aligned memory first (einc's own tensors always are)");
+}
+
+}  // namespace
+
 void execute_on_cpu(const Plan& plan, std::span<const TensorView> inputs, std::span<TensorView> outputs) {
     EINC_ASSERT(inputs.size() == plan.inputs.size() && outputs.size() == plan.outputs.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i) check_aligned(inputs[i], "input", i);
+    for (std::size_t k = 0; k < outputs.size(); ++k) check_aligned(outputs[k], "output", k);
     Buffers buffers{inputs, outputs, {}};
     for (const TensorSpec& temporary : plan.temporaries) buffers.temporaries.push_back(Tensor::empty(temporary.dtype, temporary.shape));
 

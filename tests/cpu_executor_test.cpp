@@ -142,6 +142,24 @@ TEST_CASE("cpu executor: tensors large enough to be split across threads") {
             REQUIRE(inner.data_as<float>()[i] == *std::max_element(data + i * cols, data + (i + 1) * cols));
         CHECK(all.data_as<float>()[0] == static_cast<float>(total));
     }
+    SUBCASE("a middle axis, runs of 4, and 2x2 pooling windows") {
+        const Tensor mid = run_call(Call{Op::reduce, "a (b c) -> a c", Reduction::max, {{"c", 48}}, false, {}}, inputs)[0];
+        for (std::int64_t a = 0; a < rows; ++a)
+            for (std::int64_t c = 0; c < 48; ++c) {
+                float best = data[a * cols + c];
+                for (std::int64_t b = 0; b < cols / 48; ++b) best = std::max(best, data[a * cols + b * 48 + c]);
+                REQUIRE(mid.data_as<float>()[a * 48 + c] == best);
+            }
+        const Tensor fours = run_call(Call{Op::reduce, "a (b k) -> a b", Reduction::sum, {{"k", 4}}, false, {}}, inputs)[0];
+        for (std::int64_t i = 0; i < rows * cols / 4; ++i)
+            REQUIRE(fours.data_as<float>()[i] == data[4 * i] + data[4 * i + 1] + data[4 * i + 2] + data[4 * i + 3]);
+        const Tensor pooled = run_call(Call{Op::reduce, "(h 2) (w 2) -> h w", Reduction::mean, {}, false, {}}, inputs)[0];
+        for (std::int64_t h = 0; h < rows / 2; ++h)
+            for (std::int64_t w = 0; w < cols / 2; ++w) {
+                const float* x = data + 2 * h * cols + 2 * w;
+                REQUIRE(pooled.data_as<float>()[h * cols / 2 + w] == doctest::Approx((x[0] + x[1] + x[cols] + x[cols + 1]) / 4.0));
+            }
+    }
     SUBCASE("repeat materialised") {
         const Tensor t = run_call(Call{Op::repeat, "r c -> r (c 2)", Reduction::none, {}, false, {}}, inputs)[0];
         for (std::int64_t i = 0; i < rows; ++i)

@@ -5,11 +5,12 @@
 #include <cstring>
 
 #include "runtime/cpu/element.hpp"
+#include "runtime/cpu/isa.hpp"
 #include "runtime/cpu/kernels.hpp"
 #include "runtime/cpu/nest.hpp"
 #include "runtime/cpu/parallel.hpp"
 
-namespace einc::cpu {
+namespace einc::cpu::EINC_CPU_ISA {
 namespace {
 
 // Unsigned integers of each element size: data movement never looks at values.
@@ -20,7 +21,7 @@ template <> struct Bits<4> { using type = std::uint32_t; };
 template <> struct Bits<8> { using type = std::uint64_t; };
 
 template <std::size_t Size>
-void move_run(std::byte* dst, const std::byte* src, std::int64_t count, std::int64_t dst_stride, std::int64_t src_stride) {
+EINC_KERNEL void move_run(std::byte* dst, const std::byte* src, std::int64_t count, std::int64_t dst_stride, std::int64_t src_stride) {
     using T = typename Bits<Size>::type;
     if (dst_stride == Size && src_stride == Size) {
         std::memcpy(dst, src, static_cast<std::size_t>(count) * Size);
@@ -43,6 +44,45 @@ void walk(const Nest<N>& nest, std::int64_t bytes, Run run) {
     parallel_for(outer, [&](std::int64_t begin, std::int64_t end) { for_each_run(nest, begin, end, run); });
 }
 
+// Rows [row_begin, row_end) of a 2-D transpose, tile by tile through a buffer (see transpose()).
+template <std::size_t Size>
+EINC_KERNEL void transpose_tiles(std::byte* d_bytes, const std::byte* s_bytes, std::int64_t row_begin, std::int64_t row_end,
+                                 std::int64_t cols, std::int64_t src_col, std::int64_t dst_row) {
+    using T = typename Bits<Size>::type;
+    constexpr std::int64_t tile = Size == 8 ? 32 : 64;
+    T* d = reinterpret_cast<T*>(d_bytes);
+    const T* s = reinterpret_cast<const T*>(s_bytes);
+    alignas(64) T buffer[tile * tile];  // buffer[c * tile + r]
+    for (std::int64_t r0 = row_begin; r0 < row_end; r0 += tile)
+        for (std::int64_t c0 = 0; c0 < cols; c0 += tile) {
+            const std::int64_t nr = std::min(tile, row_end - r0), nc = std::min(tile, cols - c0);
+            for (std::int64_t c = 0; c < nc; ++c)
+                std::memcpy(buffer + c * tile, s + (c0 + c) * src_col + r0, static_cast<std::size_t>(nr) * Size);
+            for (std::int64_t r = 0; r < nr; ++r) {
+                T* out = d + (r0 + r) * dst_row + c0;
+                for (std::int64_t c = 0; c < nc; ++c) out[c] = buffer[c * tile + r];
+            }
+        }
+}
+
+// A 2-D transpose with a short side (8 elements or fewer): stream along the long one. Either the source
+// is read in order and written to a few destination rows, or the destination is written in order from a
+// few source rows; [begin, end) is a range of the long side.
+template <std::size_t Size>
+EINC_KERNEL void transpose_short(std::byte* d_bytes, const std::byte* s_bytes, std::int64_t begin, std::int64_t end, std::int64_t rows,
+                                 std::int64_t cols, std::int64_t src_col, std::int64_t dst_row) {
+    using T = typename Bits<Size>::type;
+    T* d = reinterpret_cast<T*>(d_bytes);
+    const T* s = reinterpret_cast<const T*>(s_bytes);
+    if (rows <= 8) {  // few rows: columns [begin, end), each read in order (rows elements)
+        for (std::int64_t c = begin; c < end; ++c)
+            for (std::int64_t r = 0; r < rows; ++r) d[r * dst_row + c] = s[c * src_col + r];
+    } else {  // few columns: rows [begin, end), each written in order (cols elements)
+        for (std::int64_t r = begin; r < end; ++r)
+            for (std::int64_t c = 0; c < cols; ++c) d[r * dst_row + c] = s[c * src_col + r];
+    }
+}
+
 // A 2-D transpose between mode `p` (unit stride in the source) and the last mode (unit stride in the
 // destination), for every index of the other modes. Each tile goes through a small buffer: read from
 // the source along its contiguous mode, then written to the destination along its own. Done directly,
@@ -50,7 +90,6 @@ void walk(const Nest<N>& nest, std::int64_t bytes, Run run) {
 // before they are used up; through the buffer each side streams whole lines.
 template <std::size_t Size>
 void transpose(const Strided& src, const Strided& dst, std::size_t p) {
-    using T = typename Bits<Size>::type;
     constexpr std::int64_t tile = Size == 8 ? 32 : 64;  // 16 KiB or less: the buffer stays in L1
     const std::size_t last = dst.layout.rank() - 1;
     const std::int64_t rows = src.layout.modes[p].extent, cols = src.layout.modes[last].extent;
@@ -66,36 +105,28 @@ void transpose(const Strided& src, const Strided& dst, std::size_t p) {
     src_outer.modes.push_back(Mode{1, 0});
     dst_outer.modes.push_back(Mode{1, 0});
     const Nest<2> outer = make_nest<2>({&dst_outer, &src_outer}, {dst.base, src.base}, {Size, Size});
-    const auto block = [&](std::byte* d_bytes, const std::byte* s_bytes, std::int64_t row_begin, std::int64_t row_end) {
-        T* d = reinterpret_cast<T*>(d_bytes);
-        const T* s = reinterpret_cast<const T*>(s_bytes);
-        alignas(64) T buffer[tile * tile];  // buffer[c * tile + r]
-        for (std::int64_t r0 = row_begin; r0 < row_end; r0 += tile)
-            for (std::int64_t c0 = 0; c0 < cols; c0 += tile) {
-                const std::int64_t nr = std::min(tile, row_end - r0), nc = std::min(tile, cols - c0);
-                for (std::int64_t c = 0; c < nc; ++c)
-                    std::memcpy(buffer + c * tile, s + (c0 + c) * src_col + r0, static_cast<std::size_t>(nr) * Size);
-                for (std::int64_t r = 0; r < nr; ++r) {
-                    T* out = d + (r0 + r) * dst_row + c0;
-                    for (std::int64_t c = 0; c < nc; ++c) out[c] = buffer[c * tile + r];
-                }
-            }
+    // Work is split along `rows`, except when they are few (then along the columns).
+    const bool short_side = rows <= 8 || cols <= 8;
+    const std::int64_t long_side = rows <= 8 ? cols : rows;
+    const auto block = [&](std::byte* d, const std::byte* s_, std::int64_t begin, std::int64_t end) {
+        if (short_side) transpose_short<Size>(d, s_, begin, end, rows, cols, src_col, dst_row);
+        else transpose_tiles<Size>(d, s_, begin, end, cols, src_col, dst_row);
     };
     const std::int64_t outer_count = outer.size();
     const std::int64_t bytes = src.layout.size() * static_cast<std::int64_t>(Size);
     if (bytes >= parallel_threshold_bytes && outer_count >= 2) {
         parallel_for(outer.extents[0], [&](std::int64_t begin, std::int64_t end) {
             for_each_run(outer, begin, end, [&](std::array<std::byte*, 2> ptr, std::int64_t, const std::array<std::int64_t, 2>&) {
-                block(ptr[0], ptr[1], 0, rows);
+                block(ptr[0], ptr[1], 0, long_side);
             });
         });
     } else if (bytes >= parallel_threshold_bytes) {
-        parallel_for((rows + tile - 1) / tile, [&](std::int64_t begin, std::int64_t end) {
-            block(dst.base, src.base, begin * tile, std::min(end * tile, rows));
+        parallel_for((long_side + tile - 1) / tile, [&](std::int64_t begin, std::int64_t end) {
+            block(dst.base, src.base, begin * tile, std::min(end * tile, long_side));
         });
     } else {
         for_each_run(outer, 0, outer.rank() == 0 ? 1 : outer.extents[0],
-                     [&](std::array<std::byte*, 2> ptr, std::int64_t, const std::array<std::int64_t, 2>&) { block(ptr[0], ptr[1], 0, rows); });
+                     [&](std::array<std::byte*, 2> ptr, std::int64_t, const std::array<std::int64_t, 2>&) { block(ptr[0], ptr[1], 0, long_side); });
     }
 }
 
@@ -127,16 +158,23 @@ void move(const Strided& src, const Strided& dst) {
 }
 
 template <DType From, DType To>
+EINC_KERNEL void convert_run(std::byte* dst, const std::byte* src, std::int64_t count, std::int64_t dst_stride, std::int64_t src_stride) {
+    using S = storage_t<From>;
+    using D = storage_t<To>;
+    for (std::int64_t i = 0; i < count; ++i) {
+        const auto value = Element<From>::load(load_at<S>(src + i * src_stride));
+        store_at<D>(dst + i * dst_stride, Element<To>::store(convert<compute_t<To>>(value)));
+    }
+}
+
+template <DType From, DType To>
 void convert_copy(const Strided& src, const Strided& dst) {
     using S = storage_t<From>;
     using D = storage_t<To>;
     const Nest<2> nest = make_nest<2>({&dst.layout, &src.layout}, {dst.base, src.base}, {sizeof(D), sizeof(S)});
     walk(nest, dst.layout.size() * static_cast<std::int64_t>(sizeof(D)),
          [](std::array<std::byte*, 2> p, std::int64_t count, const std::array<std::int64_t, 2>& stride) {
-             for (std::int64_t i = 0; i < count; ++i) {
-                 const auto value = Element<From>::load(load_at<S>(p[1] + i * stride[1]));
-                 store_at<D>(p[0] + i * stride[0], Element<To>::store(convert<compute_t<To>>(value)));
-             }
+             convert_run<From, To>(p[0], p[1], count, stride[0], stride[1]);
          });
 }
 
@@ -158,4 +196,4 @@ void copy(const Strided& src, const Strided& dst) {
     });
 }
 
-}  // namespace einc::cpu
+}  // namespace einc::cpu::EINC_CPU_ISA

@@ -15,17 +15,20 @@
 #include <vector>
 
 #include "runtime/cpu/element.hpp"
+#include "runtime/cpu/isa.hpp"
 #include "runtime/cpu/kernels.hpp"
 #include "runtime/cpu/nest.hpp"
 #include "runtime/cpu/parallel.hpp"
 
-namespace einc::cpu {
+namespace einc::cpu::EINC_CPU_ISA {
 namespace {
 
-// What a reduction accumulates in: double for f32/f64 (cheap at memory speed, and accurate), float for
-// the 16- and 8-bit floats, int64 for integers and bool.
-template <DType D>
-using accumulator_t = std::conditional_t<D == DType::f32 || D == DType::f64, double, compute_t<D>>;
+// What a reduction accumulates in: sums and products of f32 in double (cheap at memory speed, and
+// accurate); everything else in the element's compute type - float for the 16-bit floats, int64 for
+// integers and bool; max, min, any and all lose nothing in it.
+template <Reduction Op, DType D>
+using accumulator_t = std::conditional_t<D == DType::f32 && (Op == Reduction::sum || Op == Reduction::mean || Op == Reduction::prod),
+                                         double, compute_t<D>>;
 
 template <typename A>
 A identity(Reduction op) {
@@ -42,7 +45,8 @@ A identity(Reduction op) {
     }
 }
 
-// Folding x into acc. max/min propagate NaN, as PyTorch does: once acc is NaN it stays NaN.
+// Folding x into acc. max/min propagate NaN, as PyTorch does: once acc is NaN it stays NaN. (GCC
+// vectorises the short-circuit form twice as well as `(x > acc) | (x != x)`.)
 template <Reduction Op, typename A>
 inline A fold(A acc, A x) {
     if constexpr (Op == Reduction::sum || Op == Reduction::mean) return acc + x;
@@ -116,64 +120,195 @@ struct Block {
     std::int64_t outer_acc = 0, inner_acc = 0, outer_src = 0, inner_src = 0;
 };
 
-// Folds rows [begin, end) of a block into the accumulators at `a`.
-template <Reduction Op, DType In, typename A>
-void fold_block(A* a, const storage_t<In>* x, const Block& b, std::int64_t begin, std::int64_t end) {
+// One row of a block folded into `value`: four independent chains over a long contiguous row (the
+// compiler vectorises them without reassociating), a plain loop otherwise; K > 0 fixes the length at
+// compile time (pooling windows, tiny inner dims).
+template <Reduction Op, DType In, typename A, int K = 0>
+inline A fold_row(A value, const storage_t<In>* row, std::int64_t inner, std::int64_t inner_src) {
     const auto load = [](storage_t<In> v) { return static_cast<A>(Element<In>::load(v)); };
-    if (b.inner_acc == 0) {  // each row folds into one accumulator (or all rows into one, if outer_acc is 0 too)
-        for (std::int64_t r = begin; r < end; ++r) {
-            const storage_t<In>* row = x + r * b.outer_src;
-            A& target = a[r * b.outer_acc];
-            if (b.inner_src == 1 && b.inner >= 16) {
-                // Four independent chains let the compiler vectorise without reassociating.
-                A v0 = identity<A>(Op), v1 = v0, v2 = v0, v3 = v0;
-                std::int64_t i = 0;
-                for (; i + 4 <= b.inner; i += 4) {
-                    v0 = fold<Op>(v0, load(row[i]));
-                    v1 = fold<Op>(v1, load(row[i + 1]));
-                    v2 = fold<Op>(v2, load(row[i + 2]));
-                    v3 = fold<Op>(v3, load(row[i + 3]));
-                }
-                for (; i < b.inner; ++i) v0 = fold<Op>(v0, load(row[i]));
-                target = fold<Op>(target, fold<Op>(fold<Op>(v0, v1), fold<Op>(v2, v3)));
-            } else {
-                A value = target;
-                for (std::int64_t i = 0; i < b.inner; ++i) value = fold<Op>(value, load(row[i * b.inner_src]));
-                target = value;
+    if constexpr (K > 0) {
+        for (int i = 0; i < K; ++i) value = fold<Op>(value, load(row[i * inner_src]));
+        return value;
+    } else {
+        if (inner_src == 1 && inner >= 16) {
+            A v0 = identity<A>(Op), v1 = v0, v2 = v0, v3 = v0;
+            std::int64_t i = 0;
+            for (; i + 4 <= inner; i += 4) {
+                v0 = fold<Op>(v0, load(row[i]));
+                v1 = fold<Op>(v1, load(row[i + 1]));
+                v2 = fold<Op>(v2, load(row[i + 2]));
+                v3 = fold<Op>(v3, load(row[i + 3]));
             }
+            for (; i < inner; ++i) v0 = fold<Op>(v0, load(row[i]));
+            return fold<Op>(value, fold<Op>(fold<Op>(v0, v1), fold<Op>(v2, v3)));
         }
+        for (std::int64_t i = 0; i < inner; ++i) value = fold<Op>(value, load(row[i * inner_src]));
+        return value;
+    }
+}
+
+// Rows of K elements each folded into one accumulator.
+template <Reduction Op, DType In, typename A, int K>
+EINC_KERNEL void fold_short_rows(A* __restrict a, const storage_t<In>* __restrict x, const Block& b, std::int64_t begin, std::int64_t end) {
+    const std::int64_t outer_src = b.outer_src, inner_src = b.inner_src, outer_acc = b.outer_acc;
+    for (std::int64_t r = begin; r < end; ++r)
+        a[r * outer_acc] = fold_row<Op, In, A, K>(a[r * outer_acc], x + r * outer_src, K, inner_src);
+}
+
+// A reduced value as the result dtype: mean divides by the number of elements folded into it.
+template <Reduction Op, DType Out, typename A>
+inline storage_t<Out> finish(A value, std::int64_t count) {
+    if constexpr (Op == Reduction::mean) value = count == 0 ? A(NAN) : value / static_cast<A>(count);
+    return Element<Out>::store(convert<compute_t<Out>>(value));
+}
+
+// Rows [begin, end) of a block each reduced and stored straight into the destination (each output's
+// elements all lie in its row): no accumulator array, no second pass.
+template <Reduction Op, DType In, DType Out, typename A, int K>
+EINC_KERNEL void reduce_rows_to(storage_t<Out>* __restrict d, const storage_t<In>* __restrict x, const Block& b, std::int64_t dst_outer,
+                                std::int64_t begin, std::int64_t end) {
+    const std::int64_t inner = K > 0 ? K : b.inner, outer_src = b.outer_src, inner_src = b.inner_src;
+    for (std::int64_t r = begin; r < end; ++r)
+        store_at<storage_t<Out>>(reinterpret_cast<std::byte*>(d + r * dst_outer),
+                                 finish<Op, Out>(fold_row<Op, In, A, K>(identity<A>(Op), x + r * outer_src, inner, inner_src), inner));
+}
+
+// Folds rows [begin, end) of a block into the accumulators at `a`. The block's fields are copied into
+// locals first: the compiler cannot otherwise tell that stores to `a` leave them unchanged, and will
+// not vectorise.
+template <Reduction Op, DType In, typename A>
+EINC_KERNEL void fold_block(A* __restrict a, const storage_t<In>* __restrict x, const Block& b, std::int64_t begin, std::int64_t end) {
+    const std::int64_t inner = b.inner, outer_src = b.outer_src, inner_src = b.inner_src;
+    const std::int64_t outer_acc = b.outer_acc, inner_acc = b.inner_acc;
+    const auto value = [](storage_t<In> v) { return Element<In>::load(v); };
+    const auto load = [](storage_t<In> v) { return static_cast<A>(Element<In>::load(v)); };
+    if (inner_acc == 0 && outer_acc != 0 && inner <= 4) {
+        switch (inner) {
+        case 2: return fold_short_rows<Op, In, A, 2>(a, x, b, begin, end);
+        case 3: return fold_short_rows<Op, In, A, 3>(a, x, b, begin, end);
+        case 4: return fold_short_rows<Op, In, A, 4>(a, x, b, begin, end);
+        default: break;
+        }
+    }
+    if (inner_acc == 0 && outer_acc == 0) {  // every row folds into the one accumulator: keep it in a register
+        A value = a[0];
+        for (std::int64_t r = begin; r < end; ++r) value = fold_row<Op, In, A>(value, x + r * outer_src, inner, inner_src);
+        a[0] = value;
         return;
     }
-    if (b.outer_acc == 0) {  // every row updates the same row of accumulators: four rows per pass over it
+    if (inner_acc == 0) {  // each row folds into its own accumulator
+        for (std::int64_t r = begin; r < end; ++r) a[r * outer_acc] = fold_row<Op, In, A>(a[r * outer_acc], x + r * outer_src, inner, inner_src);
+        return;
+    }
+    if (outer_acc == 0) {  // every row updates the same row of accumulators: four rows per pass over it,
+                           // combined in the element's compute type before the one conversion
         std::int64_t r = begin;
-        if (b.inner_acc == 1 && b.inner_src == 1)
+        if (inner_acc == 1 && inner_src == 1)
             for (; r + 4 <= end; r += 4) {
-                const storage_t<In>* x0 = x + r * b.outer_src;
-                const storage_t<In>* x1 = x0 + b.outer_src;
-                const storage_t<In>* x2 = x1 + b.outer_src;
-                const storage_t<In>* x3 = x2 + b.outer_src;
-                for (std::int64_t i = 0; i < b.inner; ++i)
-                    a[i] = fold<Op>(fold<Op>(a[i], fold<Op>(load(x0[i]), load(x1[i]))), fold<Op>(load(x2[i]), load(x3[i])));
+                const storage_t<In>* __restrict x0 = x + r * outer_src;
+                const storage_t<In>* __restrict x1 = x0 + outer_src;
+                const storage_t<In>* __restrict x2 = x1 + outer_src;
+                const storage_t<In>* __restrict x3 = x2 + outer_src;
+                for (std::int64_t i = 0; i < inner; ++i)
+                    a[i] = fold<Op>(a[i], static_cast<A>(fold<Op>(fold<Op>(value(x0[i]), value(x1[i])), fold<Op>(value(x2[i]), value(x3[i])))));
             }
         for (; r < end; ++r) {
-            const storage_t<In>* row = x + r * b.outer_src;
-            for (std::int64_t i = 0; i < b.inner; ++i) a[i * b.inner_acc] = fold<Op>(a[i * b.inner_acc], load(row[i * b.inner_src]));
+            const storage_t<In>* row = x + r * outer_src;
+            for (std::int64_t i = 0; i < inner; ++i) a[i * inner_acc] = fold<Op>(a[i * inner_acc], load(row[i * inner_src]));
         }
         return;
     }
     for (std::int64_t r = begin; r < end; ++r)  // one source element per accumulator here
-        for (std::int64_t i = 0; i < b.inner; ++i) {
-            A& target = a[r * b.outer_acc + i * b.inner_acc];
-            target = fold<Op>(target, load(x[r * b.outer_src + i * b.inner_src]));
+        for (std::int64_t i = 0; i < inner; ++i) {
+            A& target = a[r * outer_acc + i * inner_acc];
+            target = fold<Op>(target, load(x[r * outer_src + i * inner_src]));
         }
+}
+
+// A reduction of few, very long rows (a full reduction canonicalizes to one row) would leave threads
+// idle: cut a long reduced innermost mode into rows of a few thousand elements.
+void split_long_row(Layout& src, Layout& acc) {
+    if (src.rank() == 0) return;
+    const Mode inner = src.modes.back();
+    if (acc.modes.back().stride != 0 || inner.extent < (1 << 16) || src.size() / inner.extent >= 4 * thread_count()) return;
+    std::int64_t chunk = 8192;
+    while (chunk >= 256 && inner.extent % chunk != 0) chunk /= 2;
+    if (chunk < 256) return;
+    src.modes.back() = Mode{inner.extent / chunk, inner.stride * chunk};
+    src.modes.push_back(Mode{chunk, inner.stride});
+    acc.modes.back() = Mode{inner.extent / chunk, 0};
+    acc.modes.push_back(Mode{chunk, 0});
+}
+
+// The largest reduced set the window path handles.
+constexpr std::int64_t max_window = 16;
+
+// Runs of outputs, each folding its window (offsets in source elements) and storing the result.
+// (K > 0: the window's size, known at compile time, so the loop over it unrolls.)
+template <Reduction Op, DType In, DType Out, typename A, int K>
+EINC_KERNEL void fold_windows(storage_t<Out>* __restrict d, const storage_t<In>* __restrict x, std::int64_t count, std::int64_t dst_stride,
+                              std::int64_t src_stride, const std::int64_t* offsets, std::int64_t window) {
+    const std::int64_t size = K > 0 ? K : window;
+    for (std::int64_t i = 0; i < count; ++i) {
+        const storage_t<In>* base = x + i * src_stride;
+        A value = identity<A>(Op);
+        for (std::int64_t k = 0; k < size; ++k) value = fold<Op>(value, static_cast<A>(Element<In>::load(base[offsets[k]])));
+        store_at(reinterpret_cast<std::byte*>(d + i * dst_stride), finish<Op, Out>(value, size));
+    }
+}
+
+template <Reduction Op, DType In, DType Out, typename A>
+void reduce_windows(const Strided& src, const Strided& dst, std::int64_t window) {
+    // The reduced modes give the window's offsets; the kept ones form the nest of outputs.
+    Layout reduced, kept_src, kept_dst;
+    for (std::size_t k = 0; k < dst.layout.rank(); ++k) {
+        if (dst.layout.modes[k].stride == 0) reduced.modes.push_back(src.layout.modes[k]);
+        else {
+            kept_src.modes.push_back(src.layout.modes[k]);
+            kept_dst.modes.push_back(dst.layout.modes[k]);
+        }
+    }
+    std::int64_t offsets[max_window];
+    for (std::int64_t w = 0; w < window; ++w) {
+        std::int64_t flat = w, offset = 0;
+        for (std::size_t k = reduced.rank(); k-- > 0;) {
+            offset += flat % reduced.modes[k].extent * reduced.modes[k].stride;
+            flat /= reduced.modes[k].extent;
+        }
+        offsets[w] = offset;
+    }
+    if (kept_dst.modes.empty()) {
+        kept_src.modes.push_back(Mode{1, 0});
+        kept_dst.modes.push_back(Mode{1, 0});
+    }
+    using S = storage_t<In>;
+    using D = storage_t<Out>;
+    const Nest<2> nest = make_nest<2>({&kept_dst, &kept_src}, {dst.base, src.base}, {sizeof(D), sizeof(S)});
+    const auto run = [&](std::int64_t begin, std::int64_t end) {
+        for_each_run(nest, begin, end, [&](std::array<std::byte*, 2> p, std::int64_t count, const std::array<std::int64_t, 2>& stride) {
+            D* out = reinterpret_cast<D*>(p[0]);
+            const S* in = reinterpret_cast<const S*>(p[1]);
+            const std::int64_t ds = stride[0] / static_cast<std::int64_t>(sizeof(D)), ss = stride[1] / static_cast<std::int64_t>(sizeof(S));
+            switch (window) {
+            case 2: return fold_windows<Op, In, Out, A, 2>(out, in, count, ds, ss, offsets, window);
+            case 4: return fold_windows<Op, In, Out, A, 4>(out, in, count, ds, ss, offsets, window);
+            case 8: return fold_windows<Op, In, Out, A, 8>(out, in, count, ds, ss, offsets, window);
+            default: return fold_windows<Op, In, Out, A, 0>(out, in, count, ds, ss, offsets, window);
+            }
+        });
+    };
+    const std::int64_t outer = nest.extents[0];
+    if (src.layout.size() * static_cast<std::int64_t>(sizeof(S)) < parallel_threshold_bytes || outer < 2) run(0, outer);
+    else parallel_for(outer, run);
 }
 
 template <Reduction Op, DType In, DType Out>
 void reduce_typed(const Strided& src, const Strided& dst) {
     using S = storage_t<In>;
-    using A = accumulator_t<In>;
+    using A = accumulator_t<Op, In>;
     const Traversal t = plan_traversal(src.layout, dst.layout);
     Layout src_ordered = reordered(src.layout, t.order), acc_layout = accumulator_layout(src.layout, t);
+    split_long_row(src_ordered, acc_layout);
     while (src_ordered.rank() < 2) {  // a block needs two modes
         src_ordered.modes.insert(src_ordered.modes.begin(), Mode{1, 0});
         acc_layout.modes.insert(acc_layout.modes.begin(), Mode{1, 0});
@@ -186,35 +321,85 @@ void reduce_typed(const Strided& src, const Strided& dst) {
     Layout src_outer{{src_ordered.modes.begin(), src_ordered.modes.end() - 2}}, acc_outer{{acc_layout.modes.begin(), acc_layout.modes.end() - 2}};
     src_outer.modes.push_back(Mode{1, 0});
     acc_outer.modes.push_back(Mode{1, 0});
+    using D = storage_t<Out>;
+    const std::int64_t bytes = src.layout.size() * static_cast<std::int64_t>(sizeof(S));
+    const bool parallel = bytes >= parallel_threshold_bytes && thread_count() >= 2;
+    const std::int64_t nest_extent = src_outer.rank() > 1 ? src_outer.modes[0].extent : 1;
+    const bool nest_kept = std::all_of(acc_outer.modes.begin(), acc_outer.modes.end() - 1, [](const Mode& m) { return m.stride != 0 || m.extent == 1; });
+
+    // Each output's elements all in one row of one block: reduce rows straight into the destination.
+    if (block.inner_acc == 0 && (block.outer_acc != 0 || block.outer == 1) && nest_kept && src.layout.size() > 0) {
+        Layout dst_ordered = reordered(dst.layout, t.order);
+        while (dst_ordered.rank() < rank) dst_ordered.modes.insert(dst_ordered.modes.begin(), Mode{1, 0});
+        Layout dst_outer{{dst_ordered.modes.begin(), dst_ordered.modes.end() - 2}};
+        dst_outer.modes.push_back(Mode{1, 0});
+        const std::int64_t dst_row = dst_ordered.modes[rank - 2].stride;
+        const Nest<2> direct = make_nest<2>({&dst_outer, &src_outer}, {dst.base, src.base}, {sizeof(D), sizeof(S)});
+        const auto rows = [&](std::byte* d, const std::byte* x, std::int64_t begin, std::int64_t end) {
+            D* out = reinterpret_cast<D*>(d);
+            const S* in = reinterpret_cast<const S*>(x);
+            switch (block.inner) {
+            case 2: return reduce_rows_to<Op, In, Out, A, 2>(out, in, block, dst_row, begin, end);
+            case 3: return reduce_rows_to<Op, In, Out, A, 3>(out, in, block, dst_row, begin, end);
+            case 4: return reduce_rows_to<Op, In, Out, A, 4>(out, in, block, dst_row, begin, end);
+            default: return reduce_rows_to<Op, In, Out, A, 0>(out, in, block, dst_row, begin, end);
+            }
+        };
+        const auto run = [&](std::int64_t nest_begin, std::int64_t nest_end, std::int64_t row_begin, std::int64_t row_end) {
+            for_each_run(direct, nest_begin, nest_end, [&](std::array<std::byte*, 2> p, std::int64_t, const std::array<std::int64_t, 2>&) {
+                rows(p[0], p[1], row_begin, row_end);
+            });
+        };
+        if (!parallel) run(0, nest_extent, 0, block.outer);
+        else if (nest_extent >= 2) parallel_for(nest_extent, [&](std::int64_t b0, std::int64_t b1) { run(b0, b1, 0, block.outer); });
+        else parallel_for(block.outer, [&](std::int64_t r0, std::int64_t r1) { run(0, 1, r0, r1); });
+        return;
+    }
+
+    // Few elements per output (pooling windows, tiny reduced dims): walk the outputs, and fold each one's
+    // window - a short list of offsets into the source - straight into the destination.
+    const std::int64_t window_size = t.acc_size == 0 ? 0 : src.layout.size() / t.acc_size;
+    if (window_size <= max_window && src.layout.size() > 0) {
+        reduce_windows<Op, In, Out, compute_t<In>>(src, dst, window_size);  // 16 or fewer terms: no need for double
+        return;
+    }
+
     const A init = identity<A>(Op);
     std::vector<A> acc(static_cast<std::size_t>(t.acc_size), init);
     const Nest<2> nest = make_nest<2>({&acc_outer, &src_outer}, {nullptr, src.base}, {sizeof(A), sizeof(S)});
-    const auto fold_range = [&](A* accumulators, std::int64_t begin, std::int64_t end, bool split_blocks) {
+    // Folds nest runs [nest_begin, nest_end) and, of each block, rows [row_begin, row_end).
+    const auto fold_range = [&](A* accumulators, std::int64_t nest_begin, std::int64_t nest_end, std::int64_t row_begin, std::int64_t row_end) {
         Nest<2> local = nest;
         local.base[0] = reinterpret_cast<std::byte*>(accumulators);
-        const std::int64_t outer_end = split_blocks ? 1 : end;
-        for_each_run(local, split_blocks ? 0 : begin, outer_end, [&](std::array<std::byte*, 2> p, std::int64_t, const std::array<std::int64_t, 2>&) {
-            fold_block<Op, In>(reinterpret_cast<A*>(p[0]), reinterpret_cast<const S*>(p[1]), block, split_blocks ? begin : 0,
-                               split_blocks ? end : block.outer);
+        for_each_run(local, nest_begin, nest_end, [&](std::array<std::byte*, 2> p, std::int64_t, const std::array<std::int64_t, 2>&) {
+            fold_block<Op, In>(reinterpret_cast<A*>(p[0]), reinterpret_cast<const S*>(p[1]), block, row_begin, row_end);
         });
     };
     if (src.layout.size() > 0) {
-        // Large reductions are split across threads along the outermost mode of the nest, or along the
-        // rows of the block when the nest has no mode of its own.
-        const bool split_blocks = nest.rank() == 1;
-        const std::int64_t range = split_blocks ? block.outer : nest.extents[0];
-        const std::int64_t acc_stride_of_range = split_blocks ? block.outer_acc : nest.strides[0][0];
-        const std::int64_t bytes = src.layout.size() * static_cast<std::int64_t>(sizeof(S));
-        if (bytes < parallel_threshold_bytes || range < 2 || thread_count() < 2) {
-            fold_range(acc.data(), 0, range, split_blocks);
-        } else if (acc_stride_of_range != 0) {  // the range is kept: threads update disjoint accumulators
-            parallel_for(range, [&](std::int64_t begin, std::int64_t end) { fold_range(acc.data(), begin, end, split_blocks); });
-        } else {  // the range is reduced: each thread folds into its own accumulators, combined after
+        // Threads must update disjoint accumulators: split a kept mode - the nest's outermost, or the
+        // block's rows - and only when every mode that could be split is reduced, give each thread its
+        // own accumulators, combined after.
+        const bool nest_splits = nest_extent >= 2 && acc_outer.modes[0].stride != 0;
+        const bool rows_split = block.outer >= 2 && block.outer_acc != 0;
+        if (!parallel || (nest_extent < 2 && block.outer < 2)) {
+            fold_range(acc.data(), 0, nest_extent, 0, block.outer);
+        } else if (nest_splits) {
+            parallel_for(nest_extent, [&](std::int64_t b0, std::int64_t b1) { fold_range(acc.data(), b0, b1, 0, block.outer); });
+        } else if (rows_split) {
+            parallel_for(block.outer, [&](std::int64_t r0, std::int64_t r1) { fold_range(acc.data(), 0, nest_extent, r0, r1); });
+        } else {
             const int threads = thread_count();
-            std::vector<std::vector<A>> partial(static_cast<std::size_t>(threads), std::vector<A>(acc.size(), init));
+            const bool by_nest = nest_extent >= 2;
+            const std::int64_t range = by_nest ? nest_extent : block.outer;
+            // Each thread's accumulators start on a cache line of their own (no false sharing).
+            const std::size_t padded = (acc.size() * sizeof(A) + 127) / sizeof(A);
+            std::vector<std::vector<A>> partial(static_cast<std::size_t>(threads), std::vector<A>(padded, init));
             parallel_for(threads, [&](std::int64_t first, std::int64_t last) {
-                for (std::int64_t th = first; th < last; ++th)
-                    fold_range(partial[static_cast<std::size_t>(th)].data(), range * th / threads, range * (th + 1) / threads, split_blocks);
+                for (std::int64_t th = first; th < last; ++th) {
+                    const std::int64_t b0 = range * th / threads, b1 = range * (th + 1) / threads;
+                    if (by_nest) fold_range(partial[static_cast<std::size_t>(th)].data(), b0, b1, 0, block.outer);
+                    else fold_range(partial[static_cast<std::size_t>(th)].data(), 0, nest_extent, b0, b1);
+                }
             });
             for (const std::vector<A>& part : partial)
                 for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = fold<Op>(acc[i], part[i]);
@@ -223,22 +408,15 @@ void reduce_typed(const Strided& src, const Strided& dst) {
 
     // Write out: mean divides by the number of elements folded into each accumulator.
     const std::int64_t count = t.acc_size == 0 ? 0 : src.layout.size() / std::max<std::int64_t>(t.acc_size, 1);
-    std::vector<std::size_t> kept;
-    for (std::size_t k = 0; k < dst.layout.rank(); ++k)
-        if (dst.layout.modes[k].stride != 0) kept.push_back(k);
     Layout dst_kept, acc_kept;
-    for (const std::size_t k : kept) {
-        dst_kept.modes.push_back(dst.layout.modes[k]);
-        acc_kept.modes.push_back(Mode{dst.layout.modes[k].extent, t.acc_stride[k]});
-    }
-    using D = storage_t<Out>;
+    for (std::size_t k = 0; k < dst.layout.rank(); ++k)
+        if (dst.layout.modes[k].stride != 0) {
+            dst_kept.modes.push_back(dst.layout.modes[k]);
+            acc_kept.modes.push_back(Mode{dst.layout.modes[k].extent, t.acc_stride[k]});
+        }
     const Nest<2> out = make_nest<2>({&dst_kept, &acc_kept}, {dst.base, reinterpret_cast<std::byte*>(acc.data())}, {sizeof(D), sizeof(A)});
     for_each_run(out, 0, out.rank() == 0 ? 1 : out.extents[0], [&](std::array<std::byte*, 2> p, std::int64_t n, const std::array<std::int64_t, 2>& stride) {
-        for (std::int64_t i = 0; i < n; ++i) {
-            A value = load_at<A>(p[1] + i * stride[1]);
-            if constexpr (Op == Reduction::mean) value = count == 0 ? A(NAN) : value / static_cast<A>(count);
-            store_at<D>(p[0] + i * stride[0], Element<Out>::store(convert<compute_t<Out>>(value)));
-        }
+        for (std::int64_t i = 0; i < n; ++i) store_at<D>(p[0] + i * stride[0], finish<Op, Out>(load_at<A>(p[1] + i * stride[1]), count));
     });
 }
 
@@ -262,7 +440,7 @@ void reduce_op(const Strided& src, const Strided& dst) {
 template <DType In, DType Out>
 void contract_typed(std::span<const Strided> srcs, const Strided& dst) {
     using S = storage_t<In>;
-    using A = accumulator_t<In>;
+    using A = accumulator_t<Reduction::sum, In>;
     EINC_ASSERT(srcs.size() == 2);
     const Traversal t = plan_traversal(srcs[0].layout, dst.layout);
     const Layout a_layout = reordered(srcs[0].layout, t.order), b_layout = reordered(srcs[1].layout, t.order);
@@ -326,4 +504,4 @@ void contract(std::span<const Strided> srcs, const Strided& dst) {
     });
 }
 
-}  // namespace einc::cpu
+}  // namespace einc::cpu::EINC_CPU_ISA

@@ -1,0 +1,41 @@
+// The copy and reduce kernels are compiled twice: for the x86-64 baseline (SSE2), and for AVX2 + FMA in
+// a namespace of its own (copy_avx2.cpp, reduce_avx2.cpp). dispatch.cpp picks one at run time, once, by
+// what the CPU supports - so the binary runs everywhere and uses wide vectors where they exist.
+//
+// Only the leaf loops are compiled for AVX2 (EINC_KERNEL: a target attribute, and `flatten` to inline
+// what they call): the translation unit itself is not, so the inline and template functions it shares
+// with the baseline one are compiled for the baseline in both, and the linker cannot hand an AVX2 copy
+// of one to a CPU without AVX2.
+#pragma once
+
+#ifndef EINC_CPU_ISA
+#define EINC_CPU_ISA baseline
+#endif
+
+#if defined(EINC_CPU_AVX2)
+#define EINC_KERNEL __attribute__((target("avx2,fma"), flatten))
+#else
+#define EINC_KERNEL
+#endif
+
+#include <span>
+
+#include "runtime/cpu/kernels.hpp"
+
+namespace einc::cpu {
+
+// One set of kernels, for one instruction set.
+#define EINC_DECLARE_KERNELS(isa)                                                                            \
+    namespace isa {                                                                                          \
+    void copy(const Strided& src, const Strided& dst);                                                     \
+    void reduce(Reduction op, const Strided& src, const Strided& dst);                                     \
+    void contract(std::span<const Strided> srcs, const Strided& dst);                                      \
+    }
+EINC_DECLARE_KERNELS(baseline)
+EINC_DECLARE_KERNELS(avx2)
+#undef EINC_DECLARE_KERNELS
+
+// The instruction set dispatch() chose: "avx2" or "baseline" (EINC_CPU_ISA=baseline forces it).
+const char* kernel_isa();
+
+}  // namespace einc::cpu
