@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "einc_build_info.hpp"
 #include "grammar/diagnostic.hpp"
+#include "runtime/cpu/isa.hpp"
 
 namespace einc::cli {
 namespace {
@@ -56,8 +57,9 @@ exit status: 0 success, 1 an error in the pattern or operands, 2 a usage error, 
 )";
 
 std::string version_text() {
-    return fmt::format("einc {}\nfeatures: CUDA {}, BLAS {}\n", EINC_VERSION, EINC_HAS_CUDA ? "yes" : "no",
-                       EINC_HAS_BLAS ? "yes (" EINC_BLAS_VENDOR ")" : "no");
+    return fmt::format("einc {}\nfeatures: CUDA {}, BLAS {}, DLPack {}, CPU kernels {}\n", EINC_VERSION, EINC_HAS_CUDA ? "yes" : "no",
+                       EINC_HAS_BLAS ? "yes (" EINC_BLAS_VENDOR ")" : "no", EINC_HAS_DLPACK ? "yes" : "no",
+                       cpu::kernel_isa());
 }
 
 }  // namespace

@@ -11,6 +11,13 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64" AND CMAKE_CXX_COMPILER_ID MATCH
   set(EINC_HAS_AVX2_KERNELS 1)
 endif()
 
+# ---- DLPack (optional: einc::from_dlpack / to_dlpack) ----
+find_package(dlpack CONFIG QUIET)
+set(EINC_HAS_DLPACK 0)
+if(dlpack_FOUND)
+  set(EINC_HAS_DLPACK 1)
+endif()
+
 # ---- BLAS ----
 set(EINC_HAS_BLAS 0)
 set(EINC_BLAS_VENDOR "none")

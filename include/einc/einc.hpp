@@ -5,6 +5,8 @@
 //   einc::Tensor s = einc::einsum("b i d, b j d -> b i j", q, k);  // one strided-batched GEMM
 #pragma once
 
+#include "einc_build_info.hpp"
+
 #include "compiler/plan.hpp"
 #include "grammar/diagnostic.hpp"
 #include "runtime/api.hpp"
@@ -12,3 +14,6 @@
 #include "runtime/plan_cache.hpp"
 #include "runtime/program.hpp"
 #include "runtime/tensor.hpp"
+#if EINC_HAS_DLPACK
+#include "runtime/dlpack.hpp"
+#endif
