@@ -44,9 +44,15 @@ Tensor allocate(DType dtype, const Shape& shape, Device device, int device_index
     return require_gpu().allocate(dtype, shape, device_index);
 }
 
-void execute(const Plan& plan, std::span<const TensorView> inputs, std::span<TensorView> outputs, Device device, void* stream) {
+std::shared_ptr<const void> prepare(const Plan& plan, Device device, int device_index) {
+    if (device == Device::cpu) return nullptr;
+    return require_gpu().prepare(plan, device_index);
+}
+
+void execute(const Plan& plan, const void* prepared, std::span<const TensorView> inputs, std::span<TensorView> outputs, Device device,
+             void* stream) {
     if (device == Device::cpu) execute_on_cpu(plan, inputs, outputs);
-    else require_gpu().execute(plan, inputs, outputs, stream);
+    else require_gpu().execute(plan, prepared, inputs, outputs, stream);
 }
 
 void check_no_aliasing(std::span<const Input> inputs, std::span<const TensorView> outputs) {

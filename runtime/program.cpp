@@ -23,6 +23,7 @@ struct Program::State {
     int device_index = 0;
     std::vector<std::optional<std::uint32_t>> view_sources;  // per output: the input it is a view of
     bool only_views = false;                                  // every step is a View: nothing to execute
+    std::shared_ptr<const void> prepared;                     // the GPU backend's preparation of the plan
 };
 
 Expression::Expression(Call call) {
@@ -76,6 +77,7 @@ Program Expression::bind(std::span<const TensorView> inputs, const Options& opti
         state->device = inputs[0].device;
         state->device_index = inputs[0].device_index;
     }
+    if (!state->only_views) state->prepared = prepare(state->plan, state->device, state->device_index);
     return Program(std::move(state));
 }
 
@@ -153,7 +155,7 @@ std::vector<Tensor> Program::run(std::span<const Input> inputs, void* stream) co
         outputs[k] = results[k].view();
     }
     const std::vector<TensorView> input_views = views_of(inputs);
-    execute(s.plan, input_views, outputs, s.device, stream);
+    execute(s.plan, s.prepared.get(), input_views, outputs, s.device, stream);
     for (std::size_t k = 0; k < outputs.size(); ++k)
         if (const auto source = s.view_sources[k]) results[k] = Tensor(outputs[k], inputs[*source].storage());
     return results;
@@ -185,7 +187,7 @@ void Program::run(std::span<const Input> inputs, std::span<const TensorView> out
     check_no_aliasing(inputs, outputs);
     std::vector<TensorView> output_views(outputs.begin(), outputs.end());
     const std::vector<TensorView> input_views = views_of(inputs);
-    execute(s.plan, input_views, output_views, s.device, stream);
+    execute(s.plan, s.prepared.get(), input_views, output_views, s.device, stream);
 }
 
 }  // namespace einc

@@ -1,0 +1,175 @@
+// The CUDA implementation of einc's GPU backend: device memory, plan preparation (kernels compiled or
+// found in the caches, and loaded, when a program is bound), and execution on the caller's stream with no
+// hidden synchronisation. Registered when the program starts.
+#include <atomic>
+#include <fmt/format.h>
+#include <map>
+#include <mutex>
+
+#include "cuda/cuda.hpp"
+#include "cuda/driver.hpp"
+#include "cuda/gemm.hpp"
+#include "cuda/kernel_cache.hpp"
+#include "grammar/diagnostic.hpp"
+#include "runtime/api.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/gpu_executor.hpp"
+
+namespace einc::cuda {
+namespace {
+
+std::atomic<bool> allow_tf32{false};
+
+// Runs `f` with device `index` current, restoring the caller's device after.
+template <typename F>
+decltype(auto) on_device(int index, F&& f) {
+    int previous = 0;
+    check(cudaGetDevice(&previous), "cudaGetDevice");
+    if (previous != index) check(cudaSetDevice(index), "cudaSetDevice");
+    struct Restore {
+        int device, previous;
+        ~Restore() {
+            if (device != previous) cudaSetDevice(previous);
+        }
+    } restore{index, previous};
+    return f();
+}
+
+const DeviceInfo& info_of(int device) {
+    static std::mutex mutex;
+    static std::map<int, DeviceInfo> infos;
+    std::lock_guard lock(mutex);
+    auto it = infos.find(device);
+    if (it == infos.end()) it = infos.emplace(device, device_info(device)).first;
+    return it->second;
+}
+
+std::size_t bytes_of(DType dtype, const Shape& shape) {
+    std::size_t n = size_of(dtype);
+    for (const std::int64_t e : shape) n *= static_cast<std::size_t>(e);
+    return n;
+}
+
+// Device operations on one stream: scratch memory in stream order, kernel launches, cuBLAS.
+class StreamOps final : public DeviceOps {
+public:
+    StreamOps(int device, int arch, cudaStream_t stream) : device_(device), arch_(arch), stream_(stream) {}
+
+    void* allocate(std::size_t bytes) override {
+        void* memory = nullptr;
+        check(cudaMallocAsync(&memory, bytes, stream_), "cudaMallocAsync (einc scratch memory)");
+        return memory;
+    }
+    void release(void* memory) override { cudaFreeAsync(memory, stream_); }
+
+    void launch(const KernelLaunch& launch, std::span<void* const> pointers) override {
+        const CUfunction function = kernel_function(launch.signature, device_, arch_);
+        std::vector<void*> arguments{const_cast<KernelParams*>(&launch.params)};
+        for (void* const& p : pointers) arguments.push_back(const_cast<void**>(&p));
+        check(driver().launch_kernel(function, launch.grid.x, launch.grid.y, launch.grid.z, launch.block.x, launch.block.y, launch.block.z,
+                                     0, stream_, arguments.data(), nullptr),
+              "cuLaunchKernel");
+    }
+
+    void gemm(const Gemm& g, DType dtype, const void* a, const void* b, void* c) override {
+        cuda::gemm(g, dtype, a, b, c, stream_, allow_tf32.load());
+    }
+
+private:
+    int device_, arch_;
+    cudaStream_t stream_;
+};
+
+class CudaBackend final : public GpuBackend {
+public:
+    Tensor allocate(DType dtype, const Shape& shape, int device) override {
+        if (!available()) throw Error(ErrorKind::device, "no CUDA GPU is available").help("run on a machine with an NVIDIA GPU and driver");
+        const std::size_t bytes = bytes_of(dtype, shape);
+        void* memory = nullptr;
+        on_device(device, [&] {
+            if (bytes > 0) {
+                const cudaError_t status = cudaMalloc(&memory, bytes);
+                if (status == cudaErrorMemoryAllocation) {
+                    cudaGetLastError();
+                    std::size_t free = 0, total = 0;
+                    cudaMemGetInfo(&free, &total);
+                    throw Error(ErrorKind::device, fmt::format("GPU {} is out of memory: {} bytes asked for a {} tensor of shape {}, {} free of {}",
+                                                               device, bytes, name_of(dtype), format_shape(shape), free, total))
+                        .help("free other tensors, or work on smaller pieces");
+                }
+                check(status, "cudaMalloc");
+            }
+        });
+        std::shared_ptr<void> storage(memory, [device](void* p) {
+            if (p) on_device(device, [p] { cudaFree(p); });
+        });
+        return Tensor(TensorView{memory, dtype, shape, row_major_strides(shape), Device::cuda, device}, std::move(storage));
+    }
+
+    std::shared_ptr<const void> prepare(const Plan& plan, int device) override {
+        if (!available()) throw Error(ErrorKind::device, "no CUDA GPU is available").help("run on a machine with an NVIDIA GPU and driver");
+        const DeviceInfo& info = info_of(device);
+        auto prepared = std::make_shared<PreparedGpuPlan>(prepare_gpu_plan(plan, GpuTarget{info.multiprocessors}));
+        // Compile (or find) and load every kernel now, so that a failure shows when binding, not in a hot loop.
+        on_device(device, [&] {
+            for (const GpuStep& step : prepared->steps)
+                for (const KernelLaunch& launch : step.launches) kernel_function(launch.signature, device, info.arch);
+        });
+        return prepared;
+    }
+
+    void execute(const Plan& plan, const void* prepared, std::span<const TensorView> inputs, std::span<TensorView> outputs,
+                 void* stream) override {
+        const int device = !inputs.empty() ? inputs[0].device_index : !outputs.empty() ? outputs[0].device_index : 0;
+        for (const TensorView& output : outputs)
+            if (output.data && (output.device != Device::cuda || output.device_index != device))
+                throw Error(ErrorKind::usage, "outputs must be on the GPU of the inputs");
+        on_device(device, [&] {
+            StreamOps ops(device, info_of(device).arch, static_cast<cudaStream_t>(stream));
+            run_gpu_plan(plan, *static_cast<const PreparedGpuPlan*>(prepared), inputs, outputs, ops);
+            check(cudaGetLastError(), "a kernel launch");
+        });
+    }
+};
+
+CudaBackend backend;
+
+// Registers the backend when the program starts (einc links this library whole).
+const bool registered = [] {
+    register_gpu_backend(&backend);
+    return true;
+}();
+
+}  // namespace
+
+bool available() { return device_available(); }
+
+void set_options(const Options& o) { allow_tf32 = o.allow_tf32; }
+Options options() { return Options{allow_tf32.load()}; }
+
+Tensor to_device(const TensorView& host, int device) {
+    if (host.device != Device::cpu) throw Error(ErrorKind::usage, "to_device: the tensor is already on a GPU");
+    const Tensor dense = host.is_row_major() ? Tensor(host, nullptr) : rearrange(host, "... -> ...", {}, einc::Options{.contiguous = true});
+    Tensor result = backend.allocate(host.dtype, host.shape, device);
+    on_device(device, [&] { check(cudaMemcpy(result.data(), dense.data(), dense.nbytes(), cudaMemcpyHostToDevice), "cudaMemcpy to the GPU"); });
+    return result;
+}
+
+Tensor to_host(const TensorView& on_device_view) {
+    if (on_device_view.device != Device::cuda) throw Error(ErrorKind::usage, "to_host: the tensor is not on a GPU");
+    const Tensor dense = on_device_view.is_row_major() ? Tensor(on_device_view, nullptr)
+                                                       : rearrange(on_device_view, "... -> ...", {}, einc::Options{.contiguous = true});
+    Tensor result = Tensor::empty(on_device_view.dtype, on_device_view.shape);
+    on_device(on_device_view.device_index, [&] {
+        check(cudaMemcpy(result.data(), dense.data(), result.nbytes(), cudaMemcpyDeviceToHost), "cudaMemcpy from the GPU");
+    });
+    return result;
+}
+
+std::string describe_device(int device) {
+    const DeviceInfo& info = info_of(device);
+    return fmt::format("{} (sm_{}, {} SMs, {:.0f} GiB, driver {})", info.name, info.arch, info.multiprocessors,
+                       static_cast<double>(info.memory) / (1u << 30), info.driver);
+}
+
+}  // namespace einc::cuda

@@ -1,0 +1,193 @@
+#include "cuda/kernel_cache.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <fmt/format.h>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <unistd.h>
+#include <unordered_map>
+
+#include "cuda/driver.hpp"
+#include "cuda/nvrtc.hpp"
+#include "grammar/diagnostic.hpp"
+
+namespace einc::cuda {
+namespace {
+
+std::uint64_t fnv1a(std::span<const std::byte> bytes, std::uint64_t hash = 0xcbf29ce484222325ull) {
+    for (const std::byte b : bytes) hash = (hash ^ static_cast<std::uint64_t>(b)) * 0x100000001b3ull;
+    return hash;
+}
+
+std::uint64_t fnv1a(std::string_view text) { return fnv1a(std::as_bytes(std::span(text.data(), text.size()))); }
+
+constexpr char magic[8] = {'E', 'I', 'N', 'C', 'K', 'R', 'N', '1'};
+
+struct Stats {
+    std::atomic<std::uint64_t> memory_hits{0}, ahead_of_time{0}, disk_hits{0}, compiled{0}, disk_rejected{0}, disk_write_failures{0};
+} stats;
+
+struct Loaded {
+    CUmodule module = nullptr;
+    CUfunction function = nullptr;
+};
+
+std::mutex mutex;
+std::unordered_map<std::string, Loaded> loaded;                 // "<device>|<arch>|<name>"
+std::map<std::pair<std::string, int>, std::vector<std::byte>> ahead;  // (name, arch) -> binary
+
+bool jit_enabled() {
+    const char* value = std::getenv("EINC_JIT");
+    return !(value && std::string_view(value) == "0");
+}
+
+// The binary of a kernel for `arch`: ahead of time, from the disk cache, or compiled now.
+std::vector<std::byte> binary_of(const KernelSignature& signature, int arch) {
+    const std::string name = signature.name();
+    {
+        std::lock_guard lock(mutex);
+        if (const auto it = ahead.find({name, arch}); it != ahead.end()) {
+            ++stats.ahead_of_time;
+            return it->second;
+        }
+    }
+    if (!jit_enabled())
+        throw Error(ErrorKind::device, fmt::format("kernel {} for sm_{} was not compiled ahead of time, and EINC_JIT=0 forbids compiling it now",
+                                                   name, arch))
+            .help("add the call that needs it to your einc aot corpus, or unset EINC_JIT to compile it at run time");
+    const std::string source = kernel_source(signature);
+    const std::vector<std::string> options = compile_options(arch);
+    const std::string key = fmt::format("{:016x}:{}|{}|sm_{}|nvrtc {}", fnv1a(source), source.size(), fmt::join(options, " "), arch,
+                                        nvrtc_version());
+    const std::filesystem::path directory = kernel_cache_directory();
+    const std::filesystem::path file = directory.empty() ? std::filesystem::path{} : directory / fmt::format("{:016x}.cubin", fnv1a(key));
+    if (!file.empty() && std::filesystem::exists(file)) {
+        if (auto cached = read_cache_file(file, key)) {
+            ++stats.disk_hits;
+            return std::move(*cached);
+        }
+        ++stats.disk_rejected;
+    }
+    CompiledKernel compiled = compile(source, name, arch);
+    ++stats.compiled;
+    if (!file.empty() && !write_cache_file(file, key, compiled.binary)) ++stats.disk_write_failures;
+    return std::move(compiled.binary);
+}
+
+}  // namespace
+
+std::vector<std::byte> cache_file_bytes(const std::string& key, std::span<const std::byte> payload) {
+    const auto key_size = static_cast<std::uint32_t>(key.size());
+    const auto payload_size = static_cast<std::uint64_t>(payload.size());
+    const std::uint64_t checksum = fnv1a(payload);
+    std::vector<std::byte> bytes(sizeof magic + sizeof key_size + key.size() + sizeof payload_size + sizeof checksum + payload.size());
+    std::size_t at = 0;
+    const auto append = [&](const void* data, std::size_t size) {
+        if (size > 0) std::memcpy(bytes.data() + at, data, size);
+        at += size;
+    };
+    append(magic, sizeof magic);
+    append(&key_size, sizeof key_size);
+    append(key.data(), key.size());
+    append(&payload_size, sizeof payload_size);
+    append(&checksum, sizeof checksum);
+    append(payload.data(), payload.size());
+    return bytes;
+}
+
+std::optional<std::vector<std::byte>> read_cache_file(const std::filesystem::path& path, const std::string& key) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return std::nullopt;
+    const std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto* first = reinterpret_cast<const std::byte*>(contents.data());
+    const std::vector<std::byte> bytes(first, first + contents.size());
+    std::size_t at = 0;
+    const auto take = [&](void* out, std::size_t size) {
+        if (bytes.size() - at < size) return false;
+        std::memcpy(out, bytes.data() + at, size);
+        at += size;
+        return true;
+    };
+    char file_magic[8];
+    std::uint32_t key_size = 0;
+    if (!take(file_magic, sizeof file_magic) || std::memcmp(file_magic, magic, sizeof magic) != 0) return std::nullopt;
+    if (!take(&key_size, sizeof key_size) || key_size != key.size()) return std::nullopt;
+    std::string file_key(key_size, '\0');
+    if (!take(file_key.data(), key_size) || file_key != key) return std::nullopt;
+    std::uint64_t payload_size = 0, checksum = 0;
+    if (!take(&payload_size, sizeof payload_size) || !take(&checksum, sizeof checksum)) return std::nullopt;
+    if (bytes.size() - at != payload_size) return std::nullopt;
+    std::vector<std::byte> payload(bytes.begin() + static_cast<std::ptrdiff_t>(at), bytes.end());
+    if (fnv1a(payload) != checksum) return std::nullopt;
+    return payload;
+}
+
+bool write_cache_file(const std::filesystem::path& path, const std::string& key, std::span<const std::byte> payload) {
+    std::error_code error;
+    std::filesystem::create_directories(path.parent_path(), error);
+    // Written whole to a name of its own, then renamed: readers see the old file or the new one.
+    std::random_device random;
+    const std::filesystem::path temporary = path.string() + fmt::format(".{}.{:08x}.tmp", ::getpid(), random());
+    {
+        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+        if (!out) return false;
+        const std::vector<std::byte> bytes = cache_file_bytes(key, payload);
+        out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+        if (!out) {
+            std::filesystem::remove(temporary, error);
+            return false;
+        }
+    }
+    std::filesystem::rename(temporary, path, error);
+    if (error) std::filesystem::remove(temporary, error);
+    return !error;
+}
+
+std::filesystem::path kernel_cache_directory() {
+    if (const char* dir = std::getenv("EINC_CACHE_DIR"); dir && *dir) return dir;
+    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::filesystem::path(xdg) / "einc" / "kernels";
+    if (const char* home = std::getenv("HOME"); home && *home) return std::filesystem::path(home) / ".cache" / "einc" / "kernels";
+    return {};
+}
+
+CUfunction kernel_function(const KernelSignature& signature, int device, int arch) {
+    const std::string name = signature.name();
+    const std::string key = fmt::format("{}|{}|{}", device, arch, name);
+    {
+        std::lock_guard lock(mutex);
+        if (const auto it = loaded.find(key); it != loaded.end()) {
+            ++stats.memory_hits;
+            return it->second.function;
+        }
+    }
+    const std::vector<std::byte> binary = binary_of(signature, arch);  // outside the lock: may compile
+    std::lock_guard lock(mutex);
+    if (const auto it = loaded.find(key); it != loaded.end()) return it->second.function;  // loaded meanwhile
+    Loaded entry;
+    check(driver().module_load_data(&entry.module, binary.data()), "cuModuleLoadData");
+    check(driver().module_get_function(&entry.function, entry.module, name.c_str()), "cuModuleGetFunction");
+    loaded.emplace(key, entry);
+    return entry.function;
+}
+
+void register_ahead_of_time(std::string_view kernel_name, int arch, std::span<const std::byte> binary) {
+    std::lock_guard lock(mutex);
+    ahead[{std::string(kernel_name), arch}] = std::vector<std::byte>(binary.begin(), binary.end());
+}
+
+bool has_ahead_of_time(std::string_view kernel_name, int arch) {
+    std::lock_guard lock(mutex);
+    return ahead.contains({std::string(kernel_name), arch});
+}
+
+KernelCacheStats kernel_cache_stats() {
+    return KernelCacheStats{stats.memory_hits, stats.ahead_of_time, stats.disk_hits, stats.compiled, stats.disk_rejected,
+                            stats.disk_write_failures};
+}
+
+}  // namespace einc::cuda

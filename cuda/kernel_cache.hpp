@@ -1,0 +1,47 @@
+// Where compiled kernels come from, fastest first:
+//   1. memory: a function already loaded on this device (a hash lookup);
+//   2. ahead of time: a cubin embedded by `einc aot` and registered at start-up;
+//   3. disk: a cubin compiled earlier, under $EINC_CACHE_DIR (default $XDG_CACHE_HOME/einc/kernels or
+//      ~/.cache/einc/kernels), keyed by the source's hash, the NVRTC options, the architecture and the
+//      NVRTC version; written atomically (a temporary file renamed), checked on reading - a corrupt or
+//      foreign file is recompiled and replaced, never loaded;
+//   4. NVRTC, unless EINC_JIT=0 (then a miss is an error naming the kernel).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <cuda.h>
+
+#include "compiler/codegen.hpp"
+
+namespace einc::cuda {
+
+// A loaded kernel, ready to launch on the device it was loaded for.
+CUfunction kernel_function(const KernelSignature& signature, int device, int arch);
+
+// Registers a cubin (or PTX) compiled ahead of time for `arch`, under the kernel's name.
+void register_ahead_of_time(std::string_view kernel_name, int arch, std::span<const std::byte> binary);
+bool has_ahead_of_time(std::string_view kernel_name, int arch);
+
+struct KernelCacheStats {
+    std::uint64_t memory_hits = 0, ahead_of_time = 0, disk_hits = 0, compiled = 0;
+    std::uint64_t disk_rejected = 0;      // corrupt or foreign files, recompiled
+    std::uint64_t disk_write_failures = 0;
+};
+KernelCacheStats kernel_cache_stats();
+
+// The directory of the disk cache (created on first write); empty when none can be determined.
+std::filesystem::path kernel_cache_directory();
+
+// The disk cache's file format, exposed for tests: a header (magic, key, payload size and checksum)
+// and the payload. read_cache_file() returns nothing unless the file is intact and has this key.
+std::vector<std::byte> cache_file_bytes(const std::string& key, std::span<const std::byte> payload);
+std::optional<std::vector<std::byte>> read_cache_file(const std::filesystem::path& path, const std::string& key);
+bool write_cache_file(const std::filesystem::path& path, const std::string& key, std::span<const std::byte> payload);
+
+}  // namespace einc::cuda

@@ -1,0 +1,124 @@
+#include "cuda/nvrtc.hpp"
+
+#include <cstdlib>
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <mutex>
+#include <nvrtc.h>
+
+#include "grammar/diagnostic.hpp"
+
+namespace einc::cuda {
+namespace {
+
+// The NVRTC entry points einc uses, looked up once.
+struct Nvrtc {
+    void* library = nullptr;
+    decltype(&::nvrtcVersion) version = nullptr;
+    decltype(&::nvrtcCreateProgram) create = nullptr;
+    decltype(&::nvrtcCompileProgram) compile = nullptr;
+    decltype(&::nvrtcGetProgramLogSize) log_size = nullptr;
+    decltype(&::nvrtcGetProgramLog) log = nullptr;
+    decltype(&::nvrtcGetCUBINSize) cubin_size = nullptr;
+    decltype(&::nvrtcGetCUBIN) cubin = nullptr;
+    decltype(&::nvrtcGetPTXSize) ptx_size = nullptr;
+    decltype(&::nvrtcGetPTX) ptx = nullptr;
+    decltype(&::nvrtcDestroyProgram) destroy = nullptr;
+    decltype(&::nvrtcGetErrorString) error_string = nullptr;
+    std::string tried;  // the names tried, for the message when none loads
+};
+
+template <typename F>
+bool find(void* library, const char* name, F& f) {
+    f = reinterpret_cast<F>(dlsym(library, name));
+    return f != nullptr;
+}
+
+const Nvrtc& nvrtc() {
+    static const Nvrtc loaded = [] {
+        Nvrtc n;
+        std::vector<std::string> names;
+        if (const char* path = std::getenv("EINC_NVRTC")) names.emplace_back(path);
+        for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) names.emplace_back(name);
+#ifdef EINC_CUDA_LIBRARY_DIR
+        for (const char* name : {"/libnvrtc.so.13", "/libnvrtc.so.12", "/libnvrtc.so"}) names.push_back(EINC_CUDA_LIBRARY_DIR + std::string(name));
+#endif
+        for (const std::string& name : names) {
+            n.tried += (n.tried.empty() ? "" : ", ") + name;
+            if ((n.library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
+        }
+        if (!n.library) return n;
+        const bool all = find(n.library, "nvrtcVersion", n.version) && find(n.library, "nvrtcCreateProgram", n.create) &&
+                         find(n.library, "nvrtcCompileProgram", n.compile) && find(n.library, "nvrtcGetProgramLogSize", n.log_size) &&
+                         find(n.library, "nvrtcGetProgramLog", n.log) && find(n.library, "nvrtcGetCUBINSize", n.cubin_size) &&
+                         find(n.library, "nvrtcGetCUBIN", n.cubin) && find(n.library, "nvrtcGetPTXSize", n.ptx_size) &&
+                         find(n.library, "nvrtcGetPTX", n.ptx) && find(n.library, "nvrtcDestroyProgram", n.destroy) &&
+                         find(n.library, "nvrtcGetErrorString", n.error_string);
+        if (!all) n.library = nullptr;
+        return n;
+    }();
+    return loaded;
+}
+
+const Nvrtc& require() {
+    const Nvrtc& n = nvrtc();
+    if (!n.library)
+        throw Error(ErrorKind::device, "NVRTC is not available: einc cannot compile GPU kernels on this machine")
+            .note(fmt::format("tried: {}", n.tried))
+            .help("install the CUDA toolkit's NVRTC (or set EINC_NVRTC to libnvrtc.so), or build the kernels ahead of time with `einc aot`");
+    return n;
+}
+
+}  // namespace
+
+bool nvrtc_available() { return nvrtc().library != nullptr; }
+
+std::string nvrtc_version() {
+    const Nvrtc& n = nvrtc();
+    int major = 0, minor = 0;
+    if (!n.library || n.version(&major, &minor) != NVRTC_SUCCESS) return {};
+    return fmt::format("{}.{}", major, minor);
+}
+
+std::vector<std::string> compile_options(int arch, bool ptx) {
+    return {fmt::format("--gpu-architecture={}_{}", ptx ? "compute" : "sm", arch), "--std=c++17", "-default-device", "-lineinfo"};
+}
+
+CompiledKernel compile(const std::string& source, const std::string& name, int arch, bool ptx) {
+    const Nvrtc& n = require();
+    nvrtcProgram program = nullptr;
+    const std::string file = name + ".cu";
+    if (const nvrtcResult r = n.create(&program, source.c_str(), file.c_str(), 0, nullptr, nullptr); r != NVRTC_SUCCESS)
+        throw Error(ErrorKind::device, fmt::format("NVRTC could not create a program for {}: {}", name, n.error_string(r)));
+    struct Destroy {
+        const Nvrtc& n;
+        nvrtcProgram* program;
+        ~Destroy() { n.destroy(program); }
+    } destroy{n, &program};
+
+    const std::vector<std::string> options = compile_options(arch, ptx);
+    std::vector<const char*> pointers;
+    for (const std::string& option : options) pointers.push_back(option.c_str());
+    const nvrtcResult result = n.compile(program, static_cast<int>(pointers.size()), pointers.data());
+    CompiledKernel compiled;
+    std::size_t log_size = 0;
+    if (n.log_size(program, &log_size) == NVRTC_SUCCESS && log_size > 1) {
+        compiled.log.resize(log_size);
+        n.log(program, compiled.log.data());
+        compiled.log.resize(log_size - 1);
+    }
+    if (result != NVRTC_SUCCESS)
+        throw Error(ErrorKind::device, fmt::format("NVRTC failed to compile {} for sm_{}: {}", name, arch, n.error_string(result)))
+            .note(compiled.log.empty() ? std::string("(no log)") : compiled.log)
+            .help("this is an einc bug in a generated kernel: please report it with the log");
+    std::size_t size = 0;
+    if ((ptx ? n.ptx_size(program, &size) : n.cubin_size(program, &size)) != NVRTC_SUCCESS)
+        throw Error(ErrorKind::device, fmt::format("NVRTC produced no {} for {}", ptx ? "PTX" : "cubin", name));
+    compiled.binary.resize(size);
+    const nvrtcResult got = ptx ? n.ptx(program, reinterpret_cast<char*>(compiled.binary.data()))
+                                : n.cubin(program, reinterpret_cast<char*>(compiled.binary.data()));
+    if (got != NVRTC_SUCCESS) throw Error(ErrorKind::device, fmt::format("NVRTC could not return the binary of {}", name));
+    return compiled;
+}
+
+}  // namespace einc::cuda

@@ -1,0 +1,31 @@
+// Compiling generated CUDA C++ to cubins with NVRTC. NVRTC is loaded at run time (dlopen), not linked:
+// a program built with einc's CUDA backend starts - and runs kernels compiled ahead of time - on a
+// machine without the CUDA toolkit; only JIT compilation then reports that NVRTC is missing.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace einc::cuda {
+
+// Whether NVRTC could be loaded (EINC_NVRTC overrides the library path tried first).
+bool nvrtc_available();
+
+// "12.4" etc.; empty when NVRTC is unavailable.
+std::string nvrtc_version();
+
+struct CompiledKernel {
+    std::vector<std::byte> binary;  // a cubin for `arch`, or PTX text when asked for
+    std::string log;                // NVRTC's messages (warnings)
+};
+
+// Compiles `source` for sm_<arch> (e.g. 90): a cubin, or PTX for compute_<arch> when ptx is set.
+// Throws einc::Error (kind device) carrying NVRTC's log when compilation fails, and when NVRTC is
+// unavailable.
+CompiledKernel compile(const std::string& source, const std::string& name, int arch, bool ptx = false);
+
+// The options compile() passes to NVRTC for `arch` (part of every kernel cache key).
+std::vector<std::string> compile_options(int arch, bool ptx = false);
+
+}  // namespace einc::cuda

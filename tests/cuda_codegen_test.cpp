@@ -1,0 +1,111 @@
+// Generated CUDA kernels compile with NVRTC for sm_80 and sm_90 - no GPU needed. Every plan of the test
+// corpus is lowered to kernels (in several dtypes) and every distinct kernel is compiled.
+#include <algorithm>
+#include <doctest/doctest.h>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <utility>
+
+#include "cli/arguments.hpp"
+#include "cli/commands.hpp"
+#include "compiler/bind.hpp"
+#include "compiler/codegen.hpp"
+#include "cuda/nvrtc.hpp"
+#include "grammar/diagnostic.hpp"
+
+using namespace einc;
+
+namespace {
+
+// The words of a corpus command line (the corpus quotes patterns with "...").
+std::vector<std::string> words_of(const std::string& line) {
+    std::vector<std::string> words;
+    std::string word;
+    bool quoted = false, in_word = false;
+    for (const char c : line) {
+        if (c == '"') {
+            quoted = !quoted;
+            in_word = true;
+        } else if (c == ' ' && !quoted) {
+            if (in_word) words.push_back(std::exchange(word, {}));
+            in_word = false;
+        } else {
+            word += c;
+            in_word = true;
+        }
+    }
+    if (in_word) words.push_back(word);
+    return words;
+}
+
+// Every kernel the accepted `einc explain` calls of the corpus need, in each dtype that applies.
+std::vector<KernelSignature> corpus_kernels(std::size_t& plans) {
+    std::vector<KernelSignature> kernels;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(EINC_CORPUS_DIR)) {
+        if (entry.path().extension() != ".txt") continue;
+        std::ifstream in(entry.path());
+        for (std::string line; std::getline(in, line);) {
+            if (line.rfind("$ einc explain ", 0) != 0) continue;
+            std::vector<std::string> words = words_of(line.substr(15));
+            for (const char* dtype : {"f32", "bf16", "f64", "i32"}) {
+                try {
+                    std::vector<std::string> args = words;
+                    args.insert(args.end(), {"--dtype", dtype});
+                    const cli::CallArgs call = cli::parse_call_args(args);
+                    const std::vector<TensorSpec> specs = cli::load_operands(call).specs;
+                    std::vector<Shape> shapes;
+                    for (const TensorSpec& s : specs) shapes.push_back(s.shape);
+                    PlanOptions options;
+                    options.contiguous = true;  // every movement materialised: copy kernels too
+                    const Plan p = plan(bind(call.call, shapes), specs, options);
+                    ++plans;
+                    for (const KernelSignature& k : kernels_of(p))
+                        if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
+                } catch (const std::exception&) {
+                    // rejected calls, and dtypes an operation does not take: nothing to compile
+                }
+            }
+        }
+    }
+    return kernels;
+}
+
+// All kernels in one NVRTC program per architecture (the prelude is guarded).
+void compile_all(const std::vector<KernelSignature>& kernels, int arch) {
+    std::string source;
+    for (const KernelSignature& k : kernels) source += kernel_source(k);
+    const cuda::CompiledKernel compiled = cuda::compile(source, "einc_corpus", arch);
+    CHECK(compiled.binary.size() > 0);
+    CHECK_MESSAGE(compiled.log.find("warning") == std::string::npos, compiled.log);
+}
+
+}  // namespace
+
+TEST_CASE("codegen: every kernel of every corpus plan compiles with NVRTC for sm_80 and sm_90") {
+    if (!cuda::nvrtc_available()) {
+        MESSAGE("skipped: NVRTC is not available on this machine");
+        return;
+    }
+    std::size_t plans = 0;
+    const std::vector<KernelSignature> kernels = corpus_kernels(plans);
+    MESSAGE("NVRTC ", cuda::nvrtc_version(), ": ", kernels.size(), " distinct kernels from ", plans, " plans");
+    CHECK(plans > 300);
+    CHECK(kernels.size() > 20);
+    std::set<KernelKind> kinds;
+    for (const KernelSignature& k : kernels) kinds.insert(k.kind);
+    for (const KernelKind kind : {KernelKind::elementwise, KernelKind::vector_copy, KernelKind::transpose, KernelKind::reduce_rows,
+                                  KernelKind::reduce_columns, KernelKind::finalize})
+        CHECK_MESSAGE(kinds.contains(kind), "no corpus plan uses ", name_of(kind));
+    compile_all(kernels, 80);
+    compile_all(kernels, 90);
+}
+
+TEST_CASE("codegen: a failing compilation is an einc::Error carrying NVRTC's log") {
+    if (!cuda::nvrtc_available()) {
+        MESSAGE("skipped: NVRTC is not available on this machine");
+        return;
+    }
+    CHECK_THROWS_WITH_AS(cuda::compile("extern \"C\" __global__ void broken() { undeclared(); }", "broken", 90),
+                         doctest::Contains("undeclared"), Error);
+}

@@ -1,0 +1,215 @@
+// Host emulation of the CUDA einc's generated kernels use, so that tests can run those kernels on a CPU:
+// every CUDA thread is a std::thread, __syncthreads() a barrier of its block, a warp shuffle a barrier of
+// its warp around 32 slots, shared memory an arena per block. Slow, and only for small launches - but it
+// executes the very source text NVRTC compiles. Included before the generated source, in a shared
+// library the tests build and load (tests/emulation_test.cpp); einc_emu_run() is its entry point.
+#pragma once
+
+#include <barrier>
+#include <cmath>
+#include <condition_variable>
+#include <mutex>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace einc_emu {
+
+struct dim3 {
+    unsigned x = 1, y = 1, z = 1;
+};
+
+struct Warp {
+    explicit Warp(std::ptrdiff_t lanes) : barrier(lanes) {}
+    std::barrier<> barrier;
+    unsigned char slots[32][8] = {};
+};
+
+struct Block {
+    explicit Block(std::ptrdiff_t threads) : barrier(threads) {}
+    std::barrier<> barrier;
+    alignas(64) unsigned char shared[48 * 1024] = {};
+    std::vector<std::unique_ptr<Warp>> warps;
+};
+
+struct ThreadState {
+    dim3 thread, block, block_dim, grid_dim;
+    Block* block_state = nullptr;
+    std::size_t shared_used = 0;
+    unsigned linear = 0;  // the thread's index in its block
+};
+inline thread_local ThreadState current;
+
+// Each thread asks for its block's shared arrays in the same order, so each gets the same memory.
+template <typename T>
+T* shared(std::size_t count) {
+    const std::size_t offset = (current.shared_used + alignof(T) - 1) / alignof(T) * alignof(T);
+    current.shared_used = offset + count * sizeof(T);
+    return reinterpret_cast<T*>(current.block_state->shared + offset);
+}
+
+inline void sync() { current.block_state->barrier.arrive_and_wait(); }
+
+template <typename T>
+T shfl_down(T value, int delta) {
+    static_assert(sizeof(T) <= 8);
+    Warp& warp = *current.block_state->warps[current.linear / 32];
+    const unsigned lane = current.linear % 32;
+    std::memcpy(warp.slots[lane], &value, sizeof value);
+    warp.barrier.arrive_and_wait();
+    T result = value;
+    if (lane + static_cast<unsigned>(delta) < 32) std::memcpy(&result, warp.slots[lane + static_cast<unsigned>(delta)], sizeof result);
+    warp.barrier.arrive_and_wait();
+    return result;
+}
+
+}  // namespace einc_emu
+
+#define threadIdx (einc_emu::current.thread)
+#define blockIdx (einc_emu::current.block)
+#define blockDim (einc_emu::current.block_dim)
+#define gridDim (einc_emu::current.grid_dim)
+#define EINC_FN inline
+#define EINC_KERNEL_ENTRY extern "C" void
+#define EINC_SHARED(type, name, count) type* name = einc_emu::shared<type>(count)
+#define EINC_SYNC() einc_emu::sync()
+#define EINC_SHFL_DOWN(value, delta) einc_emu::shfl_down(value, delta)
+#define EINC_RESTRICT
+
+typedef long long einc_i64;
+typedef unsigned short einc_u16;
+typedef unsigned char einc_u8;
+typedef signed char einc_i8;
+struct alignas(16) einc_vec16 {
+    unsigned x, y, z, w;
+};
+
+// The conversions, as runtime/narrow_float.hpp does them (round to nearest even).
+inline float einc_f16_to_f32(einc_u16 h) {
+    const unsigned sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 0x1Fu, mantissa = h & 0x3FFu;
+    unsigned bits;
+    if (exponent == 0) {
+        const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
+        return sign ? -magnitude : magnitude;
+    }
+    bits = exponent == 31 ? (sign | 0x7F800000u | (mantissa << 13)) : (sign | ((exponent + 112) << 23) | (mantissa << 13));
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+inline einc_u16 einc_f32_to_f16(float value) {
+    unsigned f;
+    std::memcpy(&f, &value, 4);
+    const auto sign = static_cast<einc_u16>((f >> 16) & 0x8000u);
+    f &= 0x7FFFFFFFu;
+    if (f >= 0x7F800000u) return sign | (f > 0x7F800000u ? 0x7E00u : 0x7C00u);
+    if (f >= 0x47800000u) return sign | 0x7C00u;
+    if (f < 0x38800000u) {
+        float shifted;
+        std::memcpy(&shifted, &f, 4);
+        shifted += 0.5f;
+        unsigned s;
+        std::memcpy(&s, &shifted, 4);
+        return sign | static_cast<einc_u16>(s - 0x3F000000u);
+    }
+    const unsigned odd = (f >> 13) & 1u;
+    f += 0xC8000FFFu + odd;
+    return sign | static_cast<einc_u16>(f >> 13);
+}
+inline float einc_bf16_to_f32(einc_u16 b) {
+    const unsigned bits = static_cast<unsigned>(b) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+inline einc_u16 einc_f32_to_bf16(float value) {
+    unsigned f;
+    std::memcpy(&f, &value, 4);
+    if ((f & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<einc_u16>((f >> 16) | 0x0040u);
+    return static_cast<einc_u16>((f + 0x7FFFu + ((f >> 16) & 1u)) >> 16);
+}
+inline float einc_inf_f32() { return INFINITY; }
+inline double einc_inf_f64() { return static_cast<double>(INFINITY); }
+
+namespace einc_emu {
+
+// One launch, as the workers see it.
+struct Job {
+    void (*invoke)(void**) = nullptr;
+    void** arguments = nullptr;
+    unsigned grid = 0, block_x = 0, block_y = 0, threads = 0;
+    Block* block = nullptr;
+};
+
+// Threads that stay between launches (creating hundreds of threads per launch dominates otherwise).
+class Pool {
+public:
+    void run(const Job& job) {
+        std::unique_lock lock(mutex_);
+        while (workers_.size() < job.threads) {
+            const unsigned index = static_cast<unsigned>(workers_.size());
+            workers_.emplace_back([this, index] { work(index); });
+        }
+        job_ = job;
+        pending_ = job.threads;
+        ++generation_;
+        wake_.notify_all();
+        done_.wait(lock, [&] { return pending_ == 0; });
+    }
+    ~Pool() {
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+            ++generation_;
+        }
+        wake_.notify_all();
+        for (std::thread& w : workers_) w.join();
+    }
+
+private:
+    void work(unsigned t) {
+        unsigned long long seen = 0;
+        for (;;) {
+            Job job;
+            {
+                std::unique_lock lock(mutex_);
+                wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+                if (stopping_) return;
+                seen = generation_;
+                job = job_;
+            }
+            if (t >= job.threads) continue;
+            for (unsigned b = 0; b < job.grid; ++b) {
+                current = ThreadState{{t % job.block_x, t / job.block_x, 0}, {b, 0, 0}, {job.block_x, job.block_y, 1}, {job.grid, 1, 1}, job.block, 0, t};
+                job.invoke(job.arguments);
+                job.block->barrier.arrive_and_wait();  // the block's shared memory is the next block's
+            }
+            std::lock_guard lock(mutex_);
+            if (--pending_ == 0) done_.notify_one();
+        }
+    }
+
+    std::mutex mutex_;
+    std::condition_variable wake_, done_;
+    std::vector<std::thread> workers_;
+    Job job_;
+    unsigned pending_ = 0;
+    unsigned long long generation_ = 0;
+    bool stopping_ = false;
+};
+
+}  // namespace einc_emu
+
+// Runs `invoke(arguments)` as a launch of grid x block threads: one thread per CUDA thread of a block,
+// the blocks one after the other.
+extern "C" void einc_emu_run(void (*invoke)(void**), unsigned grid, unsigned block_x, unsigned block_y, void** arguments) {
+    static einc_emu::Pool pool;
+    const unsigned threads = block_x * block_y;
+    einc_emu::Block block(threads);
+    for (unsigned w = 0; w < (threads + 31) / 32; ++w)
+        block.warps.push_back(std::make_unique<einc_emu::Warp>(std::min<std::ptrdiff_t>(32, threads - 32 * w)));
+    pool.run(einc_emu::Job{invoke, arguments, grid, block_x, block_y, threads, &block});
+}

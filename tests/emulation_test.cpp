@@ -1,0 +1,219 @@
+// The generated GPU kernels, executed: every plan is lowered to kernels as for a GPU, the kernels'
+// source is compiled for the host under tests/emulation/einc_emulation.hpp, and run_gpu_plan() runs the
+// plan through them on CPU memory - then the results must equal the reference interpreter's. This tests
+// the kernel text, the lowering and the step sequencing of the CUDA backend on machines with no GPU.
+#include <algorithm>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <doctest/doctest.h>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <map>
+#include <unistd.h>
+
+#include "compiler/bind.hpp"
+#include "compiler/codegen.hpp"
+#include "grammar/diagnostic.hpp"
+#include "runtime/cpu/kernels.hpp"
+#include "runtime/gpu_executor.hpp"
+#include "tests/random_cases.hpp"
+#include "tests/reference/reference.hpp"
+
+using namespace einc;
+
+namespace {
+
+struct Case {
+    Call call;
+    std::vector<TensorView> inputs;
+    std::string description;
+};
+
+using Run = void (*)(void (*)(void**), unsigned, unsigned, unsigned, void**);
+using Invoke = void (*)(void**);
+
+// The kernels of a set of plans, compiled for the host into one shared library.
+class EmulatedKernels {
+public:
+    explicit EmulatedKernels(const std::vector<KernelSignature>& kernels) {
+        const std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("einc_emulation_{}", ::getpid());
+        std::filesystem::create_directories(dir);
+        std::string source = "#include \"einc_emulation.hpp\"\n";
+        for (const KernelSignature& k : kernels) {
+            source += kernel_source(k);
+            const std::vector<std::string> types = kernel_pointer_types(k);
+            std::string call = fmt::format("{}(*static_cast<einc_params*>(a[0])", k.name());
+            for (std::size_t i = 0; i < types.size(); ++i) call += fmt::format(", *static_cast<{}*>(a[{}])", types[i], i + 1);
+            source += fmt::format("extern \"C\" void invoke_{}(void** a) {{ {}); }}\n", k.name(), call);
+        }
+        std::ofstream(dir / "kernels.cpp") << source;
+        const std::string library = (dir / "kernels.so").string();
+        const std::string command = fmt::format("{} -std=c++20 -O1 -shared -fPIC -pthread -w -I{} {} -o {}", EINC_HOST_COMPILER,
+                                                EINC_EMULATION_DIR, (dir / "kernels.cpp").string(), library);
+        REQUIRE_MESSAGE(std::system(command.c_str()) == 0, command);
+        handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+        REQUIRE_MESSAGE(handle_ != nullptr, dlerror());
+        run_ = reinterpret_cast<Run>(dlsym(handle_, "einc_emu_run"));
+        const bool has_runner = run_ != nullptr;
+        REQUIRE(has_runner);
+        for (const KernelSignature& k : kernels) {
+            invokers_[k.name()] = reinterpret_cast<Invoke>(dlsym(handle_, fmt::format("invoke_{}", k.name()).c_str()));
+            const bool has_invoker = invokers_[k.name()] != nullptr;
+            REQUIRE_MESSAGE(has_invoker, k.name());
+        }
+        std::filesystem::remove_all(dir);
+    }
+    ~EmulatedKernels() {
+        if (handle_) dlclose(handle_);
+    }
+
+    void run(const KernelLaunch& launch, std::span<void* const> pointers) const {
+        std::vector<void*> arguments{const_cast<KernelParams*>(&launch.params)};
+        for (void* const& p : pointers) arguments.push_back(const_cast<void**>(&p));
+        // Every kernel strides over its work by the grid: two blocks are enough, and keep it fast.
+        run_(invokers_.at(launch.signature.name()), std::min(launch.grid.x, 2u), launch.block.x, launch.block.y, arguments.data());
+    }
+
+private:
+    void* handle_ = nullptr;
+    Run run_ = nullptr;
+    std::map<std::string, Invoke> invokers_;
+};
+
+// Device operations on host memory, with kernels run by the emulator and GEMMs by the CPU kernel.
+class EmulatedDevice final : public DeviceOps {
+public:
+    explicit EmulatedDevice(const EmulatedKernels& kernels) : kernels_(kernels) {}
+    void* allocate(std::size_t bytes) override { return std::aligned_alloc(256, (bytes + 255) / 256 * 256); }
+    void release(void* memory) override { std::free(memory); }
+    void launch(const KernelLaunch& launch, std::span<void* const> pointers) override { kernels_.run(launch, pointers); }
+    void gemm(const Gemm& g, DType dtype, const void* a, const void* b, void* c) override {
+        cpu::gemm(g, static_cast<const std::byte*>(a), static_cast<const std::byte*>(b), static_cast<std::byte*>(c), dtype, dtype);
+    }
+
+private:
+    const EmulatedKernels& kernels_;
+};
+
+struct Prepared {
+    Plan plan;
+    PreparedGpuPlan gpu;
+};
+
+Prepared prepare(const Call& call, std::span<const TensorView> inputs, bool contiguous) {
+    std::vector<Shape> shapes;
+    std::vector<TensorSpec> specs;
+    for (const TensorView& input : inputs) {
+        shapes.push_back(input.shape);
+        specs.push_back(TensorSpec{input.dtype, input.shape, input.strides});
+    }
+    PlanOptions options;
+    options.contiguous = contiguous;
+    Plan plan = einc::plan(bind(call, shapes), specs, options);
+    PreparedGpuPlan gpu = prepare_gpu_plan(plan, GpuTarget{});
+    return Prepared{std::move(plan), std::move(gpu)};
+}
+
+// Random calls of every operation and dtype, plus cases chosen to reach each kernel kind.
+std::vector<testing::RandomCase> cases() {
+    std::vector<testing::RandomCase> all;
+    std::mt19937 rng(77);
+    const std::pair<Op, std::vector<DType>> mix[] = {
+        {Op::rearrange, {DType::f32, DType::bf16, DType::i8, DType::f64, DType::f8e4m3}},
+        {Op::repeat, {DType::f32, DType::i64, DType::f16}},
+        {Op::reduce, {DType::f32, DType::f16, DType::i32, DType::boolean, DType::f64}},
+        {Op::einsum, {DType::f32, DType::i32, DType::bf16}},
+        {Op::pack, {DType::f32}},
+        {Op::unpack, {DType::i8}},
+    };
+    for (const auto& [op, dtypes] : mix)
+        for (const DType dtype : dtypes)
+            for (int i = 0; i < 15; ++i) all.push_back(testing::random_case(rng, op, dtype));
+    return all;
+}
+
+// Larger calls that the lowering maps to transposes, vector copies and split reductions.
+std::vector<std::pair<Call, Shape>> strategy_cases() {
+    return {
+        {Call{Op::rearrange, "a b -> b a", Reduction::none, {}, false, {}}, {40, 72}},                 // transpose
+        {Call{Op::rearrange, "b a c -> a b c", Reduction::none, {}, false, {}}, {6, 5, 32}},           // vector copy
+        {Call{Op::rearrange, "a (b c) -> b a c", Reduction::none, {{"c", 8}}, false, {}}, {9, 48}},   // vector copy
+        {Call{Op::reduce, "a b -> b", Reduction::sum, {}, false, {}}, {3000, 4}},                       // columns, split
+        {Call{Op::reduce, "a b -> a", Reduction::max, {}, false, {}}, {3, 5000}},                       // rows, split
+        {Call{Op::reduce, "a b ->", Reduction::mean, {}, false, {}}, {100, 90}},                        // rows, one output
+        {Call{Op::reduce, "a b c -> a c", Reduction::sum, {}, false, {}}, {4, 100, 40}},                // columns
+        {Call{Op::reduce, "(a 2) (b 2) -> a b", Reduction::mean, {}, false, {}}, {20, 16}},             // small windows
+        {Call{Op::einsum, "i j, i j -> i", Reduction::none, {}, false, {}}, {0}},                        // contraction
+    };
+}
+
+}  // namespace
+
+TEST_CASE("emulated GPU kernels give the reference interpreter's results") {
+    std::vector<testing::RandomCase> random = cases();
+    std::vector<Tensor> storage;
+    std::vector<Case> all;
+    for (testing::RandomCase& c : random) all.push_back(Case{c.call, c.inputs, c.describe()});
+    std::mt19937 rng(5);
+    for (auto& [call, shape] : strategy_cases()) {
+        std::vector<Shape> shapes{shape};
+        if (call.op == Op::einsum) shapes = {{37, 300}, {37, 300}};
+        std::vector<TensorView> inputs;
+        for (const Shape& s : shapes) {
+            std::int64_t n = 1;
+            for (const std::int64_t e : s) n *= e;
+            std::vector<double> values;
+            for (std::int64_t i = 0; i < n; ++i) values.push_back(static_cast<double>(static_cast<int>(rng() % 7) - 3));
+            storage.push_back(reference::make_tensor(DType::f32, s, values));
+            inputs.push_back(storage.back().view());
+        }
+        all.push_back(Case{call, inputs, fmt::format("{} \"{}\"", name_of(call.op), call.pattern)});
+    }
+
+    // Lower every case (materialising movements, so copies run as kernels too), then compile once.
+    std::vector<std::pair<const Case*, Prepared>> prepared;
+    std::vector<KernelSignature> kernels;
+    for (const Case& c : all) {
+        for (const bool contiguous : {false, true}) {
+            try {
+                Prepared p = prepare(c.call, c.inputs, contiguous);
+                for (const GpuStep& step : p.gpu.steps)
+                    for (const KernelLaunch& launch : step.launches)
+                        if (std::find(kernels.begin(), kernels.end(), launch.signature) == kernels.end()) kernels.push_back(launch.signature);
+                prepared.emplace_back(&c, std::move(p));
+            } catch (const Error& e) {
+                FAIL_CHECK(c.description, ": ", e.what());
+            }
+        }
+    }
+    MESSAGE(prepared.size(), " plans, ", kernels.size(), " distinct kernels");
+    const EmulatedKernels emulated(kernels);
+    EmulatedDevice device(emulated);
+
+    std::map<KernelKind, int> kinds_run;
+    for (const auto& [c, p] : prepared) {
+        CAPTURE(c->description);
+        std::vector<Shape> shapes;
+        for (const TensorView& input : c->inputs) shapes.push_back(input.shape);
+        const std::vector<Tensor> expected = reference::evaluate(bind(c->call, shapes), c->inputs);
+        std::vector<Tensor> results;
+        std::vector<TensorView> outputs(p.plan.outputs.size());
+        for (std::size_t k = 0; k < outputs.size(); ++k) {
+            if (p.plan.view_source(k)) continue;
+            results.push_back(Tensor::empty(p.plan.outputs[k].dtype, p.plan.outputs[k].shape));
+            outputs[k] = results.back().view();
+        }
+        run_gpu_plan(p.plan, p.gpu, c->inputs, outputs, device);
+        for (const GpuStep& step : p.gpu.steps)
+            for (const KernelLaunch& launch : step.launches) ++kinds_run[launch.signature.kind];
+        REQUIRE(outputs.size() == expected.size());
+        for (std::size_t k = 0; k < expected.size(); ++k) {
+            std::string difference;
+            CHECK_MESSAGE(testing::same_values(outputs[k], expected[k].view(), &difference), difference);
+        }
+    }
+    for (const KernelKind kind : {KernelKind::elementwise, KernelKind::vector_copy, KernelKind::transpose, KernelKind::reduce_rows,
+                                  KernelKind::reduce_columns, KernelKind::finalize})
+        CHECK_MESSAGE(kinds_run[kind] > 0, "no case ran a ", name_of(kind), " kernel");
+}
