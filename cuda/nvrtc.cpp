@@ -1,6 +1,7 @@
 #include "cuda/nvrtc.hpp"
 
 #include <cstdlib>
+#include <filesystem>
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <mutex>
@@ -80,8 +81,24 @@ std::string nvrtc_version() {
     return fmt::format("{}.{}", major, minor);
 }
 
+std::string cuda_include_directory() {
+    std::vector<std::string> candidates;
+    for (const char* variable : {"CUDA_HOME", "CUDA_PATH"})
+        if (const char* root = std::getenv(variable); root && *root) candidates.push_back(std::string(root) + "/include");
+#ifdef EINC_CUDA_INCLUDE_DIR
+    candidates.emplace_back(EINC_CUDA_INCLUDE_DIR);
+#endif
+    for (const std::string& dir : candidates)
+        if (std::filesystem::exists(std::filesystem::path(dir) / "cuda_runtime.h")) return dir;
+    return {};
+}
+
 std::vector<std::string> compile_options(int arch, bool ptx) {
-    return {fmt::format("--gpu-architecture={}_{}", ptx ? "compute" : "sm", arch), "--std=c++17", "-default-device", "-lineinfo"};
+    std::vector<std::string> options{fmt::format("--gpu-architecture={}_{}", ptx ? "compute" : "sm", arch), "--std=c++17",
+                                     "-default-device", "-lineinfo"};
+    static const std::string include = cuda_include_directory();
+    if (!include.empty()) options.push_back("-I" + include);
+    return options;
 }
 
 CompiledKernel compile(const std::string& source, const std::string& name, int arch, bool ptx) {

@@ -28,4 +28,9 @@ CompiledKernel compile(const std::string& source, const std::string& name, int a
 // The options compile() passes to NVRTC for `arch` (part of every kernel cache key).
 std::vector<std::string> compile_options(int arch, bool ptx = false);
 
+// The CUDA headers' directory, found at run time: $CUDA_HOME/include, $CUDA_PATH/include, or the
+// toolkit einc was built with; empty if none exists. einc's kernels include no header, but code that
+// compiles its own kernels through compile() may.
+std::string cuda_include_directory();
+
 }  // namespace einc::cuda
