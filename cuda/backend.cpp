@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 
 #include "cuda/cuda.hpp"
 #include "cuda/driver.hpp"
@@ -50,10 +51,41 @@ std::size_t bytes_of(DType dtype, const Shape& shape) {
     return n;
 }
 
+// Device memory for a tensor, from `malloc` (cudaMalloc or cudaMallocAsync); running out is an einc::Error
+// saying how much was asked for and how much is free.
+template <typename Malloc>
+void* allocate_bytes(DType dtype, const Shape& shape, int device, Malloc malloc) {
+    if (!available()) throw Error(ErrorKind::device, "no CUDA GPU is available").help("run on a machine with an NVIDIA GPU and driver");
+    const std::size_t bytes = bytes_of(dtype, shape);
+    void* memory = nullptr;
+    if (bytes == 0) return memory;
+    on_device(device, [&] {
+        const cudaError_t status = malloc(&memory, bytes);
+        if (status == cudaErrorMemoryAllocation) {
+            cudaGetLastError();
+            std::size_t free = 0, total = 0;
+            cudaMemGetInfo(&free, &total);
+            throw Error(ErrorKind::device, fmt::format("GPU {} is out of memory: {} bytes asked for a {} tensor of shape {}, {} free of {}",
+                                                       device, bytes, name_of(dtype), format_shape(shape), free, total))
+                .help("free other tensors, or work on smaller pieces");
+        }
+        check(status, "allocating GPU memory");
+    });
+    return memory;
+}
+
+// A plan prepared for one device: its kernel launches, and the loaded function of each, found once so
+// that a run launches with no lookup.
+struct CudaPreparedPlan {
+    PreparedGpuPlan gpu;
+    std::unordered_map<const KernelLaunch*, CUfunction> functions;
+};
+
 // Device operations on one stream: scratch memory in stream order, kernel launches, cuBLAS.
 class StreamOps final : public DeviceOps {
 public:
-    StreamOps(int device, int arch, cudaStream_t stream) : device_(device), arch_(arch), stream_(stream) {}
+    StreamOps(int device, int arch, cudaStream_t stream, const CudaPreparedPlan& prepared)
+        : device_(device), arch_(arch), stream_(stream), prepared_(prepared) {}
 
     void* allocate(std::size_t bytes) override {
         void* memory = nullptr;
@@ -63,7 +95,9 @@ public:
     void release(void* memory) override { cudaFreeAsync(memory, stream_); }
 
     void launch(const KernelLaunch& launch, std::span<void* const> pointers) override {
-        const CUfunction function = kernel_function(launch.signature, device_, arch_);
+        // Launches re-lowered at run time (buffers less aligned than planned for) are looked up now.
+        const auto found = prepared_.functions.find(&launch);
+        const CUfunction function = found != prepared_.functions.end() ? found->second : kernel_function(launch.signature, device_, arch_);
         std::vector<void*> arguments{const_cast<KernelParams*>(&launch.params)};
         for (void* const& p : pointers) arguments.push_back(const_cast<void**>(&p));
         check(driver().launch_kernel(function, launch.grid.x, launch.grid.y, launch.grid.z, launch.block.x, launch.block.y, launch.block.z,
@@ -78,42 +112,42 @@ public:
 private:
     int device_, arch_;
     cudaStream_t stream_;
+    const CudaPreparedPlan& prepared_;
 };
 
 class CudaBackend final : public GpuBackend {
 public:
     Tensor allocate(DType dtype, const Shape& shape, int device) override {
-        if (!available()) throw Error(ErrorKind::device, "no CUDA GPU is available").help("run on a machine with an NVIDIA GPU and driver");
-        const std::size_t bytes = bytes_of(dtype, shape);
-        void* memory = nullptr;
-        on_device(device, [&] {
-            if (bytes > 0) {
-                const cudaError_t status = cudaMalloc(&memory, bytes);
-                if (status == cudaErrorMemoryAllocation) {
-                    cudaGetLastError();
-                    std::size_t free = 0, total = 0;
-                    cudaMemGetInfo(&free, &total);
-                    throw Error(ErrorKind::device, fmt::format("GPU {} is out of memory: {} bytes asked for a {} tensor of shape {}, {} free of {}",
-                                                               device, bytes, name_of(dtype), format_shape(shape), free, total))
-                        .help("free other tensors, or work on smaller pieces");
-                }
-                check(status, "cudaMalloc");
-            }
-        });
+        void* memory = allocate_bytes(dtype, shape, device, [](void** p, std::size_t bytes) { return cudaMalloc(p, bytes); });
         std::shared_ptr<void> storage(memory, [device](void* p) {
             if (p) on_device(device, [p] { cudaFree(p); });
         });
         return Tensor(TensorView{memory, dtype, shape, row_major_strides(shape), Device::cuda, device}, std::move(storage));
     }
 
+    Tensor allocate_on_stream(DType dtype, const Shape& shape, int device, void* stream) override {
+        const auto s = static_cast<cudaStream_t>(stream);
+        void* memory = allocate_bytes(dtype, shape, device, [s](void** p, std::size_t bytes) { return cudaMallocAsync(p, bytes, s); });
+        std::shared_ptr<void> storage(memory, [device, s](void* p) {
+            if (p) on_device(device, [p, s] { cudaFreeAsync(p, s); });
+        });
+        return Tensor(TensorView{memory, dtype, shape, row_major_strides(shape), Device::cuda, device}, std::move(storage));
+    }
+
+    void fill_zero(const TensorView& dense) override {
+        const std::size_t bytes = bytes_of(dense.dtype, dense.shape);
+        if (bytes > 0) on_device(dense.device_index, [&] { check(cudaMemset(dense.data, 0, bytes), "cudaMemset"); });
+    }
+
     std::shared_ptr<const void> prepare(const Plan& plan, int device) override {
         if (!available()) throw Error(ErrorKind::device, "no CUDA GPU is available").help("run on a machine with an NVIDIA GPU and driver");
         const DeviceInfo& info = info_of(device);
-        auto prepared = std::make_shared<PreparedGpuPlan>(prepare_gpu_plan(plan, GpuTarget{info.multiprocessors}));
+        auto prepared = std::make_shared<CudaPreparedPlan>(CudaPreparedPlan{prepare_gpu_plan(plan, GpuTarget{info.multiprocessors}), {}});
         // Compile (or find) and load every kernel now, so that a failure shows when binding, not in a hot loop.
         on_device(device, [&] {
-            for (const GpuStep& step : prepared->steps)
-                for (const KernelLaunch& launch : step.launches) kernel_function(launch.signature, device, info.arch);
+            for (const GpuStep& step : prepared->gpu.steps)
+                for (const KernelLaunch& launch : step.launches)
+                    prepared->functions.emplace(&launch, kernel_function(launch.signature, device, info.arch));
         });
         return prepared;
     }
@@ -125,8 +159,9 @@ public:
             if (output.data && (output.device != Device::cuda || output.device_index != device))
                 throw Error(ErrorKind::usage, "outputs must be on the GPU of the inputs");
         on_device(device, [&] {
-            StreamOps ops(device, info_of(device).arch, static_cast<cudaStream_t>(stream));
-            run_gpu_plan(plan, *static_cast<const PreparedGpuPlan*>(prepared), inputs, outputs, ops);
+            const auto& cuda_prepared = *static_cast<const CudaPreparedPlan*>(prepared);
+            StreamOps ops(device, info_of(device).arch, static_cast<cudaStream_t>(stream), cuda_prepared);
+            run_gpu_plan(plan, cuda_prepared.gpu, inputs, outputs, ops);
             check(cudaGetLastError(), "a kernel launch");
         });
     }

@@ -1,6 +1,7 @@
 #include "runtime/backend.hpp"
 
 #include <atomic>
+#include <cstring>
 #include <fmt/format.h>
 
 #include "grammar/diagnostic.hpp"
@@ -39,9 +40,19 @@ bool overlap(ByteRange a, ByteRange b) { return a.begin < b.end && b.begin < a.e
 void register_gpu_backend(GpuBackend* backend) { registered.store(backend, std::memory_order_release); }
 GpuBackend* gpu_backend() { return registered.load(std::memory_order_acquire); }
 
-Tensor allocate(DType dtype, const Shape& shape, Device device, int device_index) {
+Tensor allocate(DType dtype, const Shape& shape, Device device, int device_index, void* stream) {
     if (device == Device::cpu) return Tensor::empty(dtype, shape);
-    return require_gpu().allocate(dtype, shape, device_index);
+    return require_gpu().allocate_on_stream(dtype, shape, device_index, stream);
+}
+
+Tensor allocate_on_gpu(DType dtype, const Shape& shape, int device_index) { return require_gpu().allocate(dtype, shape, device_index); }
+
+void fill_zero(const TensorView& dense) {
+    if (dense.device == Device::cpu) {
+        if (dense.data) std::memset(dense.data, 0, static_cast<std::size_t>(dense.numel()) * size_of(dense.dtype));
+    } else {
+        require_gpu().fill_zero(dense);
+    }
 }
 
 std::shared_ptr<const void> prepare(const Plan& plan, Device device, int device_index) {

@@ -13,7 +13,12 @@ namespace einc {
 class GpuBackend {
 public:
     virtual ~GpuBackend() = default;
+    // Device memory for a row-major tensor: allocate() synchronously (Tensor::empty); allocate_on_stream()
+    // ordered on `stream`, and given back on that stream when the last reference goes - results of
+    // Program::run cost no synchronisation (the stream must outlive them).
     virtual Tensor allocate(DType dtype, const Shape& shape, int device_index) = 0;
+    virtual Tensor allocate_on_stream(DType dtype, const Shape& shape, int device_index, void* stream) = 0;
+    virtual void fill_zero(const TensorView& dense) = 0;  // on the default stream
     // Everything a plan needs on a device, done once when a program is bound: kernels lowered,
     // compiled (or found in a cache) and loaded.
     virtual std::shared_ptr<const void> prepare(const Plan& plan, int device_index) = 0;
@@ -26,7 +31,10 @@ public:
 void register_gpu_backend(GpuBackend* backend);
 GpuBackend* gpu_backend();  // null when no GPU backend is linked in
 
-Tensor allocate(DType dtype, const Shape& shape, Device device, int device_index);
+// A result's memory: on a GPU, ordered on `stream` (null: the default stream).
+Tensor allocate(DType dtype, const Shape& shape, Device device, int device_index, void* stream = nullptr);
+Tensor allocate_on_gpu(DType dtype, const Shape& shape, int device_index);  // Tensor::empty's GPU half
+void fill_zero(const TensorView& dense);  // a row-major tensor, on any device
 std::shared_ptr<const void> prepare(const Plan& plan, Device device, int device_index);  // null on the CPU
 void execute(const Plan& plan, const void* prepared, std::span<const TensorView> inputs, std::span<TensorView> outputs, Device device,
              void* stream);

@@ -71,13 +71,22 @@ Program Expression::bind(std::span<const TensorView> inputs, const Options& opti
     state->plan = einc::plan(state->bound, specs, plan_options);
     state->options = options;
     for (std::size_t k = 0; k < state->plan.outputs.size(); ++k) state->view_sources.push_back(state->plan.view_source(k));
-    state->only_views = std::all_of(state->plan.steps.begin(), state->plan.steps.end(),
+    // (A plan without steps - a pack of empty tensors - still has results to allocate.)
+    state->only_views = !state->plan.steps.empty() &&
+                        std::all_of(state->plan.steps.begin(), state->plan.steps.end(),
                                     [](const PlanStep& step) { return std::holds_alternative<View>(step.step); });
     if (!inputs.empty()) {
         state->device = inputs[0].device;
         state->device_index = inputs[0].device_index;
     }
-    if (!state->only_views) state->prepared = prepare(state->plan, state->device, state->device_index);
+    if (!state->only_views) {
+        try {
+            state->prepared = prepare(state->plan, state->device, state->device_index);
+        } catch (Error& e) {  // a kernel that cannot be compiled or found: say which call needed it
+            throw std::move(e.note(fmt::format("needed by {} \"{}\" on {}", name_of(state_->call.op), state_->call.pattern,
+                                               describe(inputs.empty() ? TensorView{} : inputs[0]))));
+        }
+    }
     return Program(std::move(state));
 }
 
@@ -151,7 +160,7 @@ std::vector<Tensor> Program::run(std::span<const Input> inputs, void* stream) co
     std::vector<TensorView> outputs(s.plan.outputs.size());
     for (std::size_t k = 0; k < outputs.size(); ++k) {
         if (s.view_sources[k]) continue;
-        results[k] = allocate(s.plan.outputs[k].dtype, s.plan.outputs[k].shape, s.device, s.device_index);
+        results[k] = allocate(s.plan.outputs[k].dtype, s.plan.outputs[k].shape, s.device, s.device_index, stream);
         outputs[k] = results[k].view();
     }
     const std::vector<TensorView> input_views = views_of(inputs);
@@ -183,6 +192,7 @@ void Program::run(std::span<const Input> inputs, std::span<const TensorView> out
                 .note(fmt::format("the program writes {} ({}):({}) on {}", name_of(expected.dtype), fmt::join(expected.shape, ","),
                                   fmt::join(expected.strides, ","), name_of(s.device)))
                 .note(fmt::format("got {}", describe(out)));
+        if (out.data == nullptr && out.numel() > 0) throw Error(ErrorKind::usage, fmt::format("output {} has no data", k));
     }
     check_no_aliasing(inputs, outputs);
     std::vector<TensorView> output_views(outputs.begin(), outputs.end());

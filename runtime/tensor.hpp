@@ -27,7 +27,7 @@ struct TensorView {
     int device_index = 0;
 
     std::size_t rank() const { return shape.size(); }
-    std::int64_t numel() const;
+    std::int64_t numel() const;  // INT64_MAX when the product of the extents does not fit
     bool is_row_major() const;  // dense, C order (unit dims and empty tensors count as dense)
 
     template <typename T>
@@ -43,8 +43,10 @@ public:
     Tensor() = default;
     // A tensor over existing memory; `storage` keeps that memory alive (may be null: the caller does).
     Tensor(TensorView view, std::shared_ptr<void> storage) : storage_(std::move(storage)), view_(std::move(view)) {}
-    static Tensor empty(DType dtype, Shape shape, Device device = Device::cpu);  // uninitialised
-    static Tensor zeros(DType dtype, Shape shape, Device device = Device::cpu);
+    // Row-major; on a GPU (Device::cuda) when the CUDA backend is linked in. Throws einc::Error when the
+    // size overflows or the memory is not there.
+    static Tensor empty(DType dtype, Shape shape, Device device = Device::cpu, int device_index = 0);  // uninitialised
+    static Tensor zeros(DType dtype, Shape shape, Device device = Device::cpu, int device_index = 0);
 
     const TensorView& view() const { return view_; }
     operator const TensorView&() const { return view_; }  // NOLINT: a tensor is usable wherever a view is

@@ -2,72 +2,32 @@
 // corpus is lowered to kernels (in several dtypes) and every distinct kernel is compiled.
 #include <algorithm>
 #include <doctest/doctest.h>
-#include <filesystem>
-#include <fstream>
 #include <set>
-#include <utility>
 
-#include "cli/arguments.hpp"
-#include "cli/commands.hpp"
 #include "compiler/bind.hpp"
 #include "compiler/codegen.hpp"
 #include "cuda/nvrtc.hpp"
 #include "grammar/diagnostic.hpp"
+#include "tests/corpus_calls.hpp"
 
 using namespace einc;
 
 namespace {
 
-// The words of a corpus command line (the corpus quotes patterns with "...").
-std::vector<std::string> words_of(const std::string& line) {
-    std::vector<std::string> words;
-    std::string word;
-    bool quoted = false, in_word = false;
-    for (const char c : line) {
-        if (c == '"') {
-            quoted = !quoted;
-            in_word = true;
-        } else if (c == ' ' && !quoted) {
-            if (in_word) words.push_back(std::exchange(word, {}));
-            in_word = false;
-        } else {
-            word += c;
-            in_word = true;
-        }
-    }
-    if (in_word) words.push_back(word);
-    return words;
-}
-
 // Every kernel the accepted `einc explain` calls of the corpus need, in each dtype that applies.
 std::vector<KernelSignature> corpus_kernels(std::size_t& plans) {
     std::vector<KernelSignature> kernels;
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(EINC_CORPUS_DIR)) {
-        if (entry.path().extension() != ".txt") continue;
-        std::ifstream in(entry.path());
-        for (std::string line; std::getline(in, line);) {
-            if (line.rfind("$ einc explain ", 0) != 0) continue;
-            std::vector<std::string> words = words_of(line.substr(15));
-            for (const char* dtype : {"f32", "bf16", "f64", "i32"}) {
-                try {
-                    std::vector<std::string> args = words;
-                    args.insert(args.end(), {"--dtype", dtype});
-                    const cli::CallArgs call = cli::parse_call_args(args);
-                    const std::vector<TensorSpec> specs = cli::load_operands(call).specs;
-                    std::vector<Shape> shapes;
-                    for (const TensorSpec& s : specs) shapes.push_back(s.shape);
-                    PlanOptions options;
-                    options.contiguous = true;  // every movement materialised: copy kernels too
-                    const Plan p = plan(bind(call.call, shapes), specs, options);
-                    ++plans;
-                    for (const KernelSignature& k : kernels_of(p))
-                        if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
-                } catch (const std::exception&) {
-                    // rejected calls, and dtypes an operation does not take: nothing to compile
-                }
-            }
+    for (const DType dtype : {DType::f32, DType::bf16, DType::f64, DType::i32})
+        for (const testing::CorpusCall& c : testing::corpus_calls(EINC_CORPUS_DIR, dtype)) {
+            std::vector<Shape> shapes;
+            for (const TensorSpec& s : c.specs) shapes.push_back(s.shape);
+            PlanOptions options;
+            options.contiguous = true;  // every movement materialised: copy kernels too
+            const Plan p = plan(bind(c.call, shapes), c.specs, options);
+            ++plans;
+            for (const KernelSignature& k : kernels_of(p))
+                if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
         }
-    }
     return kernels;
 }
 
