@@ -105,6 +105,8 @@ CallArgs parse_call_args(std::span<const std::string> args) {
         else if (arg == "--view") parsed.view = true;
         else if (arg == "--device") parsed.device = value();
         else if (arg == "--backend") parsed.backend = value();
+        else if (arg == "--ptx") parsed.ptx = true;
+        else if (arg == "--arch") parsed.arch = static_cast<int>(parse_integer(value(), "GPU architecture", false));
         else if (arg == "-o" || arg == "--output") parsed.outputs.push_back(value());
         else if (arg == "--print") set_stages(parsed, value());
         else if (arg == "--") { positional.insert(positional.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end()); break; }

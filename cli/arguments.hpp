@@ -35,6 +35,8 @@ struct CallArgs {
     std::string device;      // cost-model device: h100, h200, a100, cpu
     std::string backend = "cpu";        // run: where to execute (cpu, cuda)
     std::vector<std::string> outputs;   // run: -o files
+    bool ptx = false;                   // emit: PTX instead of CUDA source
+    int arch = 90;                      // emit --ptx: sm_<arch>
     // explain: which stages to print (syntax, bound, plan); all by default
     bool print_syntax = true, print_bound = true, print_plan = true;
 };

@@ -132,6 +132,7 @@ public:
     Json& value(double v) { separate(); text += std::isfinite(v) ? fmt::format("{}", v) : "null"; return *this; }
     Json& value(std::int64_t v) { separate(); text += fmt::format("{}", v); return *this; }
     Json& value(bool v) { separate(); text += v ? "true" : "false"; return *this; }
+    Json& value(const char* s) { return value(std::string_view(s)); }  // not the bool overload
     Json& array(const std::vector<std::int64_t>& values) {
         open('[');
         for (const std::int64_t v : values) value(v);

@@ -15,6 +15,7 @@
 #include "cuda/driver.hpp"
 #include "cuda/nvrtc.hpp"
 #include "grammar/diagnostic.hpp"
+#include "runtime/kernel_registry.hpp"
 
 namespace einc::cuda {
 namespace {
@@ -39,22 +40,26 @@ struct Loaded {
 
 std::mutex mutex;
 std::unordered_map<std::string, Loaded> loaded;                 // "<device>|<arch>|<name>"
-std::map<std::pair<std::string, int>, std::vector<std::byte>> ahead;  // (name, arch) -> binary
+std::map<std::pair<int, const void*>, CUmodule> shared_modules;  // (device, binary) of ahead-of-time modules
 
 bool jit_enabled() {
     const char* value = std::getenv("EINC_JIT");
     return !(value && std::string_view(value) == "0");
 }
 
+// A kernel's binary: a module of its own (compiled now or read from the disk cache), or a module compiled
+// ahead of time that holds many kernels and is loaded once per device.
+struct KernelBinary {
+    std::vector<std::byte> own;
+    std::span<const std::byte> shared;  // static data of a generated source
+};
+
 // The binary of a kernel for `arch`: ahead of time, from the disk cache, or compiled now.
-std::vector<std::byte> binary_of(const KernelSignature& signature, int arch) {
+KernelBinary binary_of(const KernelSignature& signature, int arch) {
     const std::string name = signature.name();
-    {
-        std::lock_guard lock(mutex);
-        if (const auto it = ahead.find({name, arch}); it != ahead.end()) {
-            ++stats.ahead_of_time;
-            return it->second;
-        }
+    if (const std::optional<AheadOfTimeKernel> ahead = find_ahead_of_time(name, arch)) {
+        ++stats.ahead_of_time;
+        return {{}, ahead->binary};
     }
     if (!jit_enabled())
         throw Error(ErrorKind::device, fmt::format("kernel {} for sm_{} was not compiled ahead of time, and EINC_JIT=0 forbids compiling it now",
@@ -69,14 +74,14 @@ std::vector<std::byte> binary_of(const KernelSignature& signature, int arch) {
     if (!file.empty() && std::filesystem::exists(file)) {
         if (auto cached = read_cache_file(file, key)) {
             ++stats.disk_hits;
-            return std::move(*cached);
+            return {std::move(*cached), {}};
         }
         ++stats.disk_rejected;
     }
     CompiledKernel compiled = compile(source, name, arch);
     ++stats.compiled;
     if (!file.empty() && !write_cache_file(file, key, compiled.binary)) ++stats.disk_write_failures;
-    return std::move(compiled.binary);
+    return {std::move(compiled.binary), {}};
 }
 
 }  // namespace
@@ -165,24 +170,20 @@ CUfunction kernel_function(const KernelSignature& signature, int device, int arc
             return it->second.function;
         }
     }
-    const std::vector<std::byte> binary = binary_of(signature, arch);  // outside the lock: may compile
+    const KernelBinary binary = binary_of(signature, arch);  // outside the lock: may compile
     std::lock_guard lock(mutex);
     if (const auto it = loaded.find(key); it != loaded.end()) return it->second.function;  // loaded meanwhile
     Loaded entry;
-    check(driver().module_load_data(&entry.module, binary.data()), "cuModuleLoadData");
+    if (binary.shared.empty()) {
+        check(driver().module_load_data(&entry.module, binary.own.data()), "cuModuleLoadData");
+    } else {
+        CUmodule& module = shared_modules[{device, binary.shared.data()}];
+        if (!module) check(driver().module_load_data(&module, binary.shared.data()), "cuModuleLoadData (a module compiled ahead of time)");
+        entry.module = module;
+    }
     check(driver().module_get_function(&entry.function, entry.module, name.c_str()), "cuModuleGetFunction");
     loaded.emplace(key, entry);
     return entry.function;
-}
-
-void register_ahead_of_time(std::string_view kernel_name, int arch, std::span<const std::byte> binary) {
-    std::lock_guard lock(mutex);
-    ahead[{std::string(kernel_name), arch}] = std::vector<std::byte>(binary.begin(), binary.end());
-}
-
-bool has_ahead_of_time(std::string_view kernel_name, int arch) {
-    std::lock_guard lock(mutex);
-    return ahead.contains({std::string(kernel_name), arch});
 }
 
 KernelCacheStats kernel_cache_stats() {

@@ -1,6 +1,7 @@
 // Where compiled kernels come from, fastest first:
 //   1. memory: a function already loaded on this device (a hash lookup);
-//   2. ahead of time: a cubin embedded by `einc aot` and registered at start-up;
+//   2. ahead of time: a cubin (or PTX) embedded by `einc aot` and registered at start-up
+//      (runtime/kernel_registry.hpp);
 //   3. disk: a cubin compiled earlier, under $EINC_CACHE_DIR (default $XDG_CACHE_HOME/einc/kernels or
 //      ~/.cache/einc/kernels), keyed by the source's hash, the NVRTC options, the architecture and the
 //      NVRTC version; written atomically (a temporary file renamed), checked on reading - a corrupt or
@@ -23,10 +24,6 @@ namespace einc::cuda {
 
 // A loaded kernel, ready to launch on the device it was loaded for.
 CUfunction kernel_function(const KernelSignature& signature, int device, int arch);
-
-// Registers a cubin (or PTX) compiled ahead of time for `arch`, under the kernel's name.
-void register_ahead_of_time(std::string_view kernel_name, int arch, std::span<const std::byte> binary);
-bool has_ahead_of_time(std::string_view kernel_name, int arch);
 
 struct KernelCacheStats {
     std::uint64_t memory_hits = 0, ahead_of_time = 0, disk_hits = 0, compiled = 0;

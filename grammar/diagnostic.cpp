@@ -49,11 +49,23 @@ DisplayLine display(std::string_view source) {
 }
 
 constexpr std::size_t max_columns = 100;  // longer patterns are shown as a window around the error
+constexpr std::size_t max_line = 600;     // longer messages, notes and helps (a megabyte-long name) are cut
+
+// `text`, or its beginning and end around what was cut, never splitting a UTF-8 sequence.
+std::string shorten(const std::string& text) {
+    if (text.size() <= max_line) return text;
+    const auto boundary = [&](std::size_t i) {
+        while (i > 0 && i < text.size() && (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) --i;
+        return i;
+    };
+    const std::size_t head = boundary(max_line - 100), tail = boundary(text.size() - 80);
+    return fmt::format("{} ... ({} bytes cut) ... {}", text.substr(0, head), tail - head, text.substr(tail));
+}
 
 }  // namespace
 
 std::string render(const Diagnostic& d) {
-    std::string out = fmt::format("error: {}\n", d.message);
+    std::string out = fmt::format("{}error: {}\n", d.location.empty() ? "" : d.location + ": ", shorten(d.message));
     if (!d.source.empty() || !d.labels.empty()) {
         const DisplayLine line = display(d.source);
         std::string carets(line.column.back() + 1, ' ');
@@ -87,8 +99,8 @@ std::string render(const Diagnostic& d) {
         out += fmt::format("  {}\n", shown);
         if (!carets.empty()) out += fmt::format("  {}\n", carets);
     }
-    for (const std::string& note : d.notes) out += fmt::format("  note: {}\n", note);
-    if (!d.help.empty()) out += fmt::format("  help: {}\n", d.help);
+    for (const std::string& note : d.notes) out += fmt::format("  note: {}\n", shorten(note));
+    if (!d.help.empty()) out += fmt::format("  help: {}\n", shorten(d.help));
     return out;
 }
 

@@ -41,9 +41,10 @@ struct Diagnostic {
     std::vector<Label> labels;
     std::vector<std::string> notes;  // facts: shapes, sizes given
     std::string help;                // what would be right
+    std::string location;            // "kernels.txt:3:12" where the source was read from a file; empty otherwise
 };
 
-// "error: ...", then the source line with its caret line, then notes and help, each on its own line.
+// "error: ..." (after "file:line:column: " when located), then the source line with its caret line, then notes and help, each on its own line.
 std::string render(const Diagnostic& diagnostic);
 
 // A user error. Built fluently where it is thrown:

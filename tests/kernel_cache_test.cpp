@@ -1,6 +1,6 @@
 // The kernel caches, as far as they work without a GPU: the disk cache's file format (a corrupt or
 // foreign file is never taken for a kernel), atomic writes, unwritable directories, the directory's
-// resolution, and the registry of kernels compiled ahead of time.
+// resolution.
 #include <cstdlib>
 #include <doctest/doctest.h>
 #include <filesystem>
@@ -88,11 +88,4 @@ TEST_CASE("kernel cache: the directory follows EINC_CACHE_DIR, then XDG_CACHE_HO
     restore("EINC_CACHE_DIR", cache);
     restore("XDG_CACHE_HOME", xdg);
     restore("HOME", home);
-}
-
-TEST_CASE("kernel cache: kernels registered ahead of time are found by name and architecture") {
-    CHECK_FALSE(cuda::has_ahead_of_time("einc_test_kernel", 90));
-    cuda::register_ahead_of_time("einc_test_kernel", 90, bytes("cubin"));
-    CHECK(cuda::has_ahead_of_time("einc_test_kernel", 90));
-    CHECK_FALSE(cuda::has_ahead_of_time("einc_test_kernel", 80));
 }

@@ -1,0 +1,15 @@
+# einc as another project uses it: installed into a fresh prefix, found with find_package(einc), its
+# einc_add_kernels() compiling the example's kernels ahead of time; the example then runs with EINC_JIT=0.
+#   cmake -DBUILD=<einc build dir> -DSOURCE=<einc source dir> -DWORK=<scratch dir> -P install_test.cmake
+file(REMOVE_RECURSE "${WORK}")
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "failed (${status}): ${ARGN}\n${out}")
+  endif()
+  message(STATUS "ok: ${ARGN}")
+endfunction()
+run(${CMAKE_COMMAND} --install "${BUILD}" --prefix "${WORK}/prefix")
+run(${CMAKE_COMMAND} -S "${SOURCE}/examples/aot" -B "${WORK}/build" -DCMAKE_PREFIX_PATH=${WORK}/prefix -DCMAKE_BUILD_TYPE=Release)
+run(${CMAKE_COMMAND} --build "${WORK}/build")
+run(${CMAKE_COMMAND} -E env EINC_JIT=0 "${WORK}/build/vit_kernels")
