@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <iostream>
 #include <ostream>
+#include <unistd.h>
 
 #include "cli/arguments.hpp"
 #include "cli/commands.hpp"
@@ -22,6 +24,18 @@ commands:
         print the syntax tree, the bound expression and the plan of a call, with its cost
   run <op> <pattern> [<reduction>] [-a name=size]... <input.npy>... -o <output.npy>
         execute a call on .npy files and write the result(s)
+  emit <op> <pattern> [<reduction>] [-a name=size]... <operand>... [--ptx] [--arch N]
+        print the CUDA kernels the call's plan launches on a GPU (their source, or NVRTC's PTX)
+  bench <op> <pattern> ... <operand>... [--repeat N] [--warmup N] [--backend cpu|cuda] [--json]
+        time a call on random operands (or .npy data): median time, achieved FLOP/s and bandwidth,
+        MFU and the fraction of memory bandwidth, against the --device model (default cpu)
+  roofline <call>... [--calls FILE] [--device NAME] [--measure | --timings FILE] [-o chart.svg]
+        draw the roofline chart of some calls as SVG: one point per plan step where the cost model
+        puts it, an achieved point beside it when timed; each <call> is one quoted argument
+        ('einsum "i, i ->" 1000 1000'), or give one call unquoted
+  aot <corpus.txt> -o <dir> [--arch sm_80,sm_90] [--name NAME] [--no-ptx] [--jobs N] [--list]
+        compile the kernels of a corpus of calls (one per line, as after `explain`; `?` for any size,
+        --dtype a,b for several) ahead of time into a C++ source and header that embed them
   help  print this text
 
 operations (as in einops):
@@ -44,12 +58,21 @@ options:
   --dtype DTYPE          element type of the operands (default f32)
   --compact              read einsum's pattern as numpy/torch subscripts (`bid,bjd->bij`)
   --packed SHAPE         unpack: the shape of one packed part (repeatable; one length may be -1)
-  --device NAME          cost model device: h100 (default), h200, a100, cpu
+  --device NAME          cost model device: h100 (default; bench on cpu and roofline --measure: cpu),
+                         h200, a100, cpu
   --view                 require every result to be a view of an input (zero-copy), or fail saying why
-  --json                 explain: print the plan and its costs as JSON
-  -o, --output FILE      run: where to write the result (unpack: once per part, or once: FILE_0.npy ...)
-  --backend NAME         run: cpu (default) or cuda
+  --json                 explain: print the plan and its costs as JSON; bench: one JSON object a line
+  -o, --output FILE      run: where to write the result (unpack: once per part, or once: FILE_0.npy ...);
+                         roofline: the SVG file (default: the SVG on standard output)
+  --backend NAME         run, bench, roofline --measure: cpu (default) or cuda
   --print STAGES         explain: print only these of syntax,bound,plan
+  --ptx                  emit: NVRTC's PTX instead of the CUDA source
+  --arch N               emit --ptx: the GPU architecture (default 90, for sm_90)
+  --repeat N             bench, roofline --measure: timed runs, the median is reported (default 10)
+  --warmup N             bench, roofline --measure: untimed runs first (default 1)
+  --calls FILE           roofline: calls, one per line as typed after `einc explain` (# comments)
+  --measure              roofline: time each call on --backend and draw the achieved points
+  --timings FILE         roofline: achieved points from `einc bench --json` output (one object a line)
   -h, --help             this text
   --version              version and the features of this build
 
@@ -87,6 +110,10 @@ int run(std::span<const std::string> args, std::ostream& out, std::ostream& err)
             }
         if (command == "explain") return explain(parse_call_args(rest), out);
         if (command == "run") return run_call(parse_call_args(rest), out);
+        if (command == "emit") return emit(parse_call_args(rest), out);
+        if (command == "bench") return bench(rest, out);
+        if (command == "roofline") return roofline(rest, out);
+        if (command == "aot") return aot(rest, out, err, &err == &std::cerr && ::isatty(STDERR_FILENO));
         throw UsageError(fmt::format("unknown command '{}'", command));
     } catch (const UsageError& e) {
         fmt::print(err, "error: {}\n  (run `einc --help` for usage)\n", e.what());

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <iosfwd>
+#include <span>
+#include <string>
 
 #include "cli/arguments.hpp"
 #include "compiler/plan.hpp"
@@ -11,6 +13,12 @@ namespace einc::cli {
 
 int explain(const CallArgs& args, std::ostream& out);
 int run_call(const CallArgs& args, std::ostream& out);
+int emit(const CallArgs& args, std::ostream& out);
+// bench and roofline read their own options (--repeat, --measure, -o, ...) before the call's.
+int bench(std::span<const std::string> args, std::ostream& out);
+int roofline(std::span<const std::string> args, std::ostream& out);
+// aot draws a progress bar on `err` when it is a terminal.
+int aot(std::span<const std::string> args, std::ostream& out, std::ostream& err, bool err_is_terminal);
 
 // The operands as tensors: .npy files are read; shape literals become tensors of that layout holding
 // nothing (explain only looks at their dtype, shape and strides).

@@ -1,0 +1,120 @@
+// `einc bench`: times one call and sets the time beside what the cost model promises - achieved FLOP/s
+// and bandwidth, MFU (achieved / peak FLOP/s of the dtype) and, for memory-bound plans, the fraction of
+// the memory bandwidth reached.
+#include <fmt/ostream.h>
+#include <ostream>
+
+#include "cli/cli.hpp"
+#include "cli/commands.hpp"
+#include "cli/measure.hpp"
+#include "runtime/cpu/parallel.hpp"
+
+namespace einc::cli {
+namespace {
+
+std::string json_string(std::string_view text) {
+    std::string out = "\"";
+    for (const char c : text) {
+        if (c == '"' || c == '\\') out += '\\';
+        out += c;
+    }
+    return out + "\"";
+}
+
+// JSON has no infinity or NaN: a quantity that does not apply is null.
+std::string json_number(double value, bool applies = true) {
+    return applies ? fmt::format("{}", value) : "null";
+}
+
+std::string percent(double fraction) {
+    return fmt::format("{:.3g}%", 100 * fraction);
+}
+
+// The cost-model device a measurement is compared with: the CPU entry for the CPU backend.
+const DeviceModel& bench_device(const CallArgs& args, const BenchSettings& settings) {
+    if (!args.device.empty()) return parse_device(args.device);
+    return parse_device(settings.backend == "cuda" ? "h100" : "cpu");
+}
+
+}  // namespace
+
+int bench(std::span<const std::string> command_line, std::ostream& out) {
+    std::vector<std::string> words(command_line.begin(), command_line.end());
+    BenchSettings settings = take_bench_options(words);
+    const CallArgs args = parse_call_args(words);
+    settings.backend = args.backend;
+    const DeviceModel& device = bench_device(args, settings);
+    const Measurement m = measure(args, settings);
+
+    const Plan& plan = m.plan;
+    const Cost& cost = plan.total;
+    const DType dtype = plan.inputs.empty() ? parse_dtype(args.dtype) : plan.inputs.front().dtype;
+    const double peak = peak_flops(device, dtype);
+    const Roofline bound = roofline(cost, device, dtype);
+    const double achieved_flops = cost.flops / m.seconds, achieved_bytes = cost.bytes() / m.seconds;
+    const bool free = cost.flops == 0 && cost.bytes() == 0;
+    const bool memory_bound = !free && !bound.compute_bound;
+
+    if (args.json) {
+        fmt::print(out,
+                   "{{\"call\": {}, \"backend\": {}, \"device\": {}, \"dtype\": {}, \"repeat\": {}, "
+                   "\"warmup\": {}, \"batch\": {}, "
+                   "\"seconds\": {}, \"min_seconds\": {}, \"max_seconds\": {}, \"steps\": {}, \"flops\": {}, "
+                   "\"bytes\": {}, "
+                   "\"intensity\": {}, \"achieved_flops_per_second\": {}, \"achieved_bytes_per_second\": {}, "
+                   "\"peak_flops_per_second\": {}, \"bandwidth_bytes_per_second\": {}, \"mfu\": {}, "
+                   "\"bandwidth_fraction\": {}, "
+                   "\"bound\": {}, \"predicted_seconds\": {}}}\n",
+                   json_string(call_key(args)), json_string(settings.backend), json_string(device.key),
+                   json_string(name_of(dtype)), settings.repeat, settings.warmup, m.batch, m.seconds,
+                   m.min_seconds, m.max_seconds, plan.steps.size(), cost.flops, cost.bytes(),
+                   json_number(cost.intensity(), cost.bytes() > 0), achieved_flops, achieved_bytes,
+                   json_number(peak, peak > 0), device.bandwidth,
+                   json_number(achieved_flops / peak, peak > 0 && cost.flops > 0),
+                   json_number(achieved_bytes / device.bandwidth, memory_bound),
+                   json_string(free                  ? "free"
+                               : bound.compute_bound ? "compute"
+                                                     : "memory"),
+                   bound.seconds);
+        return exit_ok;
+    }
+
+    std::string steps;
+    for (const PlanStep& step : plan.steps)
+        steps += fmt::format("{}{}", steps.empty() ? "" : ", ", step_kind(step.step));
+    const std::string where = settings.backend == "cpu"
+                                  ? fmt::format("the CPU executor, {} threads", cpu::thread_count())
+                                  : std::string("the CUDA backend, device 0");
+    fmt::print(out, "bench {}\n", call_key(args));
+    fmt::print(out, "  backend    {} ({}): {} warm-up run{}, median of {}{}\n", settings.backend, where,
+               settings.warmup, settings.warmup == 1 ? "" : "s", settings.repeat,
+               m.batch > 1 ? fmt::format(" samples of {} calls each", m.batch) : "");
+    fmt::print(out, "  plan       {} step{}: {}{}\n", plan.steps.size(), plan.steps.size() == 1 ? "" : "s",
+               steps, free ? " (nothing moves: the time is einc's dispatch)" : "");
+    fmt::print(out, "  time       {} per call (min {}, max {})\n", format_seconds(m.seconds),
+               format_seconds(m.min_seconds), format_seconds(m.max_seconds));
+    if (free) {
+        fmt::print(out, "  work       none: every result is a view of an input (0 FLOPs, 0 bytes)\n");
+        return exit_ok;
+    }
+    fmt::print(out, "  work       {}, {} moved (read {}, write {}), intensity {:.3g} FLOP/B\n",
+               format_flops(cost.flops), format_bytes(cost.bytes()), format_bytes(cost.bytes_read),
+               format_bytes(cost.bytes_written), cost.intensity());
+    fmt::print(out, "  achieved   {}/s, {}/s\n", format_flops(achieved_flops), format_bytes(achieved_bytes));
+    fmt::print(out, "  device     {}: {}, {} peak {}/s, bandwidth {}/s\n", device.key, device.name,
+               name_of(dtype), format_flops(peak), format_bytes(device.bandwidth));
+    fmt::print(out, "  roofline   >= {} ({} of the measured time): {}\n", format_seconds(bound.seconds),
+               percent(bound.seconds / m.seconds), describe_bound(cost, device, dtype));
+    if (cost.flops > 0 && peak > 0)
+        fmt::print(out, "  MFU        {} of the {} peak ({}/s)\n", percent(achieved_flops / peak),
+                   name_of(dtype), format_flops(peak));
+    else
+        fmt::print(out, "  MFU        n/a: {}\n",
+                   peak > 0 ? "the plan does no arithmetic" : "the device has no peak for this dtype");
+    if (memory_bound)
+        fmt::print(out, "  bandwidth  {} of {}/s (the plan is memory-bound)\n",
+                   percent(achieved_bytes / device.bandwidth), format_bytes(device.bandwidth));
+    return exit_ok;
+}
+
+}  // namespace einc::cli
