@@ -163,7 +163,7 @@ CorpusEntry plan_line(const std::string& location, const std::string& line) {
                     const Word bad{name, column};
                     throw located(Error(ErrorKind::usage, e.what()), location, line, bad, bad);
                 }
-                dtype_names.push_back(name);
+                if (std::find(dtype_names.begin(), dtype_names.end(), name) == dtype_names.end()) dtype_names.push_back(name);
             }
             continue;
         }

@@ -177,8 +177,7 @@ std::vector<Roof> compute_roofs(const DeviceModel& device) {
     std::vector<Roof> roofs;
     for (const auto& [name, peak] : peaks) {
         if (peak <= 0) continue;  // not supported on this device
-        const auto same =
-            std::find_if(roofs.begin(), roofs.end(), [&](const Roof& r) { return r.peak == peak; });
+        const auto same = std::find_if(roofs.begin(), roofs.end(), [peak = peak](const Roof& r) { return r.peak == peak; });
         if (same != roofs.end())
             same->dtypes += fmt::format(" · {}", name);
         else

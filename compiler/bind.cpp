@@ -831,8 +831,18 @@ private:
         bound_.concat->parts.push_back(std::move(part));
     }
 
+    // Lengths are 0 or more and multiply to an int64, as every other operation checks.
+    void check_shapes() const {
+        for (std::size_t i = 0; i < shapes_.size(); ++i) {
+            if (std::any_of(shapes_[i].begin(), shapes_[i].end(), [](std::int64_t e) { return e < 0; }))
+                throw Error(ErrorKind::usage, fmt::format("tensor {} has a negative length in its shape {}", i, format_shape(shapes_[i])));
+            if (!checked_product(shapes_[i])) throw shape_error(fmt::format("tensor {} has more elements than fit in 64 bits", i));
+        }
+    }
+
     void bind_pack() {
         if (shapes_.empty()) throw Error(ErrorKind::usage, "pack needs at least one tensor");
+        check_shapes();
         const std::size_t fixed = rank() - 1;
         for (std::size_t i = 0; i < shapes_.size(); ++i)
             if (shapes_[i].size() < fixed)
@@ -869,6 +879,7 @@ private:
 
     void bind_unpack() {
         if (shapes_.size() != 1) throw Error(ErrorKind::usage, fmt::format("unpack takes one tensor, got {}", shapes_.size()));
+        check_shapes();
         const Shape& shape = shapes_[0];
         if (shape.size() != rank())
             throw shape_error(fmt::format("expected {} dims for `{}`, got {}", rank(), text_, shape.size()))
@@ -913,9 +924,12 @@ private:
         };
         if (inferred_part) {
             Shape& part = parts[*inferred_part];
-            std::int64_t others = 1;
+            std::vector<std::int64_t> known_lengths;
             for (const std::int64_t v : part)
-                if (v != -1) others = *checked_mul(others, v);  // bounded by the check above? guard anyway
+                if (v != -1) known_lengths.push_back(v);
+            const auto product = checked_product(known_lengths);
+            if (!product) throw Error(ErrorKind::shape, "the packed shapes have more elements than fit in 64 bits");
+            const std::int64_t others = *product;
             const std::int64_t rest = total - known_sum;
             if (rest < 0)
                 throw cannot_split(fmt::format("the other parts already hold {} of the {}", known_sum, total));
@@ -973,6 +987,8 @@ Bound bind_parse_shape(const syntax::Pattern& pattern, const Call& call, std::sp
     const auto error = [&](ErrorKind kind, std::string message) {
         return Error(kind, std::move(message)).note(fmt::format("input has shape {}", format_shape(shape)));
     };
+    if (std::any_of(shape.begin(), shape.end(), [](std::int64_t e) { return e < 0; }))
+        throw error(ErrorKind::usage, "the input has a negative length in its shape");
     // What each dim reads: its one atom, with `1`s dropped; none for a unit axis (`1`, `()`). einops
     // reads a group of one axis, `(h)`, like `h`, and refuses a composite one.
     std::vector<const syntax::Atom*> reads;

@@ -113,20 +113,39 @@ ContractionPath optimal(std::span<const AxisSet> operands, const AxisSet& output
     return path;
 }
 
+// contract(a, b, needed, sizes) where `needed` is the output and every operand of the list but a and b:
+// an axis is needed elsewhere when the output has it or more operands hold it than a and b together.
+// Linear in |a| + |b| (rebuilding `needed` per pair would make greedy cubic per step).
+Pairwise contract_in_list(const AxisSet& a, const AxisSet& b, const std::vector<int>& holders, const std::vector<bool>& in_output,
+                          std::span<const std::int64_t> sizes) {
+    const AxisSet all = unite(a, b);
+    Pairwise p;
+    for (const AxisId axis : all) {
+        const auto k = static_cast<std::size_t>(axis);
+        const int here = static_cast<int>(std::binary_search(a.begin(), a.end(), axis)) + static_cast<int>(std::binary_search(b.begin(), b.end(), axis));
+        if (in_output[k] || holders[k] > here) p.result.push_back(axis);
+    }
+    const bool summed = p.result.size() < all.size();
+    p.flops = product(all, sizes) * (summed ? 2 : 1);
+    return p;
+}
+
 ContractionPath greedy(std::span<const AxisSet> operands, const AxisSet& output, std::span<const std::int64_t> sizes) {
     std::vector<AxisSet> list(operands.begin(), operands.end());
     ContractionPath path;
     path.optimal = false;
+    std::vector<int> holders(sizes.size(), 0);  // how many operands of the list hold each axis
+    std::vector<bool> in_output(sizes.size(), false);
+    for (const AxisSet& set : list)
+        for (const AxisId axis : set) ++holders[static_cast<std::size_t>(axis)];
+    for (const AxisId axis : output) in_output[static_cast<std::size_t>(axis)] = true;
     while (list.size() > 1) {
         std::size_t best_i = 0, best_j = 1;
         Pairwise best_pair;
         double best_flops = std::numeric_limits<double>::infinity(), best_size = 0;
         for (std::size_t i = 0; i < list.size(); ++i)
             for (std::size_t j = i + 1; j < list.size(); ++j) {
-                AxisSet needed = output;
-                for (std::size_t o = 0; o < list.size(); ++o)
-                    if (o != i && o != j) needed = unite(needed, list[o]);
-                const Pairwise p = contract(list[i], list[j], needed, sizes);
+                const Pairwise p = contract_in_list(list[i], list[j], holders, in_output, sizes);
                 const double size = product(p.result, sizes);
                 if (p.flops < best_flops || (p.flops == best_flops && size < best_size)) {
                     best_i = i, best_j = j, best_pair = p, best_flops = p.flops, best_size = size;
@@ -135,6 +154,9 @@ ContractionPath greedy(std::span<const AxisSet> operands, const AxisSet& output,
         path.pairs.emplace_back(best_i, best_j);
         path.optimized_flops += best_flops;
         path.largest_intermediate = std::max(path.largest_intermediate, best_size);
+        for (const std::size_t k : {best_i, best_j})
+            for (const AxisId axis : list[k]) --holders[static_cast<std::size_t>(axis)];
+        for (const AxisId axis : best_pair.result) ++holders[static_cast<std::size_t>(axis)];
         list.erase(list.begin() + static_cast<std::ptrdiff_t>(best_j));
         list.erase(list.begin() + static_cast<std::ptrdiff_t>(best_i));
         list.push_back(best_pair.result);

@@ -2,14 +2,22 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <limits>
 
+#include "compiler/checked.hpp"
 #include "grammar/diagnostic.hpp"
 
 namespace einc {
 
 std::int64_t Layout::size() const {
+    for (const Mode& m : modes)
+        if (m.extent == 0) return 0;  // even if the other extents would overflow
     std::int64_t n = 1;
-    for (const Mode& m : modes) n *= m.extent;
+    for (const Mode& m : modes) {
+        const auto product = checked_mul(n, m.extent);
+        if (!product) return std::numeric_limits<std::int64_t>::max();
+        n = *product;
+    }
     return n;
 }
 
@@ -46,10 +54,10 @@ Layout make_layout(std::span<const std::int64_t> extents, std::span<const std::i
 Layout row_major(std::span<const std::int64_t> extents) {
     Layout layout;
     layout.modes.resize(extents.size());
-    std::int64_t stride = 1;
+    std::uint64_t stride = 1;  // modulo 2^64, for shapes too large to exist (which bind refuses)
     for (std::size_t k = extents.size(); k-- > 0;) {
-        layout.modes[k] = Mode{extents[k], stride};
-        stride *= std::max<std::int64_t>(extents[k], 1);
+        layout.modes[k] = Mode{extents[k], static_cast<std::int64_t>(stride)};
+        stride *= static_cast<std::uint64_t>(std::max<std::int64_t>(extents[k], 1));
     }
     return layout;
 }

@@ -26,7 +26,7 @@ struct Layout {
     std::vector<Mode> modes;
 
     std::size_t rank() const { return modes.size(); }
-    std::int64_t size() const;                        // number of indices: product of extents
+    std::int64_t size() const;                        // number of indices: product of extents (INT64_MAX if it overflows)
     std::vector<std::int64_t> extents() const;
     std::vector<std::int64_t> strides() const;
     std::int64_t operator()(std::span<const std::int64_t> index) const;  // the offset of an index
@@ -39,6 +39,7 @@ std::string to_string(const Layout& layout);
 Layout make_layout(std::span<const std::int64_t> extents, std::span<const std::int64_t> strides);
 
 // @post row-major: the last mode has stride 1, each other mode's stride is the product of the extents after it
+//       (modulo 2^64 where that product does not fit in int64)
 Layout row_major(std::span<const std::int64_t> extents);
 
 // The strides of a row-major (C order) tensor of this shape.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <limits>
 
 #include "compiler/canonicalize.hpp"
 #include "compiler/checked.hpp"
@@ -25,6 +26,27 @@ double bytes_of(const Layout& layout, DType dtype) {
     return static_cast<double>(distinct_elements(layout)) * static_cast<double>(size_of(dtype));
 }
 
+// Whether every offset a tensor of this shape and these strides reaches fits in 64 bits (an empty
+// tensor reaches none), so that no stride the plan derives from them overflows.
+bool offsets_fit(const Shape& shape, const Shape& strides) {
+    if (checked_product(shape) == 0) return true;
+    std::int64_t reach = 0;
+    for (std::size_t d = 0; d < shape.size(); ++d) {
+        if (strides[d] == std::numeric_limits<std::int64_t>::min()) return false;
+        const auto span = checked_mul(shape[d] - 1, strides[d] < 0 ? -strides[d] : strides[d]);
+        const auto sum = span ? checked_add(reach, *span) : std::nullopt;
+        if (!sum) return false;
+        reach = *sum;
+    }
+    return true;
+}
+
+void check_offsets_fit(const TensorSpec& spec, std::string_view what, std::size_t index) {
+    if (!offsets_fit(spec.shape, spec.strides))
+        throw Error(ErrorKind::usage, fmt::format("{} {} has strides that reach beyond 64 bits of offset: ({}):({})", what, index,
+                                                  fmt::join(spec.shape, ","), fmt::join(spec.strides, ",")));
+}
+
 }  // namespace
 
 PlanBuilder::PlanBuilder(const Bound& bound_, std::span<const TensorSpec> inputs_, const PlanOptions& options_)
@@ -40,6 +62,7 @@ PlanBuilder::PlanBuilder(const Bound& bound_, std::span<const TensorSpec> inputs
                 .help("convert them to one dtype first");
         EINC_ASSERT(inputs[i].shape == bound.inputs[i].shape());
         EINC_ASSERT(inputs[i].strides.size() == inputs[i].shape.size());
+        check_offsets_fit(inputs[i], "input", i);
     }
     output_dtype = bound.op == Op::parse_shape ? input_dtype : result_dtype(bound.op, bound.reduction, input_dtype, !bound.reduced.empty());
     if (!options.output_strides.empty() && options.output_strides.size() != bound.outputs.size())
@@ -50,6 +73,7 @@ PlanBuilder::PlanBuilder(const Bound& bound_, std::span<const TensorSpec> inputs
         if (strides.size() != shape.size())
             throw Error(ErrorKind::shape, fmt::format("output {} has {} strides for a {}-dim result", k, strides.size(), shape.size()));
         plan.outputs.push_back(TensorSpec{output_dtype, shape, std::move(strides)});
+        check_offsets_fit(plan.outputs.back(), "output", k);
     }
 }
 
@@ -66,18 +90,19 @@ std::vector<std::vector<AxisId>> output_dim_axes(const Bound& bound, std::uint32
 
 // The stride of every elementary axis in an operand whose dims have `dim_strides`: a dim (h w) with
 // stride s gives w the stride s and h the stride s * size(w); an axis in two dims (a diagonal) gets
-// the sum of both.
+// the sum of both. Computed modulo 2^64: the strides of axes of length 2 or more fit (offsets_fit),
+// and those of length 1 (or of an empty tensor) are never stepped along, whatever they are.
 std::vector<std::int64_t> axis_strides(const Bound& bound, const std::vector<std::vector<AxisId>>& dims, const Shape& dim_strides) {
-    std::vector<std::int64_t> strides(bound.axes.size(), 0);
+    std::vector<std::uint64_t> strides(bound.axes.size(), 0);
     for (std::size_t d = 0; d < dims.size(); ++d) {
-        std::int64_t stride = dim_strides[d];
+        auto stride = static_cast<std::uint64_t>(dim_strides[d]);
         const auto& axes = dims[d];
         for (std::size_t k = axes.size(); k-- > 0;) {
             strides[static_cast<std::size_t>(axes[k])] += stride;
-            stride *= bound.size(axes[k]);
+            stride *= static_cast<std::uint64_t>(bound.size(axes[k]));
         }
     }
-    return strides;
+    return {strides.begin(), strides.end()};  // two's complement: the same values where they fit
 }
 
 std::vector<std::vector<AxisId>> dim_axes_of(const BoundOperand& operand) {

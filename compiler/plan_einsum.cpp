@@ -301,6 +301,9 @@ void plan_einsum(PlanBuilder& b) {
     };
 
     if (operands.size() == 1) {
+        if (b.options.require_view && b.size_of_axes(b.bound.reduced) != 1)
+            throw Error(ErrorKind::pattern, "einsum can't be a view of its input")
+                .help(fmt::format("it sums over {}", b.axis_names(b.bound.reduced)));
         const Operand reduced = reduce_own_axes(b, operands[0], out_axes, /*to_output=*/true);
         if (reduced.buffer.kind != Buffer::Kind::output) move_to_output(b, reduced, 0, "einsum of one operand");
         return;

@@ -1,6 +1,8 @@
 #include "cuda/kernel_cache.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
@@ -80,7 +82,10 @@ KernelBinary binary_of(const KernelSignature& signature, int arch) {
     }
     CompiledKernel compiled = compile(source, name, arch);
     ++stats.compiled;
-    if (!file.empty() && !write_cache_file(file, key, compiled.binary)) ++stats.disk_write_failures;
+    if (!file.empty()) {
+        if (write_cache_file(file, key, compiled.binary)) trim_cache_directory(directory, cache_max_files());
+        else ++stats.disk_write_failures;
+    }
     return {std::move(compiled.binary), {}};
 }
 
@@ -151,6 +156,29 @@ bool write_cache_file(const std::filesystem::path& path, const std::string& key,
     std::filesystem::rename(temporary, path, error);
     if (error) std::filesystem::remove(temporary, error);
     return !error;
+}
+
+std::size_t trim_cache_directory(const std::filesystem::path& directory, std::size_t max_files) {
+    std::error_code error;
+    std::vector<std::pair<std::filesystem::file_time_type, std::filesystem::path>> cubins;
+    for (std::filesystem::directory_iterator it(directory, error), end; !error && it != end; it.increment(error)) {
+        if (it->path().extension() != ".cubin") continue;  // temporaries of other writers, anything else
+        const auto written = it->last_write_time(error);
+        if (!error) cubins.emplace_back(written, it->path());
+        error.clear();
+    }
+    if (cubins.size() <= max_files) return 0;
+    std::sort(cubins.begin(), cubins.end());
+    std::size_t removed = 0;
+    for (std::size_t i = 0; i < cubins.size() - max_files; ++i) removed += std::filesystem::remove(cubins[i].second, error);
+    return removed;
+}
+
+std::size_t cache_max_files() {
+    const char* value = std::getenv("EINC_CACHE_MAX_FILES");
+    std::size_t parsed = 0;
+    if (value && std::from_chars(value, value + std::strlen(value), parsed).ec == std::errc{} && parsed > 0) return parsed;
+    return 4096;
 }
 
 std::filesystem::path kernel_cache_directory() {

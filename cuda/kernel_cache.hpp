@@ -5,10 +5,12 @@
 //   3. disk: a cubin compiled earlier, under $EINC_CACHE_DIR (default $XDG_CACHE_HOME/einc/kernels or
 //      ~/.cache/einc/kernels), keyed by the source's hash, the NVRTC options, the architecture and the
 //      NVRTC version; written atomically (a temporary file renamed), checked on reading - a corrupt or
-//      foreign file is recompiled and replaced, never loaded;
+//      foreign file is recompiled and replaced, never loaded; at most EINC_CACHE_MAX_FILES files
+//      (default 4096), the least recently written removed first;
 //   4. NVRTC, unless EINC_JIT=0 (then a miss is an error naming the kernel).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -40,5 +42,10 @@ std::filesystem::path kernel_cache_directory();
 std::vector<std::byte> cache_file_bytes(const std::string& key, std::span<const std::byte> payload);
 std::optional<std::vector<std::byte>> read_cache_file(const std::filesystem::path& path, const std::string& key);
 bool write_cache_file(const std::filesystem::path& path, const std::string& key, std::span<const std::byte> payload);
+
+// The disk cache is bounded: after each write, the least recently written cubins beyond `max_files`
+// (EINC_CACHE_MAX_FILES, default 4096 - some hundred megabytes) are removed. Returns how many were.
+std::size_t trim_cache_directory(const std::filesystem::path& directory, std::size_t max_files);
+std::size_t cache_max_files();
 
 }  // namespace einc::cuda

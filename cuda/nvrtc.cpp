@@ -39,11 +39,14 @@ const Nvrtc& nvrtc() {
     static const Nvrtc loaded = [] {
         Nvrtc n;
         std::vector<std::string> names;
-        if (const char* path = std::getenv("EINC_NVRTC")) names.emplace_back(path);
-        for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) names.emplace_back(name);
+        if (const char* path = std::getenv("EINC_NVRTC"); path && *path) {
+            names.emplace_back(path);  // the user's choice, and only it: never quietly another NVRTC
+        } else {
+            for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) names.emplace_back(name);
 #ifdef EINC_CUDA_LIBRARY_DIR
-        for (const char* name : {"/libnvrtc.so.13", "/libnvrtc.so.12", "/libnvrtc.so"}) names.push_back(EINC_CUDA_LIBRARY_DIR + std::string(name));
+            for (const char* name : {"/libnvrtc.so.13", "/libnvrtc.so.12", "/libnvrtc.so"}) names.push_back(EINC_CUDA_LIBRARY_DIR + std::string(name));
 #endif
+        }
         for (const std::string& name : names) {
             n.tried += (n.tried.empty() ? "" : ", ") + name;
             if ((n.library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL))) break;

@@ -131,7 +131,7 @@ Program PlanCache::get(const CallRef& call, std::span<const Input> inputs, const
         key.device_index = views[0].device_index;
     }
     std::lock_guard lock(impl_->mutex);
-    if (impl_->capacity == 0) return program;
+    if (impl_->capacity == 0 || call.pattern.size() > max_cached_pattern_bytes) return program;
     const auto [begin, end] = impl_->index.equal_range(hash);
     for (auto it = begin; it != end; ++it)
         if (matches(it->second->key, call, inputs, options)) return it->second->program;  // planned meanwhile

@@ -23,6 +23,10 @@ struct CallRef {
     const std::vector<Shape>* packed_shapes = nullptr;
 };
 
+// Programs of longer patterns are planned on every call but never kept: the cache holds at most
+// capacity entries, each of a bounded size (a program's size grows with its pattern's).
+inline constexpr std::size_t max_cached_pattern_bytes = 4096;
+
 class PlanCache {
 public:
     explicit PlanCache(std::size_t capacity = 1024);

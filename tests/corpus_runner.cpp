@@ -16,43 +16,11 @@
 #include <vector>
 
 #include "cli/cli.hpp"
+#include "tests/shell_words.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
-
-// Splits a command line the way a POSIX shell would for the quoting the corpus uses: '...' verbatim,
-// "..." with \" and \\ escapes, words separated by blanks.
-std::vector<std::string> split_command(const std::string& line) {
-    std::vector<std::string> words;
-    std::string word;
-    bool in_word = false;
-    for (std::size_t i = 0; i < line.size(); ++i) {
-        const char c = line[i];
-        if (c == ' ' || c == '\t') {
-            if (in_word) words.push_back(std::exchange(word, {}));
-            in_word = false;
-            continue;
-        }
-        in_word = true;
-        if (c == '\'') {
-            const std::size_t end = line.find('\'', i + 1);
-            if (end == std::string::npos) throw std::runtime_error("unterminated ' in: " + line);
-            word += line.substr(i + 1, end - i - 1);
-            i = end;
-        } else if (c == '"') {
-            for (++i; i < line.size() && line[i] != '"'; ++i) {
-                if (line[i] == '\\' && i + 1 < line.size() && (line[i + 1] == '"' || line[i + 1] == '\\')) ++i;
-                word += line[i];
-            }
-            if (i >= line.size()) throw std::runtime_error("unterminated \" in: " + line);
-        } else {
-            word += c;
-        }
-    }
-    if (in_word) words.push_back(word);
-    return words;
-}
 
 struct Case {
     std::string command;  // after "$ einc "
@@ -86,9 +54,10 @@ CorpusFile read_corpus(const fs::path& path) {
 }
 
 std::string run_case(const Case& c) {
-    const std::vector<std::string> args = split_command(c.command);
+    const auto args = einc::testing::shell_words(c.command);
+    if (!args) throw std::runtime_error("a quote is never closed in: " + c.command);
     std::ostringstream out, err;
-    const int status = einc::cli::run(args, out, err);
+    const int status = einc::cli::run(*args, out, err);
     std::string result = out.str() + err.str();
     if (status != 0) result += "[exit " + std::to_string(status) + "]\n";
     return result;

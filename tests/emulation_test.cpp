@@ -192,7 +192,9 @@ TEST_CASE("emulated GPU kernels give the reference interpreter's results") {
     EmulatedDevice device(emulated);
 
     std::map<KernelKind, int> kinds_run;
-    for (const auto& [c, p] : prepared) {
+    for (const auto& entry : prepared) {
+        const auto& c = entry.first;  // (not a structured binding: CAPTURE's lambda takes it, which Clang 14 refuses)
+        const auto& p = entry.second;
         CAPTURE(c->description);
         std::vector<Shape> shapes;
         for (const TensorView& input : c->inputs) shapes.push_back(input.shape);

@@ -1,9 +1,11 @@
 // The kernel caches, as far as they work without a GPU: the disk cache's file format (a corrupt or
 // foreign file is never taken for a kernel), atomic writes, unwritable directories, the directory's
 // resolution.
+#include <chrono>
 #include <cstdlib>
 #include <doctest/doctest.h>
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <unistd.h>
 
@@ -68,6 +70,28 @@ TEST_CASE("kernel cache: an unwritable directory is a failed write, not a crash"
     const fs::path blocked = dir.path / "file-not-dir";
     write_raw(blocked, bytes("x"));
     CHECK_FALSE(cuda::write_cache_file(blocked / "k.cubin", "key", bytes("x")));
+}
+
+TEST_CASE("kernel cache: the disk cache keeps the most recently written files, up to its bound") {
+    TempDir dir;
+    const auto now = fs::file_time_type::clock::now();
+    const auto cubin = [&](int i) { return dir.path / fmt::format("k{}.cubin", i); };
+    for (int i = 0; i < 6; ++i) {
+        const fs::path file = cubin(i);
+        REQUIRE(cuda::write_cache_file(file, "key", bytes("x")));
+        fs::last_write_time(file, now - std::chrono::hours(6 - i));  // k0 the oldest
+    }
+    write_raw(dir.path / "k9.cubin.123.tmp", bytes("another writer's temporary"));
+    CHECK(cuda::trim_cache_directory(dir.path, 10) == 0);
+    CHECK(cuda::trim_cache_directory(dir.path, 4) == 2);
+    for (int i = 0; i < 6; ++i) CHECK_MESSAGE(fs::exists(cubin(i)) == (i >= 2), i);
+    CHECK(fs::exists(dir.path / "k9.cubin.123.tmp"));
+    CHECK(cuda::trim_cache_directory(dir.path / "missing", 1) == 0);
+    setenv("EINC_CACHE_MAX_FILES", "7", 1);
+    CHECK(cuda::cache_max_files() == 7);
+    setenv("EINC_CACHE_MAX_FILES", "lots", 1);
+    CHECK(cuda::cache_max_files() == 4096);
+    unsetenv("EINC_CACHE_MAX_FILES");
 }
 
 TEST_CASE("kernel cache: the directory follows EINC_CACHE_DIR, then XDG_CACHE_HOME, then HOME") {

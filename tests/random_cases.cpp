@@ -307,7 +307,7 @@ bool same_values(const TensorView& got, const TensorView& expected, std::string*
     const std::vector<double> a = reference::values_of(got), b = reference::values_of(expected);
     const double tolerance = got.dtype == DType::f32 || got.dtype == DType::f64 ? 1e-6 : is_floating(got.dtype) ? 2e-2 : 0;
     for (std::size_t i = 0; i < a.size(); ++i) {
-        if (std::isnan(a[i]) && std::isnan(b[i])) continue;
+        if (a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i]))) continue;  // (infinities too)
         if (std::fabs(a[i] - b[i]) <= tolerance * std::max(1.0, std::fabs(b[i]))) continue;
         if (difference) *difference = fmt::format("element {} (row-major): got {}, expected {}", i, a[i], b[i]);
         return false;

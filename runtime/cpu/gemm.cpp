@@ -152,7 +152,7 @@ void gemm(const Gemm& g, const std::byte* a, const std::byte* b, std::byte* c, D
             throw Error(ErrorKind::unsupported, fmt::format("einsum of {} is not supported", name_of(D)));
         else if constexpr (D == DType::f64) packed_gemm<D, D, double>(g, a, b, c);
         else if constexpr (std::is_floating_point_v<compute_t<D>>) packed_gemm<D, D, float>(g, a, b, c);
-        else packed_gemm<D, D, std::int64_t>(g, a, b, c);
+        else packed_gemm<D, D, std::uint64_t>(g, a, b, c);  // wraps modulo 2^64, as numpy's int64 does
     });
 }
 

@@ -24,11 +24,14 @@ namespace einc::cpu::EINC_CPU_ISA {
 namespace {
 
 // What a reduction accumulates in: sums and products of f32 in double (cheap at memory speed, and
-// accurate); everything else in the element's compute type - float for the 16-bit floats, int64 for
-// integers and bool; max, min, any and all lose nothing in it.
+// accurate); of integers and bool in uint64, so that they wrap modulo 2^64 as numpy's int64 arithmetic
+// does (signed overflow is undefined in C++); everything else in the element's compute type - float
+// for the 16-bit floats - where max, min, any and all lose nothing.
+template <Reduction Op, typename C>
+using wrapping_t = std::conditional_t<std::is_integral_v<C> && (Op == Reduction::sum || Op == Reduction::prod), std::uint64_t, C>;
 template <Reduction Op, DType D>
 using accumulator_t = std::conditional_t<D == DType::f32 && (Op == Reduction::sum || Op == Reduction::mean || Op == Reduction::prod),
-                                         double, compute_t<D>>;
+                                         double, wrapping_t<Op, compute_t<D>>>;
 
 template <typename A>
 A identity(Reduction op) {
@@ -360,7 +363,7 @@ void reduce_typed(const Strided& src, const Strided& dst) {
     // window - a short list of offsets into the source - straight into the destination.
     const std::int64_t window_size = t.acc_size == 0 ? 0 : src.layout.size() / t.acc_size;
     if (window_size <= max_window && src.layout.size() > 0) {
-        reduce_windows<Op, In, Out, compute_t<In>>(src, dst, window_size);  // 16 or fewer terms: no need for double
+        reduce_windows<Op, In, Out, wrapping_t<Op, compute_t<In>>>(src, dst, window_size);  // 16 or fewer terms: no need for double
         return;
     }
 
