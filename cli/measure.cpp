@@ -69,27 +69,17 @@ std::int64_t span_of(const Shape& shape, const Shape& strides) {
 }
 
 #if EINC_HAS_CUDA
-// Waits for the work queued on the default stream: einc::cuda::to_host does, so copying one element back
-// is the synchronisation point. Its own cost is measured on an idle device and subtracted.
-class GpuClock {
-public:
-    GpuClock() : probe_(cuda::to_device(Tensor::zeros(DType::f32, {1}).view())) {
-        std::vector<double> idle;
-        for (int i = 0; i < 5; ++i) {
-            const auto start = Clock::now();
-            wait();
-            idle.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-        }
-        std::sort(idle.begin(), idle.end());
-        overhead_ = idle[2];
+// What waiting for an idle device costs (median of 5), subtracted from each timed batch.
+double gpu_sync_overhead() {
+    std::vector<double> idle;
+    for (int i = 0; i < 5; ++i) {
+        const auto start = Clock::now();
+        cuda::synchronize();
+        idle.push_back(std::chrono::duration<double>(Clock::now() - start).count());
     }
-    void wait() const { (void)cuda::to_host(probe_.view()); }
-    double overhead() const { return overhead_; }
-
-private:
-    Tensor probe_;
-    double overhead_ = 0;
-};
+    std::sort(idle.begin(), idle.end());
+    return idle[2];
+}
 #endif
 
 // Operands for the call: the .npy files' data, or random data of the call's dtype and layout, on `device`.
@@ -299,21 +289,21 @@ Measurement measure(const CallArgs& args, const BenchSettings& settings) {
             program.run(inputs, outputs);
     };
 #if EINC_HAS_CUDA
-    const std::optional<GpuClock> gpu_clock =
-        device == Device::cuda ? std::optional<GpuClock>(std::in_place) : std::nullopt;
+    const bool on_gpu = device == Device::cuda;
+    const double sync_overhead = on_gpu ? gpu_sync_overhead() : 0;
 #endif
     // Seconds per call over `batch` calls, the device synchronised before and after.
     const auto time_batch = [&](int batch) {
 #if EINC_HAS_CUDA
-        if (gpu_clock) gpu_clock->wait();
+        if (on_gpu) cuda::synchronize();
 #endif
         const auto start = Clock::now();
         for (int i = 0; i < batch; ++i) run_once();
         double overhead = 0;
 #if EINC_HAS_CUDA
-        if (gpu_clock) {
-            gpu_clock->wait();
-            overhead = gpu_clock->overhead();
+        if (on_gpu) {
+            cuda::synchronize();
+            overhead = sync_overhead;
         }
 #endif
         const double seconds = std::chrono::duration<double>(Clock::now() - start).count() - overhead;

@@ -201,6 +201,10 @@ Tensor to_host(const TensorView& on_device_view) {
     return result;
 }
 
+void synchronize(int device) {
+    on_device(device, [] { check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); });
+}
+
 std::string describe_device(int device) {
     const DeviceInfo& info = info_of(device);
     return fmt::format("{} (sm_{}, {} SMs, {:.0f} GiB, driver {})", info.name, info.arch, info.multiprocessors,

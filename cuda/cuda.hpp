@@ -29,6 +29,10 @@ Options options();
 Tensor to_device(const TensorView& host, int device = 0);
 Tensor to_host(const TensorView& on_device);
 
+// Waits until everything queued on `device`, on every stream, has finished (cudaDeviceSynchronize); a
+// failure of that work is raised here as an einc::Error.
+void synchronize(int device = 0);
+
 // "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, driver 13.0)"
 std::string describe_device(int device = 0);
 
