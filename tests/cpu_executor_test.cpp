@@ -2,11 +2,15 @@
 // non-contiguous layouts (slices, transposes, broadcasts, reversed strides), against the reference
 // interpreter. Fixed seeds: every run checks the same cases.
 #include <algorithm>
+#include <cstring>
 #include <doctest/doctest.h>
+
+#include "einc_build_info.hpp"
 
 #include "compiler/bind.hpp"
 #include "compiler/plan.hpp"
 #include "grammar/diagnostic.hpp"
+#include "runtime/cpu/isa.hpp"
 #include "runtime/execute.hpp"
 #include "tests/random_cases.hpp"
 #include "tests/reference/reference.hpp"
@@ -165,4 +169,46 @@ TEST_CASE("cpu executor: tensors large enough to be split across threads") {
         for (std::int64_t i = 0; i < rows; ++i)
             for (std::int64_t j = 0; j < 2 * cols; ++j) REQUIRE(t.data_as<float>()[i * 2 * cols + j] == data[i * cols + j / 2]);
     }
+}
+
+// The tiled transposes of runtime/cpu/copy.cpp: 64 x 64 tiles of 8x8 (AVX2) or 4x4 (SSE2) register blocks
+// for 4-byte elements, a buffer for the others, element by element at the edges and along short sides.
+// Each instruction set's kernels are called directly, on sizes around every edge, against index loops.
+TEST_CASE("cpu kernels: tiled transposes at every edge width, every element size, each instruction set") {
+    using Kernel = void (*)(const cpu::Strided&, const cpu::Strided&);
+    std::vector<std::pair<const char*, Kernel>> kernels{{"baseline", cpu::baseline::copy}};
+#if EINC_HAS_AVX2_KERNELS
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) kernels.emplace_back("avx2", cpu::avx2::copy);
+#endif
+    const std::pair<std::int64_t, std::int64_t> sizes[] = {{4, 4},   {8, 8},   {9, 7},   {16, 12},  {64, 64},  {67, 130},
+                                                           {131, 65}, {5, 300}, {300, 5}, {1030, 1000}};
+    for (const auto& [isa, kernel] : kernels)
+        for (const DType dtype : {DType::i8, DType::f16, DType::f32, DType::f64})
+            for (const auto& [rows, cols] : sizes)
+                for (const std::int64_t batch : {1, 3}) {
+                    const std::string kernels_for = isa;
+                    CAPTURE(kernels_for);
+                    CAPTURE(name_of(dtype));
+                    CAPTURE(rows);
+                    CAPTURE(cols);
+                    CAPTURE(batch);
+                    // dst[b][r][c] = src[b][c][r], both row-major: the source is contiguous along r.
+                    Tensor src = Tensor::empty(dtype, {batch, cols, rows}), dst = Tensor::zeros(dtype, {batch, rows, cols});
+                    const auto size = static_cast<std::int64_t>(size_of(dtype));
+                    auto* in = static_cast<std::uint8_t*>(src.data());
+                    for (std::int64_t i = 0; i < static_cast<std::int64_t>(src.nbytes()); ++i) in[i] = static_cast<std::uint8_t>(i * 131 + i / 253);
+                    const cpu::Strided from{static_cast<std::byte*>(src.data()), dtype,
+                                            make_layout(std::vector<std::int64_t>{batch, rows, cols}, std::vector<std::int64_t>{rows * cols, 1, rows})};
+                    const cpu::Strided to{static_cast<std::byte*>(dst.data()), dtype, row_major(std::vector<std::int64_t>{batch, rows, cols})};
+                    kernel(from, to);
+                    const auto* out = static_cast<const std::uint8_t*>(dst.data());
+                    std::int64_t wrong = 0;
+                    for (std::int64_t b = 0; b < batch; ++b)
+                        for (std::int64_t r = 0; r < rows; ++r)
+                            for (std::int64_t c = 0; c < cols; ++c)
+                                wrong += std::memcmp(out + ((b * rows + r) * cols + c) * size, in + ((b * cols + c) * rows + r) * size,
+                                                     static_cast<std::size_t>(size)) != 0;
+                    CHECK(wrong == 0);
+                }
 }
