@@ -252,11 +252,29 @@ template <Reduction Op, DType In, DType Out, typename A, int K>
 EINC_KERNEL void fold_windows(storage_t<Out>* __restrict d, const storage_t<In>* __restrict x, std::int64_t count, std::int64_t dst_stride,
                               std::int64_t src_stride, const std::int64_t* offsets, std::int64_t window) {
     const std::int64_t size = K > 0 ? K : window;
-    for (std::int64_t i = 0; i < count; ++i) {
-        const storage_t<In>* base = x + i * src_stride;
-        A value = identity<A>(Op);
-        for (std::int64_t k = 0; k < size; ++k) value = fold<Op>(value, static_cast<A>(Element<In>::load(base[offsets[k]])));
-        store_at(reinterpret_cast<std::byte*>(d + i * dst_stride), finish<Op, Out>(value, size));
+    const auto load = [](storage_t<In> v) { return static_cast<A>(Element<In>::load(v)); };
+    if (count < 16) {  // short runs: one window at a time
+        for (std::int64_t i = 0; i < count; ++i) {
+            const storage_t<In>* base = x + i * src_stride;
+            A value = identity<A>(Op);
+            for (std::int64_t k = 0; k < size; ++k) value = fold<Op>(value, load(base[offsets[k]]));
+            store_at(reinterpret_cast<std::byte*>(d + i * dst_stride), finish<Op, Out>(value, size));
+        }
+        return;
+    }
+    // Long runs (pooling along a row): one pass per window element over a chunk of accumulators. Each
+    // pass loads a strided row, which vectorises; gathering one window at a time does not.
+    constexpr std::int64_t chunk = 256;
+    A acc[chunk];
+    for (std::int64_t i0 = 0; i0 < count; i0 += chunk) {
+        const std::int64_t n = std::min(chunk, count - i0);
+        const storage_t<In>* row = x + i0 * src_stride;
+        for (std::int64_t i = 0; i < n; ++i) acc[i] = identity<A>(Op);
+        for (std::int64_t k = 0; k < size; ++k) {
+            const storage_t<In>* element = row + offsets[k];
+            for (std::int64_t i = 0; i < n; ++i) acc[i] = fold<Op>(acc[i], load(element[i * src_stride]));
+        }
+        for (std::int64_t i = 0; i < n; ++i) store_at(reinterpret_cast<std::byte*>(d + (i0 + i) * dst_stride), finish<Op, Out>(acc[i], size));
     }
 }
 
