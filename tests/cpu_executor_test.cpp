@@ -183,11 +183,14 @@ TEST_CASE("cpu kernels: tiled transposes at every edge width, every element size
 #endif
     const std::pair<std::int64_t, std::int64_t> sizes[] = {{4, 4},   {8, 8},   {9, 7},   {16, 12},  {64, 64},  {67, 130},
                                                            {131, 65}, {5, 300}, {300, 5}, {1030, 1000}};
-    for (const auto& [isa, kernel] : kernels)
+    // (No structured bindings: CAPTURE's lambdas take them, which Clang 14 refuses.)
+    for (const auto& isa_kernel : kernels)
         for (const DType dtype : {DType::i8, DType::f16, DType::f32, DType::f64})
-            for (const auto& [rows, cols] : sizes)
+            for (const auto& size_pair : sizes)
                 for (const std::int64_t batch : {1, 3}) {
-                    const std::string kernels_for = isa;
+                    const Kernel kernel = isa_kernel.second;
+                    const std::int64_t rows = size_pair.first, cols = size_pair.second;
+                    const std::string kernels_for = isa_kernel.first;
                     CAPTURE(kernels_for);
                     CAPTURE(name_of(dtype));
                     CAPTURE(rows);
