@@ -177,6 +177,9 @@ CorpusEntry plan_line(const std::string& location, const std::string& line) {
         arg_words.push_back(words[i]);
     }
     if (dtype_names.empty()) dtype_names.push_back("f32");
+    if (arg_words.empty())
+        throw located(Error(ErrorKind::usage, "this line has options but no call").help("write the call as after `einc explain`: <op> \"<pattern>\" <shapes>"),
+                      location, line, words.front(), words.front());
 
     CallArgs call;
     try {
@@ -186,7 +189,8 @@ CorpusEntry plan_line(const std::string& location, const std::string& line) {
     } catch (const Error& e) {
         throw located(e, location, line, arg_words.front(), word_named_in(e.diagnostic().message, arg_words));
     }
-    const Word pattern = *std::find_if(arg_words.begin(), arg_words.end(), [&](const Word& w) { return w.text == call.call.pattern; });
+    const auto pattern_word = std::find_if(arg_words.begin(), arg_words.end(), [&](const Word& w) { return w.text == call.call.pattern; });
+    const Word pattern = pattern_word != arg_words.end() ? *pattern_word : arg_words.front();
 
     // Which dims of which operand are `?`: operands are the positional args, in order.
     std::vector<SymbolicDim> symbolic;

@@ -85,6 +85,11 @@ TEST_CASE("aot corpus: a bad line is an error at file:line:column, with a caret,
           "kernels.txt:1:46: error: unknown dtype 'bogus' (f64 f32 f16 bf16 f8e4m3 f8e5m2 i8 i32 i64 bool)\n"
           "  einsum \"i j, j k -> i k\" 2x3 4x5 --dtype f32,bogus\n"
           "                                               ^^^^^\n");
+    CHECK(rendered_errors("--dtype bf16\n") ==  // found by fuzz_corpus: options and no call
+          "kernels.txt:1:1: error: this line has options but no call\n"
+          "  --dtype bf16\n"
+          "  ^^^^^^^\n"
+          "  help: write the call as after `einc explain`: <op> \"<pattern>\" <shapes>\n");
     const std::string no_size_fits = rendered_errors("reduce \"(a 17) b -> a\" sum ?x5\n");
     CHECK(no_size_fits.starts_with("kernels.txt:1:9: error: can't divide"));
     CHECK(no_size_fits.find("no size tried for the `?` extents fits") != std::string::npos);
