@@ -210,27 +210,6 @@ BenchSettings take_bench_options(std::vector<std::string>& args) {
     return settings;
 }
 
-DType step_dtype(const Plan& plan, const Step& step) {
-    const auto dtype_of = [&](Buffer buffer) {
-        switch (buffer.kind) {
-        case Buffer::Kind::input: return plan.inputs.at(buffer.index).dtype;
-        case Buffer::Kind::output: return plan.outputs.at(buffer.index).dtype;
-        case Buffer::Kind::temporary: return plan.temporaries.at(buffer.index).dtype;
-        }
-        return DType::f32;
-    };
-    if (const auto* gemm = std::get_if<Gemm>(&step)) return dtype_of(gemm->a.buffer);
-    if (const auto* reduce = std::get_if<Reduce>(&step)) return dtype_of(reduce->src.buffer);
-    if (const auto* contract = std::get_if<Contract>(&step)) return dtype_of(contract->srcs.front().buffer);
-    if (const auto* copy = std::get_if<Copy>(&step)) return dtype_of(copy->src.buffer);
-    return dtype_of(std::get<View>(step).source.buffer);
-}
-
-std::string_view step_kind(const Step& step) {
-    static constexpr std::string_view kinds[] = {"view", "copy", "reduce", "contract", "gemm"};
-    return kinds[step.index()];
-}
-
 std::string call_key(const CallArgs& args) {
     std::string key = fmt::format("{} \"{}\"", name_of(args.call.op), args.call.pattern);
     if (args.call.reduction != Reduction::none) key += fmt::format(" {}", name_of(args.call.reduction));

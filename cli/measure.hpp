@@ -49,9 +49,4 @@ struct TimingRecord {
 };
 std::vector<TimingRecord> read_timings(const std::string& path);
 
-// The dtype a plan step computes in (what picks its peak): its first source's dtype.
-DType step_dtype(const Plan& plan, const Step& step);
-// "view", "copy", "reduce", "contract", "gemm"
-std::string_view step_kind(const Step& step);
-
 }  // namespace einc::cli

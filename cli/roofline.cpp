@@ -118,7 +118,7 @@ RooflineChart roofline_chart(std::span<const CallArgs> calls, const DeviceModel&
             const std::string tag =
                 planned.steps.size() == 1 ? fmt::format("{}", i + 1) : fmt::format("{}.{}", i + 1, k + 1);
             const std::string_view kind = step_kind(step.step);
-            const DType dtype = step_dtype(planned, step.step);
+            const DType dtype = compute_dtype(planned, step.step);
             if (step.cost.flops == 0) {
                 chart.notes.push_back(
                     step.cost.bytes() == 0

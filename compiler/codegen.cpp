@@ -365,15 +365,6 @@ DType accumulator_of(DType d) {
     return DType::i64;
 }
 
-const TensorSpec& spec_of(const Plan& plan, Buffer buffer) {
-    switch (buffer.kind) {
-    case Buffer::Kind::input: return plan.inputs.at(buffer.index);
-    case Buffer::Kind::output: return plan.outputs.at(buffer.index);
-    case Buffer::Kind::temporary: return plan.temporaries.at(buffer.index);
-    }
-    EINC_ASSERT(false);
-}
-
 constexpr std::int64_t int_limit = std::numeric_limits<std::int32_t>::max();
 
 std::uint32_t blocks_for(std::int64_t work, std::int64_t per_block, const GpuTarget& target) {
@@ -464,7 +455,7 @@ KernelSignature signature_of(KernelKind kind, Reduction op, std::vector<DType> s
 }
 
 GpuStep lower_copy(const Plan& plan, const Copy& copy, const GpuTarget& target) {
-    const DType from = spec_of(plan, copy.src.buffer).dtype, to = spec_of(plan, copy.dst.buffer).dtype;
+    const DType from = plan.spec(copy.src.buffer).dtype, to = plan.spec(copy.dst.buffer).dtype;
     Nest nest = split_modes({&copy.src.layout}, copy.dst.layout);
     GpuStep step;
     if (product(nest.kept_dst) == 0) return step;
@@ -523,10 +514,10 @@ GpuStep lower_reduction(const Plan& plan, Reduction op, const std::vector<const 
     std::vector<DType> dtypes;
     std::vector<const Layout*> layouts;
     for (const Access* s : sources) {
-        dtypes.push_back(spec_of(plan, s->buffer).dtype);
+        dtypes.push_back(plan.spec(s->buffer).dtype);
         layouts.push_back(&s->layout);
     }
-    const DType to = spec_of(plan, destination.buffer).dtype;
+    const DType to = plan.spec(destination.buffer).dtype;
     for (const DType d : dtypes)
         if (d == DType::f8e4m3 || d == DType::f8e5m2)
             throw Error(ErrorKind::unsupported, fmt::format("{} arithmetic on a GPU is not supported", name_of(d)));
@@ -615,7 +606,7 @@ std::vector<KernelSignature> kernels_of(const Plan& plan, const GpuTarget& targe
         if (std::find(signatures.begin(), signatures.end(), s) == signatures.end()) signatures.push_back(s);
     };
     for (const PlanStep& step : plan.steps) {
-        if (const auto* gemm = std::get_if<Gemm>(&step.step); gemm && is_floating(spec_of(plan, gemm->a.buffer).dtype)) continue;
+        if (const auto* gemm = std::get_if<Gemm>(&step.step); gemm && is_floating(plan.spec(gemm->a.buffer).dtype)) continue;
         for (const KernelLaunch& launch : lower_to_kernels(plan, step.step, target).launches) add(launch.signature);
     }
     return signatures;

@@ -19,6 +19,28 @@ std::optional<std::uint32_t> Plan::view_source(std::size_t output) const {
     return std::nullopt;
 }
 
+const TensorSpec& Plan::spec(Buffer buffer) const {
+    switch (buffer.kind) {
+    case Buffer::Kind::input: return inputs.at(buffer.index);
+    case Buffer::Kind::output: return outputs.at(buffer.index);
+    case Buffer::Kind::temporary: return temporaries.at(buffer.index);
+    }
+    EINC_ASSERT(false);
+}
+
+std::string_view step_kind(const Step& step) {
+    static constexpr std::string_view kinds[] = {"view", "copy", "reduce", "contract", "gemm"};
+    return kinds[step.index()];
+}
+
+DType compute_dtype(const Plan& plan, const Step& step) {
+    if (const auto* gemm = std::get_if<Gemm>(&step)) return plan.spec(gemm->a.buffer).dtype;
+    if (const auto* reduce = std::get_if<Reduce>(&step)) return plan.spec(reduce->src.buffer).dtype;
+    if (const auto* contract = std::get_if<Contract>(&step)) return plan.spec(contract->srcs.front().buffer).dtype;
+    if (const auto* copy = std::get_if<Copy>(&step)) return plan.spec(copy->src.buffer).dtype;
+    return plan.spec(std::get<View>(step).source.buffer).dtype;
+}
+
 namespace detail {
 namespace {
 
@@ -162,14 +184,7 @@ std::string PlanBuilder::axis_names(std::span<const AxisId> axes) const {
     return fmt::format("{}", fmt::join(names, " "));
 }
 
-const TensorSpec& PlanBuilder::spec(Buffer buffer) const {
-    switch (buffer.kind) {
-    case Buffer::Kind::input: return plan.inputs.at(buffer.index);
-    case Buffer::Kind::output: return plan.outputs.at(buffer.index);
-    case Buffer::Kind::temporary: return plan.temporaries.at(buffer.index);
-    }
-    EINC_ASSERT(false);
-}
+const TensorSpec& PlanBuilder::spec(Buffer buffer) const { return plan.spec(buffer); }
 
 void PlanBuilder::add(Step step, Cost cost, std::string why) {
     plan.total += cost;

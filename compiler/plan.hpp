@@ -15,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -117,7 +118,14 @@ struct Plan {
 
     // The input output `k` is a view of, if a View step produces it.
     std::optional<std::uint32_t> view_source(std::size_t output) const;
+    // The dtype, shape and strides of an input, output or temporary.
+    const TensorSpec& spec(Buffer buffer) const;
 };
+
+// "view", "copy", "reduce", "contract" or "gemm".
+std::string_view step_kind(const Step& step);
+// The dtype a step computes in (its source's): what decides its peak FLOP/s.
+DType compute_dtype(const Plan& plan, const Step& step);
 
 struct PlanOptions {
     bool require_view = false;  // fail unless every result is a view of an input

@@ -16,29 +16,6 @@ std::string buffer_name(Buffer buffer) {
     return "?";
 }
 
-const TensorSpec& spec_of(const Plan& plan, Buffer buffer) {
-    switch (buffer.kind) {
-    case Buffer::Kind::input: return plan.inputs.at(buffer.index);
-    case Buffer::Kind::output: return plan.outputs.at(buffer.index);
-    case Buffer::Kind::temporary: return plan.temporaries.at(buffer.index);
-    }
-    EINC_ASSERT(false);
-}
-
-std::string_view kind_of(const Step& step) {
-    static constexpr std::string_view kinds[] = {"view", "copy", "reduce", "contract", "gemm"};
-    return kinds[step.index()];
-}
-
-// The dtype a step computes in: what decides its peak.
-DType compute_dtype(const Plan& plan, const Step& step) {
-    if (const auto* gemm = std::get_if<Gemm>(&step)) return spec_of(plan, gemm->a.buffer).dtype;
-    if (const auto* reduce = std::get_if<Reduce>(&step)) return spec_of(plan, reduce->src.buffer).dtype;
-    if (const auto* contract = std::get_if<Contract>(&step)) return spec_of(plan, contract->srcs.front().buffer).dtype;
-    if (const auto* copy = std::get_if<Copy>(&step)) return spec_of(plan, copy->src.buffer).dtype;
-    return spec_of(plan, std::get<View>(step).source.buffer).dtype;
-}
-
 std::string access_line(std::string_view role, const Access& access) {
     return fmt::format("{:<4} {:<6} {}{}", role, buffer_name(access.buffer), to_string(access.layout),
                        access.offset != 0 ? fmt::format("  offset {}", access.offset) : "");
@@ -103,7 +80,7 @@ std::string print_plan(const Plan& plan, const DeviceModel& device) {
     }
     for (std::size_t s = 0; s < plan.steps.size(); ++s) {
         const PlanStep& step = plan.steps[s];
-        out += fmt::format("  {}. {:<8} {}\n", s + 1, kind_of(step.step), step.why);
+        out += fmt::format("  {}. {:<8} {}\n", s + 1, step_kind(step.step), step.why);
         for (const std::string& line : step_details(step.step)) out += fmt::format("       {}\n", line);
         out += fmt::format("       {}\n", cost_line(step.cost, device, compute_dtype(plan, step.step)));
     }
@@ -188,7 +165,7 @@ std::string plan_to_json(const Plan& plan, const DeviceModel& device) {
     write_tensors(json, "temporaries", plan.temporaries);
     json.key("steps").open('[');
     for (const PlanStep& step : plan.steps) {
-        json.open('{').key("kind").value(kind_of(step.step)).key("why").value(step.why);
+        json.open('{').key("kind").value(step_kind(step.step)).key("why").value(step.why);
         if (const auto* view = std::get_if<View>(&step.step)) {
             json.key("output").value(static_cast<std::int64_t>(view->output));
             write_access(json, "source", view->source);

@@ -7,15 +7,6 @@
 namespace einc {
 namespace {
 
-const TensorSpec& spec_of(const Plan& plan, Buffer buffer) {
-    switch (buffer.kind) {
-    case Buffer::Kind::input: return plan.inputs.at(buffer.index);
-    case Buffer::Kind::output: return plan.outputs.at(buffer.index);
-    case Buffer::Kind::temporary: return plan.temporaries.at(buffer.index);
-    }
-    EINC_ASSERT(false);
-}
-
 // The device pointers of a run: inputs, outputs, and the temporaries it allocated.
 struct Memory {
     const Plan& plan;
@@ -32,7 +23,7 @@ struct Memory {
         EINC_ASSERT(false);
     }
     std::byte* address(Buffer buffer, std::int64_t offset) const {
-        return base(buffer) + offset * static_cast<std::int64_t>(size_of(spec_of(plan, buffer).dtype));
+        return base(buffer) + offset * static_cast<std::int64_t>(size_of(plan.spec(buffer).dtype));
     }
 };
 
@@ -76,7 +67,7 @@ void launch_all(const GpuStep& lowered, const std::vector<void*>& buffers, Devic
 }  // namespace
 
 bool gemm_in_library(const Plan& plan, const Gemm& gemm) {
-    const DType dtype = spec_of(plan, gemm.a.buffer).dtype;
+    const DType dtype = plan.spec(gemm.a.buffer).dtype;
     return dtype == DType::f64 || dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
 }
 
@@ -115,7 +106,7 @@ void run_gpu_plan(const Plan& plan, const PreparedGpuPlan& prepared, std::span<c
             continue;
         }
         if (const auto* gemm = std::get_if<Gemm>(&step); gemm && gemm_in_library(plan, *gemm)) {
-            device.gemm(*gemm, spec_of(plan, gemm->a.buffer).dtype, memory.address(gemm->a.buffer, gemm->a.offset),
+            device.gemm(*gemm, plan.spec(gemm->a.buffer).dtype, memory.address(gemm->a.buffer, gemm->a.offset),
                         memory.address(gemm->b.buffer, gemm->b.offset), memory.address(gemm->c.buffer, gemm->c.offset));
             continue;
         }
