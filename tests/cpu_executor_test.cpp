@@ -24,16 +24,9 @@ void check_executor(Op op, DType dtype, int cases, unsigned seed) {
     for (int i = 0; i < cases; ++i) {
         const testing::RandomCase c = testing::random_case(rng, op, dtype);
         CAPTURE(c.describe());
-        std::vector<Shape> shapes;
-        std::vector<TensorSpec> specs;
-        for (const TensorView& input : c.inputs) {
-            shapes.push_back(input.shape);
-            specs.push_back(TensorSpec{input.dtype, input.shape, input.strides});
-        }
         try {
-            const Bound bound = bind(c.call, shapes);
+            const auto [bound, planned] = testing::bind_and_plan(c.call, c.inputs);
             const std::vector<Tensor> expected = reference::evaluate(bound, c.inputs);
-            const Plan planned = plan(bound, specs);
             std::vector<Tensor> storage;
             std::vector<TensorView> outputs(planned.outputs.size());
             for (std::size_t k = 0; k < planned.outputs.size(); ++k) {
@@ -92,15 +85,9 @@ namespace {
 
 // Runs a call through the planner and the CPU executor, materialising every result.
 std::vector<Tensor> run_call(const Call& call, std::span<const TensorView> inputs) {
-    std::vector<Shape> shapes;
-    std::vector<TensorSpec> specs;
-    for (const TensorView& input : inputs) {
-        shapes.push_back(input.shape);
-        specs.push_back(TensorSpec{input.dtype, input.shape, input.strides});
-    }
     PlanOptions options;
     options.contiguous = true;
-    const Plan planned = plan(bind(call, shapes), specs, options);
+    const Plan planned = testing::bind_and_plan(call, inputs, options).plan;
     std::vector<Tensor> results;
     std::vector<TensorView> outputs(planned.outputs.size());
     for (std::size_t k = 0; k < planned.outputs.size(); ++k) {

@@ -102,15 +102,9 @@ struct Prepared {
 };
 
 Prepared prepare(const Call& call, std::span<const TensorView> inputs, bool contiguous) {
-    std::vector<Shape> shapes;
-    std::vector<TensorSpec> specs;
-    for (const TensorView& input : inputs) {
-        shapes.push_back(input.shape);
-        specs.push_back(TensorSpec{input.dtype, input.shape, input.strides});
-    }
     PlanOptions options;
     options.contiguous = contiguous;
-    Plan plan = einc::plan(bind(call, shapes), specs, options);
+    Plan plan = testing::bind_and_plan(call, inputs, options).plan;
     PreparedGpuPlan gpu = prepare_gpu_plan(plan, GpuTarget{});
     return Prepared{std::move(plan), std::move(gpu)};
 }

@@ -19,16 +19,9 @@ void check_plans(Op op, DType dtype, int cases, unsigned seed) {
     for (int i = 0; i < cases; ++i) {
         const testing::RandomCase c = testing::random_case(rng, op, dtype);
         CAPTURE(c.describe());
-        std::vector<Shape> shapes;
-        std::vector<TensorSpec> specs;
-        for (const TensorView& input : c.inputs) {
-            shapes.push_back(input.shape);
-            specs.push_back(TensorSpec{input.dtype, input.shape, input.strides});
-        }
         try {
-            const Bound bound = bind(c.call, shapes);
+            const auto [bound, planned] = testing::bind_and_plan(c.call, c.inputs);
             const std::vector<Tensor> expected = reference::evaluate(bound, c.inputs);
-            const Plan planned = plan(bound, specs);
             const reference::PlanRun run = reference::run_plan(planned, c.inputs);
             REQUIRE(run.outputs.size() == expected.size());
             for (std::size_t k = 0; k < expected.size(); ++k) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <numeric>
 
+#include "compiler/bind.hpp"
 #include "compiler/layout.hpp"
 #include "tests/reference/reference.hpp"
 
@@ -288,6 +289,18 @@ RandomCase random_case(std::mt19937& rng, Op op, DType dtype) {
     case Op::parse_shape: break;
     }
     return c;
+}
+
+Planned bind_and_plan(const Call& call, std::span<const TensorView> inputs, const PlanOptions& options) {
+    std::vector<Shape> shapes;
+    std::vector<TensorSpec> specs;
+    for (const TensorView& input : inputs) {
+        shapes.push_back(input.shape);
+        specs.push_back(TensorSpec{input.dtype, input.shape, input.strides});
+    }
+    Bound bound = bind(call, shapes);
+    Plan planned = plan(bound, specs, options);
+    return Planned{std::move(bound), std::move(planned)};
 }
 
 std::string RandomCase::describe() const {

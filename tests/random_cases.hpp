@@ -7,7 +7,11 @@
 #include <string>
 #include <vector>
 
+#include <span>
+
+#include "compiler/bound.hpp"
 #include "compiler/call.hpp"
+#include "compiler/plan.hpp"
 #include "runtime/tensor.hpp"
 
 namespace einc::testing {
@@ -22,6 +26,13 @@ struct RandomCase {
 
 // A random valid call of `op` on inputs of `dtype` (mean only for floating dtypes, einsum only numeric).
 RandomCase random_case(std::mt19937& rng, Op op, DType dtype);
+
+// A call bound to the inputs' shapes and planned for their layouts (throws einc::Error as bind and plan do).
+struct Planned {
+    Bound bound;
+    Plan plan;
+};
+Planned bind_and_plan(const Call& call, std::span<const TensorView> inputs, const PlanOptions& options = {});
 
 // Whether two results hold the same values (row-major order), exactly for integers and bool, within a
 // tolerance for floats: 1e-6 relative for f32/f64, 2e-2 for the narrow floats. NaN equals NaN.
