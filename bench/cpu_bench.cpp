@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_common.hpp"
 #include "einc/einc.hpp"
 #include "einc_build_info.hpp"
 #include "runtime/cpu/parallel.hpp"
@@ -26,6 +27,8 @@
 #if EINC_HAS_BLAS
 #include <cblas.h>
 #endif
+
+using einc::bench::json_escaped;
 
 namespace {
 
@@ -102,32 +105,6 @@ float parallel_read(const float* data, std::int64_t n) {
     return total;
 }
 
-// numpy's timings for named cases, from one python3 process (empty when numpy is absent).
-std::map<std::string, double> numpy_timings(bool quick) {
-    const std::string script = std::string(EINC_BENCH_DIR) + "/numpy_baseline.py";
-    const std::string command = fmt::format("python3 {} {} 2>/dev/null", script, quick ? "--quick" : "");
-    std::map<std::string, double> timings;
-    FILE* pipe = popen(command.c_str(), "r");
-    if (!pipe) return timings;
-    char line[512];
-    while (std::fgets(line, sizeof line, pipe)) {
-        char name[256];
-        double seconds = 0;
-        if (std::sscanf(line, "%255s %lf", name, &seconds) == 2) timings[name] = seconds;
-    }
-    pclose(pipe);
-    return timings;
-}
-
-std::string json_escaped(const std::string& text) {
-    std::string out;
-    for (const char c : text) {
-        if (c == '"' || c == '\\') out += '\\';
-        out += c;
-    }
-    return out;
-}
-
 std::string machine_description() {
     std::string model = "unknown CPU";
     std::ifstream cpuinfo("/proc/cpuinfo");
@@ -143,22 +120,15 @@ std::string machine_description() {
 }  // namespace
 
 int main(int argc, char** argv) {
-    bool quick = false;
-    std::string json_path, markdown_path;
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (arg == "--quick") quick = true;
-        else if (arg == "--json" && i + 1 < argc) json_path = argv[++i];
-        else if (arg == "--markdown" && i + 1 < argc) markdown_path = argv[++i];
-        else {
-            fmt::print(stderr, "usage: cpu_bench [--quick] [--json FILE] [--markdown FILE]\n");
-            return 2;
-        }
-    }
+    const std::optional<einc::bench::Arguments> arguments = einc::bench::parse_arguments(argc, argv, "cpu_bench");
+    if (!arguments) return 2;
+    const bool quick = arguments->quick;
+    const std::string& json_path = arguments->json_path;
+    const std::string& markdown_path = arguments->markdown_path;
     const int repeats = quick ? 3 : 9;
     const std::int64_t scale = quick ? 4 : 1;  // --quick: a quarter of the sizes
     std::vector<Row> rows;
-    const std::map<std::string, double> numpy = numpy_timings(quick);
+    const std::map<std::string, double> numpy = einc::bench::python_timings("numpy_baseline.py", quick);
     const auto numpy_time = [&](const std::string& key) {
         const auto it = numpy.find(key);
         return it == numpy.end() ? 0.0 : it->second;

@@ -27,7 +27,10 @@
 #include "cuda/cuda.hpp"
 #include "cuda/driver.hpp"
 #include "cuda/kernel_cache.hpp"
+#include "bench/bench_common.hpp"
 #include "einc/einc.hpp"
+
+using einc::bench::json_escaped;
 
 namespace {
 
@@ -98,22 +101,6 @@ struct Row {
     std::string target;
 };
 
-// PyTorch's and einops' timings for the same cases, keyed as in torch_baseline.py.
-std::map<std::string, double> torch_timings(bool quick) {
-    const std::string command = fmt::format("python3 {}/torch_baseline.py {} 2>/dev/null", EINC_BENCH_DIR, quick ? "--quick" : "");
-    std::map<std::string, double> timings;
-    FILE* pipe = popen(command.c_str(), "r");
-    if (!pipe) return timings;
-    char line[512];
-    while (std::fgets(line, sizeof line, pipe)) {
-        char name[256];
-        double seconds = 0;
-        if (std::sscanf(line, "%255s %lf", name, &seconds) == 2) timings[name] = seconds;
-    }
-    pclose(pipe);
-    return timings;
-}
-
 // The device model of the GPU einc runs on (for the HBM peak), by its name.
 const einc::DeviceModel& model_of(const std::string& name) {
     for (const char* key : {"H200", "H100", "A100"})
@@ -121,30 +108,14 @@ const einc::DeviceModel& model_of(const std::string& name) {
     return *einc::device_model_named("h100");
 }
 
-std::string json_escaped(const std::string& text) {
-    std::string out;
-    for (const char c : text) {
-        if (c == '"' || c == '\\') out += '\\';
-        out += c;
-    }
-    return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-    bool quick = false;
-    std::string json_path, markdown_path;
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (arg == "--quick") quick = true;
-        else if (arg == "--json" && i + 1 < argc) json_path = argv[++i];
-        else if (arg == "--markdown" && i + 1 < argc) markdown_path = argv[++i];
-        else {
-            fmt::print(stderr, "usage: gpu_bench [--quick] [--json FILE] [--markdown FILE]\n");
-            return 2;
-        }
-    }
+    const std::optional<einc::bench::Arguments> arguments = einc::bench::parse_arguments(argc, argv, "gpu_bench");
+    if (!arguments) return 2;
+    const bool quick = arguments->quick;
+    const std::string& json_path = arguments->json_path;
+    const std::string& markdown_path = arguments->markdown_path;
     if (!einc::cuda::available()) {
         fmt::print(stderr, "gpu_bench: no CUDA GPU on this machine: nothing to measure\n");
         return 1;
@@ -154,7 +125,7 @@ int main(int argc, char** argv) {
         const std::int64_t scale = quick ? 4 : 1;
         const std::string device = einc::cuda::describe_device();
         const einc::DeviceModel& model = model_of(device);
-        const std::map<std::string, double> torch = torch_timings(quick);
+        const std::map<std::string, double> torch = einc::bench::python_timings("torch_baseline.py", quick);
         const auto torch_time = [&](const std::string& key) {
             const auto it = torch.find(key);
             return it == torch.end() ? 0.0 : it->second;
