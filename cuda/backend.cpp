@@ -7,6 +7,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "cuda/cublas.hpp"
 #include "cuda/cuda.hpp"
 #include "cuda/driver.hpp"
 #include "cuda/gemm.hpp"
@@ -143,7 +144,11 @@ public:
         if (!available()) throw Error(ErrorKind::device, "no CUDA GPU is available").help("run on a machine with an NVIDIA GPU and driver");
         const DeviceInfo& info = info_of(device);
         auto prepared = std::make_shared<CudaPreparedPlan>(CudaPreparedPlan{prepare_gpu_plan(plan, GpuTarget{info.multiprocessors}), {}});
-        // Compile (or find) and load every kernel now, so that a failure shows when binding, not in a hot loop.
+        // Compile (or find) and load every kernel, and open cuBLAS if a GEMM needs it, now: a failure shows
+        // when binding, not in a hot loop.
+        for (const PlanStep& step : plan.steps)
+            if (const auto* gemm = std::get_if<Gemm>(&step.step); gemm && gemm_in_library(plan, *gemm))
+                (void)cublas();
         on_device(device, [&] {
             for (const GpuStep& step : prepared->gpu.steps)
                 for (const KernelLaunch& launch : step.launches)

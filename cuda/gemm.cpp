@@ -1,10 +1,10 @@
 #include "cuda/gemm.hpp"
 
-#include <cublas_v2.h>
 #include <fmt/format.h>
 #include <map>
 #include <mutex>
 
+#include "cuda/cublas.hpp"
 #include "cuda/driver.hpp"
 #include "grammar/diagnostic.hpp"
 
@@ -13,7 +13,8 @@ namespace {
 
 void check(cublasStatus_t status, const char* what) {
     if (status == CUBLAS_STATUS_SUCCESS) return;
-    Error error(ErrorKind::device, fmt::format("cuBLAS: {} failed: {} ({})", what, cublasGetStatusString(status), static_cast<int>(status)));
+    Error error(ErrorKind::device, fmt::format("cuBLAS: {} failed: {} ({})", what,
+                                               cublas().status_string(status), static_cast<int>(status)));
     if (status == CUBLAS_STATUS_ALLOC_FAILED) error.help("the GPU is out of memory");
     throw error;
 }
@@ -34,9 +35,9 @@ Handle& handle_for(int device) {
     std::lock_guard lock(mutex);
     Handle& h = handles[device];
     if (!h.handle) {
-        check(cublasCreate(&h.handle), "cublasCreate");
+        check(cublas().create(&h.handle), "cublasCreate");
         einc::cuda::check(cudaMalloc(&h.workspace, workspace_bytes), "cudaMalloc (cuBLAS workspace)");
-        check(cublasSetWorkspace(h.handle, h.workspace, workspace_bytes), "cublasSetWorkspace");
+        check(cublas().set_workspace(h.handle, h.workspace, workspace_bytes), "cublasSetWorkspace");
     }
     return h;
 }
@@ -73,17 +74,19 @@ void gemm(const Gemm& g, DType dtype, const void* a, const void* b, void* c, cud
     einc::cuda::check(cudaGetDevice(&device), "cudaGetDevice");
     Handle& h = handle_for(device);
     std::lock_guard lock(h.mutex);
-    check(cublasSetStream(h.handle, stream), "cublasSetStream");
+    check(cublas().set_stream(h.handle, stream), "cublasSetStream");
     if (g.c.row_major()) {  // C^T (n x m, column-major) = B^T A^T
         const Operand x = as_transposed(g.b), y = as_transposed(g.a);
-        check(cublasGemmStridedBatchedEx_64(h.handle, x.op, y.op, g.n, g.m, g.k, alpha, b, type, x.ld, g.b.batch_stride, a, type, y.ld,
-                                            g.a.batch_stride, beta, c, type, g.c.row_stride, g.c.batch_stride, g.batch, compute,
+        check(cublas().gemm_strided_batched(h.handle, x.op, y.op, g.n, g.m, g.k, alpha, b, type, x.ld,
+                                            g.b.batch_stride, a, type, y.ld, g.a.batch_stride, beta, c, type,
+                                            g.c.row_stride, g.c.batch_stride, g.batch, compute,
                                             CUBLAS_GEMM_DEFAULT),
               "cublasGemmStridedBatchedEx");
     } else {  // C (m x n, column-major) = A B
         const Operand x = as_stored(g.a), y = as_stored(g.b);
-        check(cublasGemmStridedBatchedEx_64(h.handle, x.op, y.op, g.m, g.n, g.k, alpha, a, type, x.ld, g.a.batch_stride, b, type, y.ld,
-                                            g.b.batch_stride, beta, c, type, g.c.col_stride, g.c.batch_stride, g.batch, compute,
+        check(cublas().gemm_strided_batched(h.handle, x.op, y.op, g.m, g.n, g.k, alpha, a, type, x.ld,
+                                            g.a.batch_stride, b, type, y.ld, g.b.batch_stride, beta, c, type,
+                                            g.c.col_stride, g.c.batch_stride, g.batch, compute,
                                             CUBLAS_GEMM_DEFAULT),
               "cublasGemmStridedBatchedEx");
     }

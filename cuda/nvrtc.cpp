@@ -2,11 +2,11 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <dlfcn.h>
 #include <fmt/format.h>
-#include <mutex>
 #include <nvrtc.h>
 
+#include "cuda/library.hpp"
+#include "einc_toolkit_paths.hpp"
 #include "grammar/diagnostic.hpp"
 
 namespace einc::cuda {
@@ -14,7 +14,7 @@ namespace {
 
 // The NVRTC entry points einc uses, looked up once.
 struct Nvrtc {
-    void* library = nullptr;
+    SharedLibrary library;
     decltype(&::nvrtcVersion) version = nullptr;
     decltype(&::nvrtcCreateProgram) create = nullptr;
     decltype(&::nvrtcCompileProgram) compile = nullptr;
@@ -26,39 +26,25 @@ struct Nvrtc {
     decltype(&::nvrtcGetPTX) ptx = nullptr;
     decltype(&::nvrtcDestroyProgram) destroy = nullptr;
     decltype(&::nvrtcGetErrorString) error_string = nullptr;
-    std::string tried;  // the names tried, for the message when none loads
+    bool loaded = false;  // the library and every entry point
 };
-
-template <typename F>
-bool find(void* library, const char* name, F& f) {
-    f = reinterpret_cast<F>(dlsym(library, name));
-    return f != nullptr;
-}
 
 const Nvrtc& nvrtc() {
     static const Nvrtc loaded = [] {
         Nvrtc n;
-        std::vector<std::string> names;
-        if (const char* path = std::getenv("EINC_NVRTC"); path && *path) {
-            names.emplace_back(path);  // the user's choice, and only it: never quietly another NVRTC
-        } else {
-            for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) names.emplace_back(name);
-#ifdef EINC_CUDA_LIBRARY_DIR
-            for (const char* name : {"/libnvrtc.so.13", "/libnvrtc.so.12", "/libnvrtc.so"}) names.push_back(EINC_CUDA_LIBRARY_DIR + std::string(name));
-#endif
-        }
-        for (const std::string& name : names) {
-            n.tried += (n.tried.empty() ? "" : ", ") + name;
-            if ((n.library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
-        }
-        if (!n.library) return n;
-        const bool all = find(n.library, "nvrtcVersion", n.version) && find(n.library, "nvrtcCreateProgram", n.create) &&
-                         find(n.library, "nvrtcCompileProgram", n.compile) && find(n.library, "nvrtcGetProgramLogSize", n.log_size) &&
-                         find(n.library, "nvrtcGetProgramLog", n.log) && find(n.library, "nvrtcGetCUBINSize", n.cubin_size) &&
-                         find(n.library, "nvrtcGetCUBIN", n.cubin) && find(n.library, "nvrtcGetPTXSize", n.ptx_size) &&
-                         find(n.library, "nvrtcGetPTX", n.ptx) && find(n.library, "nvrtcDestroyProgram", n.destroy) &&
-                         find(n.library, "nvrtcGetErrorString", n.error_string);
-        if (!all) n.library = nullptr;
+        n.library = open_library("EINC_NVRTC", {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"},
+                                 toolkit::nvrtc_directory);
+        const SharedLibrary& l = n.library;
+        n.loaded =
+            l.handle && find_function(l, "nvrtcVersion", n.version) &&
+            find_function(l, "nvrtcCreateProgram", n.create) &&
+            find_function(l, "nvrtcCompileProgram", n.compile) &&
+            find_function(l, "nvrtcGetProgramLogSize", n.log_size) &&
+            find_function(l, "nvrtcGetProgramLog", n.log) &&
+            find_function(l, "nvrtcGetCUBINSize", n.cubin_size) &&
+            find_function(l, "nvrtcGetCUBIN", n.cubin) && find_function(l, "nvrtcGetPTXSize", n.ptx_size) &&
+            find_function(l, "nvrtcGetPTX", n.ptx) && find_function(l, "nvrtcDestroyProgram", n.destroy) &&
+            find_function(l, "nvrtcGetErrorString", n.error_string);
         return n;
     }();
     return loaded;
@@ -66,21 +52,25 @@ const Nvrtc& nvrtc() {
 
 const Nvrtc& require() {
     const Nvrtc& n = nvrtc();
-    if (!n.library)
-        throw Error(ErrorKind::device, "NVRTC is not available: einc cannot compile GPU kernels on this machine")
-            .note(fmt::format("tried: {}", n.tried))
-            .help("install the CUDA toolkit's NVRTC (or set EINC_NVRTC to libnvrtc.so), or build the kernels ahead of time with `einc aot`");
+    if (!n.loaded)
+        throw Error(ErrorKind::device,
+                    "NVRTC is not available: einc cannot compile GPU kernels on this machine")
+            .note(fmt::format("tried: {}", n.library.tried))
+            .help("install the CUDA toolkit's NVRTC (or set EINC_NVRTC to libnvrtc.so), or build the kernels "
+                  "ahead of time with `einc aot`");
     return n;
 }
 
 }  // namespace
 
-bool nvrtc_available() { return nvrtc().library != nullptr; }
+bool nvrtc_available() {
+    return nvrtc().loaded;
+}
 
 std::string nvrtc_version() {
     const Nvrtc& n = nvrtc();
     int major = 0, minor = 0;
-    if (!n.library || n.version(&major, &minor) != NVRTC_SUCCESS) return {};
+    if (!n.loaded || n.version(&major, &minor) != NVRTC_SUCCESS) return {};
     return fmt::format("{}.{}", major, minor);
 }
 
@@ -88,9 +78,7 @@ std::string cuda_include_directory() {
     std::vector<std::string> candidates;
     for (const char* variable : {"CUDA_HOME", "CUDA_PATH"})
         if (const char* root = std::getenv(variable); root && *root) candidates.push_back(std::string(root) + "/include");
-#ifdef EINC_CUDA_INCLUDE_DIR
-    candidates.emplace_back(EINC_CUDA_INCLUDE_DIR);
-#endif
+    for (const char* dir : toolkit::include_directories) candidates.emplace_back(dir);
     for (const std::string& dir : candidates)
         if (std::filesystem::exists(std::filesystem::path(dir) / "cuda_runtime.h")) return dir;
     return {};
