@@ -29,6 +29,9 @@ struct LoadedOperands {
 };
 LoadedOperands load_operands(const CallArgs& args);
 DType parse_dtype(const std::string& name);
+// Where `--backend NAME` runs calls: cpu, or cuda when this build has the GPU backend and this machine a
+// usable GPU (einc::Error otherwise; UsageError for another name).
+Device execution_device(const std::string& backend);
 const DeviceModel& parse_device(const std::string& key);
 
 }  // namespace einc::cli

@@ -226,20 +226,7 @@ std::string call_key(const CallArgs& args) {
 }
 
 Measurement measure(const CallArgs& args, const BenchSettings& settings) {
-    if (settings.backend != "cpu" && settings.backend != "cuda")
-        throw UsageError(fmt::format("unknown backend '{}' (cpu, cuda)", settings.backend));
-    const Device device = settings.backend == "cuda" ? Device::cuda : Device::cpu;
-    GpuBackend* gpu = gpu_backend();
-    if (device == Device::cuda && gpu == nullptr)
-        throw Error(ErrorKind::unsupported,
-                    "--backend cuda needs einc's GPU backend, which this build does not have")
-            .help("build einc with the CUDA toolkit (EINC_CUDA=ON) and run on a machine with an NVIDIA GPU; "
-                  "--backend cpu times the CPU executor");
-#if EINC_HAS_CUDA
-    if (device == Device::cuda && !cuda::available())
-        throw Error(ErrorKind::device, "--backend cuda: this machine has no usable NVIDIA GPU and driver")
-            .help("run on a machine with an NVIDIA GPU, or time the CPU executor with --backend cpu");
-#endif
+    const Device device = execution_device(settings.backend);
 
     const LoadedOperands loaded = load_operands(args);
     const Operands operands = make_operands(loaded, device);

@@ -1,12 +1,17 @@
-// `einc run`: executes a call on .npy files and writes the results as .npy files.
+// `einc run`: executes a call on .npy files, on the CPU or a GPU, and writes the results as .npy files.
 #include <fmt/ostream.h>
 #include <ostream>
 
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "einc_build_info.hpp"
 #include "grammar/diagnostic.hpp"
+#include "runtime/backend.hpp"
 #include "runtime/npy.hpp"
 #include "runtime/program.hpp"
+#if EINC_HAS_CUDA
+#include "cuda/cuda.hpp"
+#endif
 
 namespace einc::cli {
 namespace {
@@ -19,29 +24,65 @@ std::string output_path(const CallArgs& args, std::size_t k, std::size_t results
     return fmt::format("{}_{}.npy", base, k);
 }
 
+// The inputs read from their files, on `device`; and the results brought back to the host.
+std::vector<Tensor> to_device(const std::vector<Tensor>& host, Device device) {
+    if (device == Device::cpu) return host;
+    std::vector<Tensor> moved;
+#if EINC_HAS_CUDA
+    for (const Tensor& tensor : host) moved.push_back(cuda::to_device(tensor));
+#endif
+    return moved;
+}
+Tensor to_host(const Tensor& result) {
+#if EINC_HAS_CUDA
+    if (result.view().device == Device::cuda) return cuda::to_host(result);
+#endif
+    return result;
+}
+
 }  // namespace
+
+Device execution_device(const std::string& backend) {
+    if (backend == "cpu") return Device::cpu;
+    if (backend != "cuda") throw UsageError(fmt::format("unknown backend '{}' (cpu, cuda)", backend));
+    if (gpu_backend() == nullptr)
+        throw Error(ErrorKind::unsupported,
+                    "--backend cuda needs einc's GPU backend, which this build does not have")
+            .help("build einc with the CUDA toolkit (EINC_CUDA=ON) and run on a machine with an NVIDIA GPU; "
+                  "--backend cpu runs on the CPU");
+#if EINC_HAS_CUDA
+    if (!cuda::available())
+        throw Error(ErrorKind::device, "--backend cuda: this machine has no usable NVIDIA GPU and driver")
+            .help("run on a machine with an NVIDIA GPU, or on the CPU with --backend cpu");
+#endif
+    return Device::cuda;
+}
 
 int run_call(const CallArgs& args, std::ostream& out) {
     for (const OperandArg& operand : args.operands)
         if (!operand.is_file) throw UsageError(fmt::format("run needs .npy inputs, got '{}'", operand.text));
     if (args.outputs.empty()) throw UsageError("run needs an output: -o result.npy");
-    if (args.backend != "cpu" && args.backend != "cuda") throw UsageError(fmt::format("unknown backend '{}' (cpu, cuda)", args.backend));
-    if (args.backend == "cuda")
-        throw Error(ErrorKind::unsupported, "einc run --backend cuda needs the GPU backend, which this build does not have")
-            .help("build einc with CUDA, on a machine with an NVIDIA GPU");
+    const Device device = execution_device(args.backend);
     const LoadedOperands loaded = load_operands(args);
-    const Program program = Expression(args.call).bind(loaded.views, Options{.contiguous = false, .require_view = args.view});
-    std::vector<Input> inputs(loaded.files.begin(), loaded.files.end());
+    const std::vector<Tensor> operands = to_device(loaded.files, device);
+    const std::vector<Input> inputs(operands.begin(), operands.end());
+    std::vector<TensorView> views;
+    for (const Tensor& operand : operands) views.push_back(operand.view());
+    const Program program =
+        Expression(args.call).bind(views, Options{.contiguous = false, .require_view = args.view});
     const std::vector<Tensor> results = program.run(inputs);
     if (args.outputs.size() != 1 && args.outputs.size() != results.size())
         throw UsageError(fmt::format("{} -o given for {} results", args.outputs.size(), results.size()));
     for (std::size_t k = 0; k < results.size(); ++k) {
         const std::string path = output_path(args, k, results.size());
-        write_npy(path, results[k].view());
+        write_npy(path, to_host(results[k]).view());
         const auto source = program.plan().view_source(k);
-        fmt::print(out, "wrote {}: {} {} ({})\n", path, name_of(results[k].dtype()), format_shape(results[k].shape()),
+        fmt::print(out, "wrote {}: {} {} ({}{})\n", path, name_of(results[k].dtype()),
+                   format_shape(results[k].shape()),
                    source ? fmt::format("a view of input {}: no data moved before writing", *source)
-                          : fmt::format("{} step{}", program.plan().steps.size(), program.plan().steps.size() == 1 ? "" : "s"));
+                          : fmt::format("{} step{}", program.plan().steps.size(),
+                                        program.plan().steps.size() == 1 ? "" : "s"),
+                   device == Device::cuda ? ", on the GPU" : "");
     }
     return exit_ok;
 }

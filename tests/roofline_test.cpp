@@ -14,8 +14,12 @@
 #include "cli/cli.hpp"
 #include "cli/measure.hpp"
 #include "cli/roofline_chart.hpp"
+#include "einc_build_info.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/program.hpp"
+#if EINC_HAS_CUDA
+#include "cuda/cuda.hpp"
+#endif
 
 using namespace einc;
 namespace fs = std::filesystem;
@@ -398,16 +402,20 @@ TEST_CASE("bench: times a call and reports what it measured") {
     CHECK(records[0].seconds > 0);
 }
 
-TEST_CASE("bench: usage errors, and --backend cuda without a GPU backend") {
+TEST_CASE("bench: usage errors, and --backend cuda without a GPU backend or a usable GPU") {
     CHECK(einc_cli({"bench", "einsum", "i, i ->", "10", "10", "--repeat", "0"}).status == cli::exit_usage);
     CHECK(einc_cli({"bench", "einsum", "i, i ->", "10", "10", "--repeat"}).status == cli::exit_usage);
     CHECK(einc_cli({"bench", "einsum", "i, i ->", "10", "10", "--backend", "tpu"}).status == cli::exit_usage);
-    if (gpu_backend() == nullptr) {
-        const Result cuda = einc_cli({"bench", "einsum", "i, i ->", "10", "10", "--backend", "cuda"});
-        CHECK(cuda.status == cli::exit_error);
-        CHECK(cuda.err.find("--backend cuda needs einc's GPU backend, which this build does not have") !=
-              std::string::npos);
-    } else {
-        MESSAGE("a GPU backend is linked in: the no-GPU error is not checked");
+#if EINC_HAS_CUDA
+    if (cuda::available()) {
+        MESSAGE("a GPU is usable here: the no-GPU error is not checked");
+        return;
     }
+#endif
+    const Result cuda = einc_cli({"bench", "einsum", "i, i ->", "10", "10", "--backend", "cuda"});
+    CHECK(cuda.status == cli::exit_error);
+    CHECK(cuda.err.find(gpu_backend()
+                            ? "--backend cuda: this machine has no usable NVIDIA GPU and driver"
+                            : "--backend cuda needs einc's GPU backend, which this build does not have") !=
+          std::string::npos);
 }
