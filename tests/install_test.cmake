@@ -1,6 +1,8 @@
 # einc as another project uses it: installed into a fresh prefix, found with find_package(einc), its
 # einc_add_kernels() compiling the example's kernels ahead of time; the example then runs with EINC_JIT=0.
-#   cmake -DBUILD=<einc build dir> -DSOURCE=<einc source dir> -DWORK=<scratch dir> -P install_test.cmake
+#   cmake -DBUILD=<einc build dir> -DSOURCE=<einc source dir> -DWORK=<scratch dir>
+#         [-Dfmt_DIR=... -Dpegtl_DIR=... -Ddlpack_DIR=...] -P install_test.cmake
+# The *_DIR given (where einc's build found its dependencies) are passed on to the consumer.
 file(REMOVE_RECURSE "${WORK}")
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE out)
@@ -10,6 +12,13 @@ function(run)
   message(STATUS "ok: ${ARGN}")
 endfunction()
 run(${CMAKE_COMMAND} --install "${BUILD}" --prefix "${WORK}/prefix")
-run(${CMAKE_COMMAND} -S "${SOURCE}/examples/aot" -B "${WORK}/build" -DCMAKE_PREFIX_PATH=${WORK}/prefix -DCMAKE_BUILD_TYPE=Release)
+set(dependencies "")
+foreach(package fmt pegtl dlpack)
+  if(${package}_DIR)
+    list(APPEND dependencies "-D${package}_DIR=${${package}_DIR}")
+  endif()
+endforeach()
+run(${CMAKE_COMMAND} -S "${SOURCE}/examples/aot" -B "${WORK}/build" -DCMAKE_PREFIX_PATH=${WORK}/prefix -DCMAKE_BUILD_TYPE=Release
+  ${dependencies})
 run(${CMAKE_COMMAND} --build "${WORK}/build")
 run(${CMAKE_COMMAND} -E env EINC_JIT=0 "${WORK}/build/vit_kernels")

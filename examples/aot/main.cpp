@@ -3,7 +3,8 @@
 // without NVRTC. The program
 //   1. asks einc's kernel registry, for every call it makes, whether each kernel the call's plan launches
 //      was compiled in for sm_80 and sm_90 (no GPU needed), and shows what a call outside the corpus misses;
-//   2. on a GPU, runs the block there and checks every intermediate against the CPU.
+//   2. on a GPU, runs the block there and checks every step against the CPU run on the same inputs, within
+//      a tolerance derived from bf16 and the step's reduction length.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -25,17 +26,29 @@ namespace {
 
 using einc::Op;
 
-// einops-style calls that also keep their programs, so that their plans can be checked against the
-// kernel registry (einc::rearrange & co. would do the same work, through the plan cache).
-struct Calls {
-    std::vector<std::pair<std::string, einc::Program>> programs;
+// einops-style calls that also keep each call, its inputs and its program, so that the plans can be checked
+// against the kernel registry and each step rerun on the CPU (einc::rearrange & co. would do the same
+// work, through the plan cache).
+struct Step {
+    std::string what;
+    einc::Call call;
+    std::vector<einc::Tensor> inputs;
+    einc::Program program;
+    std::vector<einc::Tensor> outputs;
+};
 
-    std::vector<einc::Tensor> run(einc::Call call, const std::vector<einc::Input>& inputs, const einc::Options& options = {}) {
-        std::vector<einc::TensorView> views;
-        for (const einc::Input& input : inputs) views.push_back(input.view());
-        const std::string what = fmt::format("{} \"{}\"", einc::name_of(call.op), call.pattern);
-        programs.emplace_back(what, einc::Expression(std::move(call)).bind(views, options));
-        return programs.back().second.run(inputs);
+struct Calls {
+    std::vector<Step> steps;
+
+    std::vector<einc::Tensor> run(einc::Call call, const std::vector<einc::Tensor>& inputs,
+                                  const einc::Options& options = {}) {
+        std::vector<einc::TensorView> views(inputs.begin(), inputs.end());
+        std::string what = fmt::format("{} \"{}\"", einc::name_of(call.op), call.pattern);
+        einc::Program program = einc::Expression(call).bind(views, options);
+        std::vector<einc::Tensor> outputs =
+            program.run(std::vector<einc::Input>(inputs.begin(), inputs.end()));
+        steps.push_back(Step{std::move(what), std::move(call), inputs, std::move(program), outputs});
+        return outputs;
     }
     einc::Tensor rearrange(const einc::Tensor& x, std::string pattern, einc::AxisSizes sizes = {}, const einc::Options& options = {}) {
         return run(einc::Call{Op::rearrange, std::move(pattern), einc::Reduction::none, std::move(sizes), false, {}}, {x}, options)[0];
@@ -54,28 +67,21 @@ struct Calls {
     }
 };
 
-struct Named {
-    std::string name;
-    einc::Tensor tensor;
-};
-
 // The attention block, on whichever device the inputs are: image patches in, a pooled embedding out.
-std::vector<Named> attention_block(Calls& calls, const einc::Tensor& images, const einc::Tensor& cls, const einc::Tensor& w_qkv) {
+void attention_block(Calls& calls, const einc::Tensor& images, const einc::Tensor& cls,
+                     const einc::Tensor& w_qkv) {
     const einc::Tensor patches = calls.rearrange(images, "b c (h p1) (w p2) -> b (h w) (p1 p2 c)", {{"p1", 16}, {"p2", 16}});
-    const einc::Tensor pooled_image = calls.reduce(images, "b c (h 2) (w 2) -> b c h w", einc::max);
+    (void)calls.reduce(images, "b c (h 2) (w 2) -> b c h w", einc::max);
     const einc::Tensor tokens = calls.pack(cls, patches, "b * e");  // the class token first: 197 tokens
     const einc::Tensor projected = calls.einsum("b s e, e f -> b s f", tokens, w_qkv);
     const einc::Tensor qkv = calls.rearrange(projected, "b s (k h d) -> k b h s d", {{"k", 3}, {"h", 12}}, einc::Options{.contiguous = true});
     const std::vector<einc::Tensor> q_k_v = calls.unpack(qkv, {{}, {}, {}}, "* b h s d");  // views
     const einc::Tensor scores = calls.einsum("b h i d, b h j d -> b h i j", q_k_v[0], q_k_v[1]);
-    const einc::Tensor row_max = calls.reduce(scores, "b h i j -> b h i", einc::max);
-    const einc::Tensor row_sum = calls.reduce(scores, "b h i j -> b h i", einc::sum);
+    (void)calls.reduce(scores, "b h i j -> b h i", einc::max);
+    (void)calls.reduce(scores, "b h i j -> b h i", einc::sum);
     const einc::Tensor attended = calls.einsum("b h i j, b h j d -> b h i d", scores, q_k_v[2]);
     const einc::Tensor merged = calls.rearrange(attended, "b h s d -> b s (h d)");
-    const einc::Tensor pooled = calls.reduce(merged, "b s e -> b e", einc::mean);
-    return {{"patches", patches}, {"pooled image", pooled_image}, {"tokens", tokens}, {"projected", projected}, {"qkv", qkv},
-            {"scores", scores}, {"row max", row_max}, {"row sum", row_sum}, {"attended", attended}, {"merged", merged},
-            {"pooled", pooled}};
+    (void)calls.reduce(merged, "b s e -> b e", einc::mean);
 }
 
 // bf16 values in [-1, 1), from a fixed seed.
@@ -98,6 +104,50 @@ float bf16_value(std::uint16_t bits) {
     return value;
 }
 
+// A copy of a bf16 tensor (any strides) with every sign cleared: row-major, on the CPU.
+einc::Tensor magnitudes(const einc::Tensor& x) {
+    einc::Tensor dense = einc::rearrange(x, "... -> ...", {}, einc::Options{.contiguous = true});
+    for (std::int64_t e = 0; e < dense.numel(); ++e) dense.data_as<std::uint16_t>()[e] &= 0x7fff;
+    return dense;
+}
+
+// The spacing of bf16 numbers (8 significant bits) at magnitude `value`.
+double bf16_ulp(double value) {
+    int exponent = 0;
+    std::frexp(std::max(value, 0x1p-126), &exponent);  // value = m 2^exponent, m in [0.5, 1)
+    return std::ldexp(1.0, exponent - 8);
+}
+
+// How far the GPU's result of one step may be from the CPU's, both computed from the same bf16 inputs.
+// Steps that only move or select elements (rearrange, pack, unpack, max) are exact: 0. A sum of n terms
+// (einsum, sum, mean) is accumulated in f32 (or wider) on each side, in its own order: each side errs by
+// at most about n u S, with u = 2^-24 and S the sum of the terms' magnitudes (the same call on |inputs|);
+// mean's division adds one rounding. Each side then rounds once to bf16, half an ulp each: one ulp of the
+// larger result between them. So the bound per element is  ulp_bf16(max |result|) + 2 (n + 1) u S.
+struct Tolerance {
+    double terms = 0;      // n; 0 for exact steps
+    einc::Tensor sum_abs;  // S per element (row-major, on the CPU), for summing steps
+};
+Tolerance tolerance(const Step& step, const std::vector<einc::Tensor>& host_inputs) {
+    const einc::Plan& plan = step.program.plan();
+    const bool sums = step.call.op == Op::einsum ||
+                      (step.call.op == Op::reduce && (step.call.reduction == einc::Reduction::sum ||
+                                                      step.call.reduction == einc::Reduction::mean));
+    if (!sums) return {};
+    std::int64_t outputs = 1, inputs = 1;
+    for (const std::int64_t e : plan.outputs[0].shape) outputs *= e;
+    for (const std::int64_t e : plan.inputs[0].shape) inputs *= e;
+    // n: the reduced elements per output; for a GEMM, K = FLOPs / (2 outputs).
+    const double terms = step.call.op == Op::reduce ? static_cast<double>(inputs / outputs)
+                                                    : plan.total.flops / (2.0 * outputs);
+    std::vector<einc::Input> abs_inputs;
+    for (const einc::Tensor& x : host_inputs) abs_inputs.emplace_back(magnitudes(x));
+    std::vector<einc::TensorView> views;
+    for (const einc::Input& x : abs_inputs) views.push_back(x.view());
+    const einc::Tensor sum_abs = einc::Expression(step.call).bind(views).run(abs_inputs)[0];
+    return {terms, einc::rearrange(sum_abs, "... -> ...", {}, einc::Options{.contiguous = true})};
+}
+
 // The kernels of a plan that no ahead-of-time binary serves on sm_<arch>, for aligned and unaligned buffers.
 std::vector<std::string> missing(const einc::Plan& plan, int arch) {
     std::vector<std::string> names;
@@ -115,19 +165,22 @@ int main() {
 
     const einc::Tensor images = random_bf16({8, 3, 224, 224}, 1), cls = random_bf16({8, 768}, 2), w_qkv = random_bf16({768, 2304}, 3);
     Calls on_cpu;
-    const std::vector<Named> expected = attention_block(on_cpu, images, cls, w_qkv);
+    attention_block(on_cpu, images, cls, w_qkv);
 
     // 1. Every kernel of every call is in the registry.
     int problems = 0;
     for (const int arch : {80, 90}) {
         std::size_t served = 0;
-        for (const auto& [what, program] : on_cpu.programs) {
-            const std::vector<std::string> names = missing(program.plan(), arch);
+        for (const Step& step : on_cpu.steps) {
+            const std::vector<std::string> names = missing(step.program.plan(), arch);
             served += names.empty();
-            for (const std::string& name : names) std::printf("  sm_%d: %s needs %s, which is not compiled in\n", arch, what.c_str(), name.c_str());
+            for (const std::string& name : names)
+                std::printf("  sm_%d: %s needs %s, which is not compiled in\n", arch, step.what.c_str(),
+                            name.c_str());
             problems += static_cast<int>(names.size());
         }
-        std::printf("sm_%d: %zu of %zu calls have every kernel compiled in\n", arch, served, on_cpu.programs.size());
+        std::printf("sm_%d: %zu of %zu calls have every kernel compiled in\n", arch, served,
+                    on_cpu.steps.size());
     }
     const einc::Tensor other = einc::Tensor::zeros(einc::DType::f64, {4, 5, 6});
     const einc::Program outside = einc::compile(Op::rearrange, "a b c -> c a b").bind({other}, einc::Options{.contiguous = true});
@@ -135,26 +188,47 @@ int main() {
     std::printf("a call outside the corpus, rearrange \"a b c -> c a b\" in f64, is not compiled in (with EINC_JIT=0 it fails):\n");
     for (const std::string& name : outside_missing) std::printf("  sm_90: needs %s\n", name.c_str());
 
-    // 2. The same block on the GPU, against the CPU.
+        // 2. The same block on the GPU, each step fed the GPU's results of the steps before, as a program
+        // would
+        //    run it; every step checked against the CPU run on the same inputs (the GPU's, brought back), so
+        //    that a difference is that step's own, within the bound tolerance() derives.
 #if EINC_HAS_CUDA
     if (einc::cuda::available()) {
         const char* jit = std::getenv("EINC_JIT");
         std::printf("on %s, EINC_JIT=%s\n", einc::cuda::describe_device().c_str(), jit ? jit : "(unset)");
         Calls on_gpu;
-        const std::vector<Named> got =
-            attention_block(on_gpu, einc::cuda::to_device(images), einc::cuda::to_device(cls), einc::cuda::to_device(w_qkv));
-        for (std::size_t i = 0; i < got.size(); ++i) {
-            const einc::Tensor host = einc::cuda::to_host(got[i].tensor);
-            const einc::Tensor want = einc::rearrange(expected[i].tensor, "... -> ...", {}, einc::Options{.contiguous = true});
-            double worst = 0;
-            for (std::int64_t e = 0; e < host.numel(); ++e) {
-                const double a = bf16_value(host.data_as<std::uint16_t>()[e]), b = bf16_value(want.data_as<std::uint16_t>()[e]);
-                worst = std::max(worst, std::fabs(a - b) / std::max(1.0, std::fabs(b)));
+        attention_block(on_gpu, einc::cuda::to_device(images), einc::cuda::to_device(cls),
+                        einc::cuda::to_device(w_qkv));
+        for (const Step& step : on_gpu.steps) {
+            std::vector<einc::Tensor> host_inputs;
+            for (const einc::Tensor& x : step.inputs) host_inputs.push_back(einc::cuda::to_host(x));
+            std::vector<einc::TensorView> views(host_inputs.begin(), host_inputs.end());
+            const std::vector<einc::Tensor> want = einc::Expression(step.call).bind(views).run(
+                std::vector<einc::Input>(host_inputs.begin(), host_inputs.end()));
+            const Tolerance allowed = tolerance(step, host_inputs);
+            for (std::size_t k = 0; k < step.outputs.size(); ++k) {
+                const einc::Tensor got = einc::cuda::to_host(step.outputs[k]);
+                const einc::Tensor expected =
+                    einc::rearrange(want[k], "... -> ...", {}, einc::Options{.contiguous = true});
+                bool same = got.shape() == expected.shape();
+                double worst = 0;  // the largest |difference| / allowed; 1 would be at the bound
+                for (std::int64_t e = 0; same && e < got.numel(); ++e) {
+                    const double a = bf16_value(got.data_as<std::uint16_t>()[e]),
+                                 b = bf16_value(expected.data_as<std::uint16_t>()[e]);
+                    const double bound =
+                        allowed.terms == 0 ? 0
+                                           : bf16_ulp(std::max(std::fabs(a), std::fabs(b))) +
+                                                 2 * (allowed.terms + 1) * 0x1p-24 *
+                                                     bf16_value(allowed.sum_abs.data_as<std::uint16_t>()[e]);
+                    const double difference = std::fabs(a - b);
+                    if (difference > bound || std::isnan(a) != std::isnan(b)) same = false;
+                    if (bound > 0) worst = std::max(worst, difference / bound);
+                }
+                problems += !same;
+                std::printf("  %-40s %-18s %s (largest difference %.2f of the bound)\n", step.what.c_str(),
+                            einc::format_shape(got.shape()).c_str(),
+                            same ? "matches the CPU" : "DIFFERS from the CPU", worst);
             }
-            const bool same = host.shape() == want.shape() && worst <= 2e-2;
-            problems += !same;
-            std::printf("  %-12s %-20s %s (largest relative difference %.1e)\n", got[i].name.c_str(), einc::format_shape(host.shape()).c_str(),
-                        same ? "matches the CPU" : "DIFFERS from the CPU", worst);
         }
     } else
 #endif
