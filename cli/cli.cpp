@@ -127,6 +127,12 @@ int run(std::span<const std::string> args, std::ostream& out, std::ostream& err)
     } catch (const std::bad_alloc&) {
         fmt::print(err, "error: out of memory\n");
         return exit_error;
+    } catch (const std::exception& e) {  // anything else is an einc bug: say so, never end the process
+        fmt::print(err, "einc internal error: {} (please report this, with the command line)\n", e.what());
+        return exit_internal;
+    } catch (...) {
+        fmt::print(err, "einc internal error: an unknown exception (please report this, with the command line)\n");
+        return exit_internal;
     }
 }
 
