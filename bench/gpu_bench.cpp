@@ -280,7 +280,7 @@ int main(int argc, char** argv) {
             launch.target = "a launch plus <= 1 us";
             rows.push_back(launch);
             const einc::Program program = einc::Expression(einc::Call{einc::Op::reduce, "b c h w -> b c", einc::sum, {}, false, {}}).bind({x.view()});
-            const einc::KernelSignature kernel = einc::kernels_of(program.plan()).front();
+            const einc::KernelSignature kernel = einc::kernels_of(program.schedule()).front();
             const int arch = einc::cuda::device_info(0).arch;
             Row hit{"dispatch", "kernel_cache_hit", fmt::format("kernel cache hit: {} (loaded), host time per lookup", kernel.name()),
                     "(absolute)"};

@@ -19,6 +19,7 @@
 #include "cli/aot_corpus.hpp"
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
+#include "compiler/codegen.hpp"
 #include "einc_build_info.hpp"
 #if EINC_HAS_CUDA
 #include "cuda/nvrtc.hpp"

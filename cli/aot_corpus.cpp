@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "compiler/bind.hpp"
 #include "compiler/layout.hpp"
+#include "compiler/schedule.hpp"
 
 namespace einc::cli {
 namespace {
@@ -68,18 +69,12 @@ std::optional<std::pair<std::string, std::vector<std::size_t>>> symbolic_shape(c
     return std::pair{concrete, positions};
 }
 
-// Sizes tried for each `?`: 1 (a unit dim drops out of the loop nests), odd, and multiples of many small
-// factors (vectorised copies; groups like `(h 2)`), up to lcm(1..15) so that any group of such factors fits.
+// The plans a line can have: each `?` at 1 (a unit dim drops out of the loop nests, changing their ranks),
+// at an odd size, and at multiples of many small factors (groups like `(h 2)`; up to lcm(1..15), so that
+// any group of such factors fits) - small and large, so that the planner's choices that compare sizes (which
+// operand a GEMM copies) go either way. For each plan, the schedule's rules give every kernel they can
+// choose for any extents and any GPU (possible_kernels): those choices are derived, not sampled.
 constexpr std::int64_t symbolic_samples[] = {1, 3, 48, 720, 360360};
-
-// GPUs differ in how many blocks keep them busy, and that decides whether reductions are split: kernels
-// are collected for a range of them, and for buffers that are or are not 16-byte aligned.
-std::vector<GpuTarget> aot_targets() {
-    std::vector<GpuTarget> targets;
-    for (const int multiprocessors : {16, 108, 132, 1024})
-        for (const bool vectorize : {true, false}) targets.push_back(GpuTarget{multiprocessors, vectorize});
-    return targets;
-}
 
 void add_unique(std::vector<KernelSignature>& kernels, const KernelSignature& k) {
     if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
@@ -211,7 +206,6 @@ CorpusEntry plan_line(const std::string& location, const std::string& line) {
                 throw located(Error(ErrorKind::usage, "`?` sizes go with row-major operands; give strides only with concrete shapes"),
                               location, line, pattern, word_named_in("'" + operand.text + "'", arg_words));
 
-    const std::vector<GpuTarget> targets = aot_targets();
     for (const std::string& dtype_name : dtype_names) {
         const DType dtype = parse_dtype(dtype_name);
         std::optional<Error> first_error;
@@ -228,16 +222,7 @@ CorpusEntry plan_line(const std::string& location, const std::string& line) {
                 for (const bool contiguous : {false, true}) {  // views, and results written into given outputs
                     PlanOptions options;
                     options.contiguous = contiguous;
-                    const Plan p = plan(bound, specs, options);
-                    for (const GpuTarget& target : targets)
-                        for (const KernelSignature& k : kernels_of(p, target)) {
-                            add_unique(entry.kernels, k);
-                            if (!symbolic.empty()) {  // any size: offsets may need 64 bits
-                                KernelSignature wide = k;
-                                wide.wide_index = true;
-                                add_unique(entry.kernels, wide);
-                            }
-                        }
+                    for (const KernelSignature& k : possible_kernels(plan(bound, specs, options), !symbolic.empty())) add_unique(entry.kernels, k);
                 }
                 planned = true;
             } catch (const Error& e) {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "compiler/call.hpp"
-#include "compiler/codegen.hpp"
+#include "compiler/kernel_abi.hpp"
 #include "grammar/diagnostic.hpp"
 
 namespace einc::cli {
@@ -23,7 +23,7 @@ namespace einc::cli {
 struct CorpusEntry {
     std::string location;  // "kernels.txt:3"
     std::string text;      // the line, as written
-    std::vector<KernelSignature> kernels;  // every kernel its plans may launch, over its dtypes and sizes
+    std::vector<KernelSignature> kernels;  // every kernel its schedules can choose, over its dtypes and sizes
 };
 
 struct Corpus {

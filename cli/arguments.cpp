@@ -67,14 +67,15 @@ AxisSize parse_axis_size(const std::string& text) {
 
 // `--print syntax,bound`: only those stages.
 void set_stages(CallArgs& parsed, const std::string& list) {
-    parsed.print_syntax = parsed.print_bound = parsed.print_plan = false;
+    parsed.print_syntax = parsed.print_bound = parsed.print_plan = parsed.print_schedule = false;
     for (std::size_t begin = 0; begin <= list.size();) {
         const std::size_t end = std::min(list.find(',', begin), list.size());
         const std::string stage = list.substr(begin, end - begin);
         if (stage == "syntax") parsed.print_syntax = true;
         else if (stage == "bound") parsed.print_bound = true;
         else if (stage == "plan") parsed.print_plan = true;
-        else throw UsageError(fmt::format("unknown stage '{}' in --print (syntax, bound, plan)", stage));
+        else if (stage == "schedule") parsed.print_schedule = true;
+        else throw UsageError(fmt::format("unknown stage '{}' in --print (syntax, bound, plan, schedule)", stage));
         begin = end + 1;
     }
 }

@@ -33,12 +33,13 @@ struct CallArgs {
     bool json = false;
     bool view = false;       // require a zero-copy result
     std::string device;      // cost-model device: h100, h200, a100, cpu
-    std::string backend = "cpu";        // run: where to execute (cpu, cuda)
+    std::string backend;                // run, bench: where to execute (cpu, the default, or cuda); explain: the
+                                        // schedule to show (default: cuda for a GPU --device, cpu for cpu)
     std::vector<std::string> outputs;   // run: -o files
     bool ptx = false;                   // emit: PTX instead of CUDA source
     int arch = 90;                      // emit --ptx: sm_<arch>
-    // explain: which stages to print (syntax, bound, plan); all by default
-    bool print_syntax = true, print_bound = true, print_plan = true;
+    // explain: which stages to print (syntax, bound, plan, schedule); all but the schedule by default
+    bool print_syntax = true, print_bound = true, print_plan = true, print_schedule = false;
 };
 
 CallArgs parse_call_args(std::span<const std::string> args);

@@ -42,7 +42,7 @@ int bench(std::span<const std::string> command_line, std::ostream& out) {
     std::vector<std::string> words(command_line.begin(), command_line.end());
     BenchSettings settings = take_bench_options(words);
     const CallArgs args = parse_call_args(words);
-    settings.backend = args.backend;
+    settings.backend = args.backend.empty() ? "cpu" : args.backend;
     const DeviceModel& device = bench_device(args, settings);
     const Measurement m = measure(args, settings);
 

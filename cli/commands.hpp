@@ -7,6 +7,7 @@
 
 #include "cli/arguments.hpp"
 #include "compiler/plan.hpp"
+#include "compiler/schedule.hpp"
 #include "runtime/tensor.hpp"
 
 namespace einc::cli {
@@ -29,9 +30,12 @@ struct LoadedOperands {
 };
 LoadedOperands load_operands(const CallArgs& args);
 DType parse_dtype(const std::string& name);
-// Where `--backend NAME` runs calls: cpu, or cuda when this build has the GPU backend and this machine a
-// usable GPU (einc::Error otherwise; UsageError for another name).
+// Where `--backend NAME` runs calls: cpu (also when NAME is empty), or cuda when this build has the GPU
+// backend and this machine a usable GPU (einc::Error otherwise; UsageError for another name).
 Device execution_device(const std::string& backend);
 const DeviceModel& parse_device(const std::string& key);
+// The target `explain` and `emit` schedule for: --backend, else the device's kind; a GPU with the
+// device's multiprocessors (an H100's where the device is a CPU), the CPU as einc runs on this machine.
+Target schedule_target(const CallArgs& args, const DeviceModel& device);
 
 }  // namespace einc::cli

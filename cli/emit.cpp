@@ -1,6 +1,5 @@
 // `einc emit`: the CUDA kernels a call's plan launches on a GPU - which kernel each step runs, with what
 // grid and parameters, and each kernel's source (or, with --ptx, the PTX NVRTC makes of it).
-#include <algorithm>
 #include <fmt/ostream.h>
 #include <ostream>
 
@@ -8,6 +7,7 @@
 #include "cli/commands.hpp"
 #include "compiler/bind.hpp"
 #include "compiler/codegen.hpp"
+#include "compiler/schedule.hpp"
 #include "einc_build_info.hpp"
 #include "grammar/diagnostic.hpp"
 #if EINC_HAS_CUDA
@@ -21,26 +21,22 @@ int emit(const CallArgs& args, std::ostream& out) {
     std::vector<Shape> shapes;
     for (const TensorSpec& input : inputs) shapes.push_back(input.shape);
     const Plan planned = plan(bind(args.call, shapes), inputs);
-    std::vector<KernelSignature> kernels;
+    const DeviceModel& device = parse_device(args.device);
+    const Schedule scheduled = schedule(planned, Target::gpu(device.multiprocessors > 0 ? device.multiprocessors : 132));
     for (std::size_t s = 0; s < planned.steps.size(); ++s) {
-        const Step& step = planned.steps[s].step;
+        const ScheduledStep& step = scheduled.steps[s];
         fmt::print(out, "// step {}: {}\n", s + 1, planned.steps[s].why);
-        if (std::holds_alternative<View>(step)) {
-            fmt::print(out, "//   a view: no kernel\n");
-            continue;
-        }
-        if (const auto* gemm = std::get_if<Gemm>(&step); gemm && is_floating(planned.inputs.front().dtype)) {
+        if (step.strategy == Strategy::view) fmt::print(out, "//   a view: no kernel\n");
+        if (const auto* gemm = std::get_if<Gemm>(&planned.steps[s].step); gemm && step.strategy == Strategy::library_gemm)
             fmt::print(out, "//   cublasGemmStridedBatchedEx: batch {} m {} n {} k {}\n", gemm->batch, gemm->m, gemm->n, gemm->k);
-            continue;
-        }
-        const GpuStep lowered = lower_to_kernels(planned, step);
-        for (const KernelLaunch& launch : lowered.launches) {
+        for (const KernelLaunch& launch : step.launches)
             fmt::print(out, "//   {}<<<{}, ({}, {})>>>  outputs {}  terms {}  split {}\n", launch.signature.name(), launch.grid.x,
                        launch.block.x, launch.block.y, launch.params.kept_count, launch.params.reduced_count, launch.params.split);
-            if (std::find(kernels.begin(), kernels.end(), launch.signature) == kernels.end()) kernels.push_back(launch.signature);
-        }
-        if (lowered.workspace_bytes > 0) fmt::print(out, "//   workspace {} bytes\n", lowered.workspace_bytes);
+        for (const KernelLaunch& launch : step.unaligned_launches)
+            fmt::print(out, "//   with unaligned buffers: {}\n", launch.signature.name());
+        if (step.scratch_bytes > 0) fmt::print(out, "//   scratch {} bytes\n", step.scratch_bytes);
     }
+    const std::vector<KernelSignature> kernels = kernels_of(scheduled);
     for (const KernelSignature& kernel : kernels) {
         fmt::print(out, "\n");
         if (!args.ptx) {

@@ -5,8 +5,10 @@
 #include "cli/commands.hpp"
 #include "compiler/bind.hpp"
 #include "compiler/plan.hpp"
+#include "compiler/schedule.hpp"
 #include "grammar/diagnostic.hpp"
 #include "grammar/print.hpp"
+#include "runtime/execute.hpp"
 #include "runtime/npy.hpp"
 
 namespace einc::cli {
@@ -21,6 +23,14 @@ const DeviceModel& parse_device(const std::string& key) {
     const DeviceModel* device = device_model_named(key.empty() ? "h100" : key);
     if (!device) throw UsageError(fmt::format("unknown device '{}' (h100 h200 a100 cpu)", key));
     return *device;
+}
+
+Target schedule_target(const CallArgs& args, const DeviceModel& device) {
+    const bool gpu = args.backend.empty() ? device.multiprocessors > 0 : args.backend == "cuda";
+    if (!args.backend.empty() && args.backend != "cpu" && args.backend != "cuda")
+        throw UsageError(fmt::format("unknown backend '{}' (cpu, cuda)", args.backend));
+    if (gpu) return Target::gpu(device.multiprocessors > 0 ? device.multiprocessors : 132);
+    return cpu_target();
 }
 
 LoadedOperands load_operands(const CallArgs& args) {
@@ -50,18 +60,21 @@ int explain(const CallArgs& args, std::ostream& out) {
     const Bound bound = bind(pattern, args.call, shapes);
     PlanOptions options;
     options.require_view = args.view;
-    if (!args.print_plan && !args.json) {  // the front end alone: no planning, no plan errors
+    if (!args.print_plan && !args.print_schedule && !args.json) {  // the front end alone: no planning, no plan errors
         fmt::print(out, "{}{}", args.print_syntax ? print_syntax(pattern) : "", args.print_bound ? print_bound(bound) : "");
         return exit_ok;
     }
     const Plan planned = plan(bound, inputs, options);
+    const Schedule scheduled = schedule(planned, schedule_target(args, device));
     if (args.json) {
-        fmt::print(out, "{}", plan_to_json(planned, device));
+        fmt::print(out, "{}", plan_to_json(planned, scheduled, device));
         return exit_ok;
     }
     if (args.print_syntax) fmt::print(out, "{}", print_syntax(pattern));
     if (args.print_bound) fmt::print(out, "{}", print_bound(bound));
-    if (bound.op != Op::parse_shape) fmt::print(out, "{}", print_plan(planned, device));
+    if (bound.op == Op::parse_shape) return exit_ok;
+    if (args.print_plan) fmt::print(out, "{}", print_plan(planned, scheduled, device));
+    if (args.print_schedule) fmt::print(out, "{}", print_schedule(planned, scheduled));
     return exit_ok;
 }
 

@@ -43,7 +43,7 @@ Tensor to_host(const Tensor& result) {
 }  // namespace
 
 Device execution_device(const std::string& backend) {
-    if (backend == "cpu") return Device::cpu;
+    if (backend.empty() || backend == "cpu") return Device::cpu;
     if (backend != "cuda") throw UsageError(fmt::format("unknown backend '{}' (cpu, cuda)", backend));
     if (gpu_backend() == nullptr)
         throw Error(ErrorKind::unsupported,

@@ -1,8 +1,6 @@
 #include "compiler/canonicalize.hpp"
 
 #include <algorithm>
-#include <cstdlib>
-#include <numeric>
 
 #include "grammar/diagnostic.hpp"
 
@@ -31,18 +29,10 @@ void canonicalize(std::span<Layout> accesses) {
         for (Layout& layout : accesses) layout.modes.push_back(Mode{0, 0});
         return;
     }
-    // Order the modes, outermost first.
+    // Order the modes, outermost first; extent-1 modes are dropped.
     std::vector<std::size_t> order;
-    for (std::size_t k = 0; k < rank; ++k)
+    for (const std::size_t k : order_by_stride(accesses))
         if (accesses[0].modes[k].extent != 1) order.push_back(k);
-    const auto key = [&](std::size_t access, std::size_t mode) {
-        return std::llabs(accesses[access].modes[mode].stride);
-    };
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-        for (std::size_t access = 0; access < accesses.size(); ++access)
-            if (key(access, a) != key(access, b)) return key(access, a) > key(access, b);
-        return false;
-    });
     // Merge neighbours that walk memory as one mode in every access.
     std::vector<std::vector<Mode>> merged(accesses.size());
     for (const std::size_t k : order) {

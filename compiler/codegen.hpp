@@ -1,106 +1,20 @@
-// Pass 4 (GPU): lowering plan steps to CUDA kernels, and generating their source text. Pure strings: no
-// CUDA header, no GPU; every kernel compiles with NVRTC (cuda/) and, under tests/emulation, as host C++.
-//
-// A kernel's source depends only on its signature - what it does, the dtypes, the ranks, the index
-// width - never on extents or strides: those arrive at launch in KernelParams. One compiled kernel
-// serves every shape of its family (the JIT compiles each family once; einc aot compiles them ahead).
-//
-//   elementwise     one thread per destination element; loops over reduced modes, if any
-//                   (copies with broadcasts or conversions, elementwise products, small reductions)
-//   vector_copy     16-byte loads and stores along a mode contiguous on both sides
-//   transpose       32x32 shared-memory tiles (padded against bank conflicts) between a source-contiguous
-//                   and a destination-contiguous mode
-//   reduce_rows     a warp per output, along a source-contiguous reduced mode
-//   reduce_columns  a thread per output, along a source-contiguous kept mode
-//   finalize        folds the partial results of a reduction split across blocks (deterministic)
+// Generating the source text of GPU kernels. Pure strings: no CUDA header, no GPU; every kernel compiles
+// with NVRTC (cuda/) and, under tests/emulation, as host C++. Which kernels a step launches, and with
+// what parameters, is the schedule's decision (compiler/schedule.hpp); the kernels' identity and launch
+// arguments are the ABI in compiler/kernel_abi.hpp.
 #pragma once
 
-#include <cstdint>
 #include <string>
 #include <vector>
 
-#include "compiler/plan.hpp"
+#include "compiler/kernel_abi.hpp"
 
 namespace einc {
-
-enum class KernelKind : std::uint8_t { elementwise, vector_copy, transpose, reduce_rows, reduce_columns, finalize };
-std::string_view name_of(KernelKind kind);
-
-inline constexpr int max_kernel_rank = 12;     // modes of kept or of reduced axes, after canonicalization
-inline constexpr int max_kernel_sources = 2;   // an elementwise product reads two
-
-// Everything a kernel's source text depends on.
-struct KernelSignature {
-    KernelKind kind = KernelKind::elementwise;
-    Reduction op = Reduction::none;  // none: a copy; sum over products for a contraction
-    std::vector<DType> sources;      // dtypes of the sources (empty for finalize)
-    DType destination = DType::f32;
-    DType accumulator = DType::f32;  // what reductions fold in
-    int kept_rank = 0, reduced_rank = 0;
-    bool wide_index = false;         // 64-bit index arithmetic (some extent or offset needs it)
-    bool partials = false;           // reduce kinds: write per-chunk partial results
-    friend bool operator==(const KernelSignature&, const KernelSignature&) = default;
-
-    std::string name() const;  // a readable, unique C identifier: "einc_reduce_rows_sum_f32_to_f32_k1_r1_i32"
-};
 
 // The kernel, as CUDA C++ (valid host C++ too under tests/emulation/einc_emulation.hpp).
 std::string kernel_source(const KernelSignature& signature);
 
 // The C types of the kernel's pointer parameters, after `einc_params p`: "float*", "const einc_u16*", ...
 std::vector<std::string> kernel_pointer_types(const KernelSignature& signature);
-
-// Launch-time arguments, passed by value to every kernel; mirrors `einc_params` in kernel_source().
-// Strides in elements; access 0 is the destination, 1.. the sources (partials are addressed by index).
-struct KernelParams {
-    std::int64_t kept_extent[max_kernel_rank] = {};
-    std::int64_t reduced_extent[max_kernel_rank] = {};
-    std::int64_t kept_stride[1 + max_kernel_sources][max_kernel_rank] = {};
-    std::int64_t reduced_stride[1 + max_kernel_sources][max_kernel_rank] = {};
-    std::int64_t kept_count = 1;     // product of kept extents (outputs)
-    std::int64_t reduced_count = 1;  // product of reduced extents (terms per output)
-    std::int64_t split = 1;          // reductions: chunks of the reduced range, one partial each
-    std::int64_t chunk = 1;          // terms per chunk
-    std::int64_t batch_count = 1;    // transpose: tiles' batch (the kept modes but the two it tiles)
-};
-
-struct Dim3 {
-    std::uint32_t x = 1, y = 1, z = 1;
-    friend bool operator==(const Dim3&, const Dim3&) = default;
-};
-
-// Which buffer a kernel pointer argument is: the step's destination, one of its sources, or the
-// workspace that holds partial results.
-enum class KernelArgument : std::uint8_t { destination, source0, source1, workspace };
-
-struct KernelLaunch {
-    KernelSignature signature;
-    Dim3 grid, block;
-    KernelParams params;
-    std::vector<KernelArgument> arguments;  // after `params`, in order
-};
-
-// How one step runs on a GPU: kernels in order, and the scratch memory they share.
-struct GpuStep {
-    std::vector<KernelLaunch> launches;
-    std::int64_t workspace_bytes = 0;
-};
-
-// What lowering needs to know of the GPU: how many blocks keep it busy.
-struct GpuTarget {
-    int multiprocessors = 132;  // H100 SXM
-    bool vectorize = true;      // false when a buffer is not 16-byte aligned: no vector_copy
-    int max_blocks() const { return multiprocessors * 32; }
-};
-
-// @pre step is a Copy, Reduce or Contract of `plan`, every mode of rank <= max_kernel_rank
-// Throws einc::Error (unsupported) when a step cannot be lowered (rank too high, fp8 arithmetic).
-GpuStep lower_to_kernels(const Plan& plan, const Step& step, const GpuTarget& target = {});
-
-// A Gemm as a contraction over (batch, m, n, k): what runs where cuBLAS cannot (integer dtypes).
-Contract gemm_as_contraction(const Gemm& gemm);
-
-// Every distinct kernel a plan needs, e.g. to compile ahead of time.
-std::vector<KernelSignature> kernels_of(const Plan& plan, const GpuTarget& target = {});
 
 }  // namespace einc

@@ -6,6 +6,9 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "compiler/checked.hpp"
+#include "compiler/schedule.hpp"
+
 namespace einc {
 
 double Cost::intensity() const { return bytes() > 0 ? flops / bytes() : 0; }
@@ -27,19 +30,19 @@ const std::array devices{
     // FP64 tensor 67 TF, FP32 67 TF, TF32 494.7 TF, BF16/FP16 989.4 TF, FP8 1978.9 TF, INT8 1978.9 TOPS;
     // HBM3 3.35 TB/s.
     DeviceModel{"h100", "NVIDIA H100 SXM5 80GB", 3.35 * T, 67 * T, 67 * T, 494.7 * T, 989.4 * T, 989.4 * T,
-                1978.9 * T, 1978.9 * T},
+                1978.9 * T, 1978.9 * T, 132},
     // NVIDIA H200 SXM 141 GB. Source: NVIDIA H200 datasheet (2024): the H100 SXM's compute, HBM3e 4.8 TB/s.
     DeviceModel{"h200", "NVIDIA H200 SXM 141GB", 4.8 * T, 67 * T, 67 * T, 494.7 * T, 989.4 * T, 989.4 * T,
-                1978.9 * T, 1978.9 * T},
+                1978.9 * T, 1978.9 * T, 132},
     // NVIDIA A100 SXM4 80 GB. Source: NVIDIA A100 datasheet (2021), dense rates: FP64 tensor 19.5 TF,
     // FP32 19.5 TF, TF32 156 TF, BF16/FP16 312 TF, INT8 624 TOPS, no FP8; HBM2e 2.039 TB/s.
     DeviceModel{"a100", "NVIDIA A100 SXM4 80GB", 2.039 * T, 19.5 * T, 19.5 * T, 156 * T, 312 * T, 312 * T, 0,
-                624 * T},
+                624 * T, 108},
     // The development machine, measured (numpy's OpenBLAS, 2048^3 GEMM and a 64 MiB copy, 2026-11-21):
     // AMD EPYC (Zen 4, AVX-512), 2 cores: f32 GEMM 193 GFLOP/s, f64 104 GFLOP/s, copy 25 GB/s read + write.
     // No native bf16/f16 GEMM: they run through f32 conversion at about the f32 rate.
     DeviceModel{"cpu", "AMD EPYC, 2 cores (development machine)", 25e9, 104e9, 193e9, 193e9, 193e9, 193e9, 0,
-                193e9},
+                193e9, 0},
 };
 
 }  // namespace
@@ -83,16 +86,103 @@ Roofline roofline(const Cost& cost, const DeviceModel& device, DType dtype, bool
     return r;
 }
 
+Roof roof_of(const Cost& cost, const DeviceModel& device, DType dtype, bool allow_tf32) {
+    if (cost.flops == 0 && cost.bytes() == 0) return Roof::free;
+    return roofline(cost, device, dtype, allow_tf32).compute_bound ? Roof::compute : Roof::memory;
+}
+
+std::string_view name_of(Roof roof) {
+    static constexpr std::string_view names[] = {"free", "memory", "compute"};
+    return names[static_cast<std::size_t>(roof)];
+}
+
 std::string describe_bound(const Cost& cost, const DeviceModel& device, DType dtype, bool allow_tf32) {
     const Roofline r = roofline(cost, device, dtype, allow_tf32);
     std::string key(device.key);
     for (char& c : key) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     const std::string_view precision = dtype == DType::f32 && allow_tf32 ? "tf32" : name_of(dtype);
-    if (cost.flops == 0 && cost.bytes() == 0) return "free: no FLOPs, no bytes moved";
+    const Roof roof = roof_of(cost, device, dtype, allow_tf32);
+    if (roof == Roof::free) return "free: no FLOPs, no bytes moved";
     if (cost.flops == 0) return fmt::format("memory-bound: 0 FLOP/B (pure data movement) on {}", key);
-    return fmt::format("{}: {:.3g} FLOP/B {} {:.3g} FLOP/B ridge of {} ({})",
-                       r.compute_bound ? "compute-bound" : "memory-bound", cost.intensity(),
-                       r.compute_bound ? ">" : "<", r.ridge, key, precision);
+    return fmt::format("{}-bound: {:.3g} FLOP/B {} {:.3g} FLOP/B ridge of {} ({})", name_of(roof), cost.intensity(),
+                       roof == Roof::compute ? ">" : "<", r.ridge, key, precision);
+}
+
+// ---- counting ---------------------------------------------------------------------------------------
+
+namespace {
+
+double bytes_of(const Layout& layout, DType dtype) {
+    return static_cast<double>(distinct_elements(layout)) * static_cast<double>(size_of(dtype));
+}
+
+// A destination layout with the reduced modes (stride 0) removed: what is written.
+Layout written(const Layout& dst) {
+    Layout out;
+    for (const Mode& m : dst.modes)
+        if (m.stride != 0) out.modes.push_back(m);
+    return out;
+}
+
+}  // namespace
+
+Cost step_cost(const Plan& plan, const Step& step) {
+    const auto dtype = [&](Buffer buffer) { return plan.spec(buffer).dtype; };
+    // A temporary's bytes are workspace, counted where it is written.
+    const auto workspace = [&](Buffer dst) {
+        if (dst.kind != Buffer::Kind::temporary) return 0.0;
+        const TensorSpec& t = plan.spec(dst);
+        return static_cast<double>(*checked_product(t.shape)) * static_cast<double>(size_of(t.dtype));
+    };
+    return std::visit(
+        Overloaded{
+            [](const View&) { return Cost{}; },
+            [&](const Copy& copy) {
+                return Cost{0, bytes_of(copy.src.layout, dtype(copy.src.buffer)), bytes_of(copy.dst.layout, dtype(copy.dst.buffer)),
+                            workspace(copy.dst.buffer)};
+            },
+            [&](const Reduce& reduce) {
+                const Layout out = written(reduce.dst.layout);
+                const double flops = static_cast<double>(reduce.src.layout.size()) +
+                                     (reduce.op == Reduction::mean ? static_cast<double>(out.size()) : 0);  // mean divides once per output
+                return Cost{flops, bytes_of(reduce.src.layout, dtype(reduce.src.buffer)), bytes_of(out, dtype(reduce.dst.buffer)),
+                            workspace(reduce.dst.buffer)};
+            },
+            [&](const Contract& contract) {
+                const Layout out = written(contract.dst.layout);
+                const bool summed = out.size() < contract.dst.layout.size();
+                // (operands - 1) multiplications per element of the nest, plus one add where products are summed
+                const double flops = static_cast<double>(contract.dst.layout.size()) *
+                                     (static_cast<double>(std::max<std::size_t>(1, contract.srcs.size() - 1)) + (summed ? 1 : 0));
+                double read = 0;
+                for (const Access& src : contract.srcs) read += bytes_of(src.layout, dtype(src.buffer));
+                return Cost{flops, read, bytes_of(out, dtype(contract.dst.buffer)), workspace(contract.dst.buffer)};
+            },
+            [&](const Gemm& gemm) {
+                // A matrix broadcast over the batch (batch stride 0) is read once.
+                const auto matrix_bytes = [&](const GemmMatrix& m, std::int64_t rows, std::int64_t cols) {
+                    return static_cast<double>(m.batch_stride == 0 ? 1 : gemm.batch) * static_cast<double>(rows) *
+                           static_cast<double>(cols) * static_cast<double>(size_of(dtype(m.buffer)));
+                };
+                return Cost{2.0 * static_cast<double>(gemm.batch) * static_cast<double>(gemm.m) * static_cast<double>(gemm.n) *
+                                static_cast<double>(gemm.k),
+                            matrix_bytes(gemm.a, gemm.m, gemm.k) + matrix_bytes(gemm.b, gemm.k, gemm.n),
+                            matrix_bytes(gemm.c, gemm.m, gemm.n), workspace(gemm.c.buffer)};
+            },
+        },
+        step);
+}
+
+Cost scheduled_cost(const Plan& plan, const Schedule& schedule) {
+    Cost total = plan.total;
+    total.workspace_bytes = static_cast<double>(schedule.workspace_bytes);
+    return total;
+}
+
+Cost scheduled_step_cost(const Plan& plan, const Schedule& schedule, std::size_t step) {
+    Cost cost = plan.steps[step].cost;
+    cost.workspace_bytes += static_cast<double>(schedule.steps[step].scratch_bytes);
+    return cost;
 }
 
 namespace {

@@ -1,5 +1,6 @@
 // The cost of a plan step, by the conventions of docs/cost-model.md, and the roofline bound it sits
-// under on a device:
+// under on a device. Every count is made in cost.cpp: a step's (step_cost, declared with the Plan) and a
+// scheduled plan's, whose workspace the schedule knows (scheduled_cost, declared with the Schedule).
 //   GEMM                  2 * batch * M * N * K FLOPs
 //   elementwise product   (operands - 1) multiplications per output element (plus one add per summed element)
 //   reduction             one operation per reduced input element; mean adds one per output element
@@ -9,6 +10,7 @@
 //   time bound            max(FLOPs / peak(dtype), bytes / bandwidth), dense (non-sparse) peaks
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -36,6 +38,7 @@ struct DeviceModel {
     std::string_view name;  // what the GPU or CPU is
     double bandwidth = 0;   // bytes per second, read + write
     double peak_f64 = 0, peak_f32 = 0, peak_tf32 = 0, peak_bf16 = 0, peak_f16 = 0, peak_fp8 = 0, peak_i8 = 0;
+    int multiprocessors = 0;  // a GPU's streaming multiprocessors (what its schedule is made for); 0 for a CPU
 };
 
 std::span<const DeviceModel> device_models();
@@ -53,6 +56,11 @@ struct Roofline {
     double attainable_flops = 0;  // min(peak, intensity * bandwidth)
 };
 Roofline roofline(const Cost& cost, const DeviceModel& device, DType dtype, bool allow_tf32 = false);
+
+// Which roof a cost sits under: none (no FLOPs, no bytes: a view), memory or compute.
+enum class Roof : std::uint8_t { free, memory, compute };
+Roof roof_of(const Cost& cost, const DeviceModel& device, DType dtype, bool allow_tf32 = false);
+std::string_view name_of(Roof roof);  // "free", "memory", "compute"
 
 // "memory-bound: 0.25 FLOP/B < 295 FLOP/B ridge of H100 (bf16)"
 std::string describe_bound(const Cost& cost, const DeviceModel& device, DType dtype, bool allow_tf32 = false);

@@ -1,6 +1,7 @@
 #include "compiler/layout.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <fmt/format.h>
 #include <limits>
 
@@ -98,6 +99,21 @@ Layout permute(const Layout& layout, std::span<const std::size_t> order) {
     Layout result;
     for (const std::size_t k : order) result.modes.push_back(layout.modes.at(k));
     return result;
+}
+
+std::vector<std::size_t> order_by_stride(std::span<const Layout> keys) {
+    EINC_ASSERT(!keys.empty());
+    std::vector<std::size_t> order(keys[0].rank());
+    std::iota(order.begin(), order.end(), 0);
+    const auto magnitude = [](std::int64_t stride) { return stride < 0 ? -stride : stride; };
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        for (const Layout& key : keys) {
+            const std::int64_t x = magnitude(key.modes[a].stride), y = magnitude(key.modes[b].stride);
+            if (x != y) return x > y;
+        }
+        return false;
+    });
+    return order;
 }
 
 OffsetRange offset_range(const Layout& layout) {

@@ -67,6 +67,11 @@ std::vector<Mode> split(Mode mode, std::span<const std::int64_t> extents);
 // Selects and reorders modes. @pre `order` lists distinct modes;  @post result.modes[k] == layout.modes[order[k]]
 Layout permute(const Layout& layout, std::span<const std::size_t> order);
 
+// The modes ordered as memory is laid out, outermost first: by |stride| in keys[0] (largest first), ties
+// broken by keys[1], and so on; modes equal in every key keep their order.
+// @pre every key has the same rank;  @post a permutation of [0, rank)
+std::vector<std::size_t> order_by_stride(std::span<const Layout> keys);
+
 // The smallest and one past the largest offset the layout reaches (the memory it may touch, in elements
 // relative to its origin). Empty layouts (size 0) reach nothing: {0, 0}.
 struct OffsetRange {

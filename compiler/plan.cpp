@@ -28,6 +28,10 @@ const TensorSpec& Plan::spec(Buffer buffer) const {
     EINC_ASSERT(false);
 }
 
+std::int64_t TensorSpec::bytes() const {
+    return saturating_mul(checked_product(shape).value_or(INT64_MAX), static_cast<std::int64_t>(size_of(dtype)));
+}
+
 std::string_view step_kind(const Step& step) {
     static constexpr std::string_view kinds[] = {"view", "copy", "reduce", "contract", "gemm"};
     return kinds[step.index()];
@@ -43,10 +47,6 @@ DType compute_dtype(const Plan& plan, const Step& step) {
 
 namespace detail {
 namespace {
-
-double bytes_of(const Layout& layout, DType dtype) {
-    return static_cast<double>(distinct_elements(layout)) * static_cast<double>(size_of(dtype));
-}
 
 // Whether every offset a tensor of this shape and these strides reaches fits in 64 bits (an empty
 // tensor reaches none), so that no stride the plan derives from them overflows.
@@ -186,41 +186,18 @@ std::string PlanBuilder::axis_names(std::span<const AxisId> axes) const {
 
 const TensorSpec& PlanBuilder::spec(Buffer buffer) const { return plan.spec(buffer); }
 
-void PlanBuilder::add(Step step, Cost cost, std::string why) {
+void PlanBuilder::add(Step step, std::string why) {
+    const Cost cost = step_cost(plan, step);
     plan.total += cost;
     plan.steps.push_back(PlanStep{std::move(step), cost, std::move(why)});
 }
-
-namespace {
-
-Cost write_cost(const PlanBuilder& b, const Access& dst) {
-    Cost cost;
-    cost.bytes_written = bytes_of(dst.layout, b.spec(dst.buffer).dtype);
-    if (dst.buffer.kind == Buffer::Kind::temporary) {
-        const TensorSpec& t = b.spec(dst.buffer);
-        cost.workspace_bytes = static_cast<double>(*checked_product(t.shape)) * static_cast<double>(size_of(t.dtype));
-    }
-    return cost;
-}
-
-// A destination layout with the reduced modes (stride 0) removed: what is written.
-Layout written(const Layout& dst) {
-    Layout out;
-    for (const Mode& m : dst.modes)
-        if (m.stride != 0) out.modes.push_back(m);
-    return out;
-}
-
-}  // namespace
 
 void PlanBuilder::copy(Access src, Access dst, std::string why) {
     std::array<Layout, 2> layouts{dst.layout, src.layout};
     canonicalize(layouts);
     dst.layout = std::move(layouts[0]);
     src.layout = std::move(layouts[1]);
-    Cost cost = write_cost(*this, dst);
-    cost.bytes_read = bytes_of(src.layout, spec(src.buffer).dtype);
-    add(Copy{std::move(src), std::move(dst)}, cost, std::move(why));
+    add(Copy{std::move(src), std::move(dst)}, std::move(why));
 }
 
 void PlanBuilder::reduce(Reduction op, Access src, Access dst, std::string why) {
@@ -228,13 +205,7 @@ void PlanBuilder::reduce(Reduction op, Access src, Access dst, std::string why) 
     canonicalize(layouts);
     dst.layout = std::move(layouts[0]);
     src.layout = std::move(layouts[1]);
-    Cost cost;
-    cost.bytes_written = bytes_of(written(dst.layout), spec(dst.buffer).dtype);
-    cost.workspace_bytes = write_cost(*this, dst).workspace_bytes;
-    cost.bytes_read = bytes_of(src.layout, spec(src.buffer).dtype);
-    cost.flops = static_cast<double>(src.layout.size());
-    if (op == Reduction::mean) cost.flops += static_cast<double>(written(dst.layout).size());
-    add(Reduce{op, std::move(src), std::move(dst)}, cost, std::move(why));
+    add(Reduce{op, std::move(src), std::move(dst)}, std::move(why));
 }
 
 void PlanBuilder::contract(std::vector<Access> srcs, Access dst, std::string why) {
@@ -242,17 +213,8 @@ void PlanBuilder::contract(std::vector<Access> srcs, Access dst, std::string why
     for (const Access& src : srcs) layouts.push_back(src.layout);
     canonicalize(layouts);
     dst.layout = std::move(layouts[0]);
-    Cost cost;
-    cost.bytes_written = bytes_of(written(dst.layout), spec(dst.buffer).dtype);
-    cost.workspace_bytes = write_cost(*this, dst).workspace_bytes;
-    for (std::size_t k = 0; k < srcs.size(); ++k) {
-        srcs[k].layout = std::move(layouts[k + 1]);
-        cost.bytes_read += bytes_of(srcs[k].layout, spec(srcs[k].buffer).dtype);
-    }
-    const bool summed = written(dst.layout).size() < dst.layout.size();
-    cost.flops = static_cast<double>(dst.layout.size()) *
-                 (static_cast<double>(std::max<std::size_t>(1, srcs.size() - 1)) + (summed ? 1 : 0));
-    add(Contract{std::move(srcs), std::move(dst)}, cost, std::move(why));
+    for (std::size_t k = 0; k < srcs.size(); ++k) srcs[k].layout = std::move(layouts[k + 1]);
+    add(Contract{std::move(srcs), std::move(dst)}, std::move(why));
 }
 
 // ---- data movement --------------------------------------------------------------------------------
@@ -299,8 +261,7 @@ void move_to_output(PlanBuilder& b, const Operand& source, std::uint32_t k, cons
     }
     if (can_view && !b.options.contiguous) {
         b.plan.outputs[k].strides = view.strides();
-        b.add(View{k, Access{source.buffer, source.offset, view}}, Cost{},
-              fmt::format("{}: every output dim is a stride of the input; no data moves", what));
+        b.add(View{k, Access{source.buffer, source.offset, view}}, fmt::format("{}: every output dim is a stride of the input; no data moves", what));
         return;
     }
     std::string why = what;

@@ -84,6 +84,13 @@ struct Gemm {
 
 using Step = std::variant<View, Copy, Reduce, Contract, Gemm>;
 
+// For visiting a Step exhaustively - std::visit(Overloaded{[](const View&) {...}, ...}, step) - so that a
+// new kind of step fails to compile wherever it is not handled.
+template <typename... F>
+struct Overloaded : F... {
+    using F::operator()...;
+};
+
 struct PlanStep {
     Step step;
     Cost cost;
@@ -95,6 +102,9 @@ struct TensorSpec {
     DType dtype = DType::f32;
     Shape shape;
     Shape strides;
+
+    std::int64_t bytes() const;  // of its elements (not of the memory its strides span); saturates at INT64_MAX
+    Layout layout() const { return make_layout(shape, strides); }
 };
 
 // The order in which einsum contracts three or more operands, as opt_einsum reports it: each pair
@@ -122,6 +132,10 @@ struct Plan {
     const TensorSpec& spec(Buffer buffer) const;
 };
 
+// The FLOPs, bytes and temporary workspace of a step of `plan`, by the conventions of compiler/cost.hpp
+// (counted in cost.cpp).
+Cost step_cost(const Plan& plan, const Step& step);
+
 // "view", "copy", "reduce", "contract" or "gemm".
 std::string_view step_kind(const Step& step);
 // The dtype a step computes in (its source's): what decides its peak FLOP/s.
@@ -138,9 +152,11 @@ struct PlanOptions {
 // @post executing the steps in order gives, for every output, the bound expression's value
 Plan plan(const Bound& bound, std::span<const TensorSpec> inputs, const PlanOptions& options = {});
 
-// The plan as `einc explain` prints it, with each step's roofline on `device` (stable for goldens).
-std::string print_plan(const Plan& plan, const DeviceModel& device);
-// The same as JSON.
-std::string plan_to_json(const Plan& plan, const DeviceModel& device);
+struct Schedule;
+// The plan as `einc explain` prints it, with each step's roofline on `device` and the workspace of its
+// schedule (stable for goldens).
+std::string print_plan(const Plan& plan, const Schedule& schedule, const DeviceModel& device);
+// The same as JSON, with each step's strategy, accumulator, scratch and kernels.
+std::string plan_to_json(const Plan& plan, const Schedule& schedule, const DeviceModel& device);
 
 }  // namespace einc

@@ -40,7 +40,7 @@ public:
     std::string axis_names(std::span<const AxisId> axes) const;  // "h w c"
     const TensorSpec& spec(Buffer buffer) const;
 
-    void add(Step step, Cost cost, std::string why);
+    void add(Step step, std::string why);  // with its cost (step_cost)
 
     // Steps over one index space (layouts canonicalized here).
     void copy(Access src, Access dst, std::string why);

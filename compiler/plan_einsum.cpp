@@ -241,17 +241,7 @@ Operand contract_pair(PlanBuilder& b, const Operand& a, const Operand& x, const 
     EINC_ASSERT(choice.c.has_value());
 
     Gemm gemm{b.size_of_axes(g.batch), b.size_of_axes(g.m), b.size_of_axes(g.n), b.size_of_axes(g.k), *choice.a, *choice.b, *choice.c};
-    Cost cost;
-    cost.flops = 2.0 * static_cast<double>(gemm.batch) * static_cast<double>(gemm.m) * static_cast<double>(gemm.n) *
-                 static_cast<double>(gemm.k);
-    const auto matrix_bytes = [&](const GemmMatrix& mat, std::int64_t rows, std::int64_t cols, DType dtype) {
-        return static_cast<double>(mat.batch_stride == 0 ? 1 : gemm.batch) * static_cast<double>(rows) *
-               static_cast<double>(cols) * static_cast<double>(size_of(dtype));
-    };
-    cost.bytes_read = matrix_bytes(gemm.a, gemm.m, gemm.k, a.dtype) + matrix_bytes(gemm.b, gemm.k, gemm.n, x.dtype);
-    cost.bytes_written = matrix_bytes(gemm.c, gemm.m, gemm.n, b.output_dtype);
-    if (c.buffer.kind == Buffer::Kind::temporary) cost.workspace_bytes = cost.bytes_written;
-    b.add(gemm, cost,
+    b.add(gemm,
           fmt::format("{} -> {}: batch ({}), M ({}), N ({}), K ({})", what, label(c), b.axis_names(g.batch),
                       b.axis_names(g.m), b.axis_names(g.n), b.axis_names(g.k)));
 

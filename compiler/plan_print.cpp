@@ -1,7 +1,7 @@
 // Printing plans: the text `einc explain` shows, and its JSON form.
 #include <fmt/format.h>
 
-#include "compiler/plan.hpp"
+#include "compiler/schedule.hpp"
 #include "grammar/diagnostic.hpp"
 
 namespace einc {
@@ -28,41 +28,41 @@ std::string matrix_line(char role, const Gemm& gemm, const GemmMatrix& m, std::i
 }
 
 std::vector<std::string> step_details(const Step& step) {
-    std::vector<std::string> lines;
-    if (const auto* view = std::get_if<View>(&step)) {
-        lines.push_back(fmt::format("out {} = {}", view->output, access_line("", view->source).substr(5)));
-    } else if (const auto* copy = std::get_if<Copy>(&step)) {
-        lines.push_back(access_line("src", copy->src));
-        lines.push_back(access_line("dst", copy->dst));
-    } else if (const auto* reduce = std::get_if<Reduce>(&step)) {
-        lines.push_back(fmt::format("op   {}", name_of(reduce->op)));
-        lines.push_back(access_line("src", reduce->src));
-        lines.push_back(access_line("dst", reduce->dst));
-    } else if (const auto* contract = std::get_if<Contract>(&step)) {
-        for (const Access& src : contract->srcs) lines.push_back(access_line("src", src));
-        lines.push_back(access_line("dst", contract->dst));
-    } else {
-        const auto& gemm = std::get<Gemm>(step);
-        lines.push_back(fmt::format("batch {}  m {}  n {}  k {}", gemm.batch, gemm.m, gemm.n, gemm.k));
-        lines.push_back(matrix_line('A', gemm, gemm.a, gemm.m, gemm.k));
-        lines.push_back(matrix_line('B', gemm, gemm.b, gemm.k, gemm.n));
-        lines.push_back(matrix_line('C', gemm, gemm.c, gemm.m, gemm.n));
-    }
-    return lines;
+    return std::visit(
+        Overloaded{
+            [](const View& view) { return std::vector<std::string>{fmt::format("out {} = {}", view.output, access_line("", view.source).substr(5))}; },
+            [](const Copy& copy) { return std::vector<std::string>{access_line("src", copy.src), access_line("dst", copy.dst)}; },
+            [](const Reduce& reduce) {
+                return std::vector<std::string>{fmt::format("op   {}", name_of(reduce.op)), access_line("src", reduce.src),
+                                                access_line("dst", reduce.dst)};
+            },
+            [](const Contract& contract) {
+                std::vector<std::string> lines;
+                for (const Access& src : contract.srcs) lines.push_back(access_line("src", src));
+                lines.push_back(access_line("dst", contract.dst));
+                return lines;
+            },
+            [](const Gemm& gemm) {
+                return std::vector<std::string>{fmt::format("batch {}  m {}  n {}  k {}", gemm.batch, gemm.m, gemm.n, gemm.k),
+                                                matrix_line('A', gemm, gemm.a, gemm.m, gemm.k), matrix_line('B', gemm, gemm.b, gemm.k, gemm.n),
+                                                matrix_line('C', gemm, gemm.c, gemm.m, gemm.n)};
+            },
+        },
+        step);
 }
 
 std::string cost_line(const Cost& cost, const DeviceModel& device, DType dtype) {
-    if (cost.flops == 0 && cost.bytes() == 0) return "free: no FLOPs, no bytes moved";
-    const Roofline r = roofline(cost, device, dtype);
-    return fmt::format("{}  read {}  write {}{}  intensity {:.3g} FLOP/B  {}  {}", format_flops(cost.flops),
-                       format_bytes(cost.bytes_read), format_bytes(cost.bytes_written),
-                       cost.workspace_bytes > 0 ? fmt::format("  workspace {}", format_bytes(cost.workspace_bytes)) : "",
-                       cost.intensity(), r.compute_bound ? "compute-bound" : "memory-bound", format_seconds(r.seconds));
+    const Roof roof = roof_of(cost, device, dtype);
+    const std::string workspace = cost.workspace_bytes > 0 ? fmt::format("workspace {}", format_bytes(cost.workspace_bytes)) : "";
+    if (roof == Roof::free) return workspace.empty() ? "free: no FLOPs, no bytes moved" : "no FLOPs, no bytes moved; " + workspace;
+    return fmt::format("{}  read {}  write {}{}  intensity {:.3g} FLOP/B  {}-bound  {}", format_flops(cost.flops),
+                       format_bytes(cost.bytes_read), format_bytes(cost.bytes_written), workspace.empty() ? "" : "  " + workspace,
+                       cost.intensity(), name_of(roof), format_seconds(roofline(cost, device, dtype).seconds));
 }
 
 }  // namespace
 
-std::string print_plan(const Plan& plan, const DeviceModel& device) {
+std::string print_plan(const Plan& plan, const Schedule& schedule, const DeviceModel& device) {
     const DType dtype = plan.inputs.empty() ? DType::f32 : plan.inputs.front().dtype;
     std::string out = fmt::format("plan ({}, {} step{})\n", name_of(dtype), plan.steps.size(), plan.steps.size() == 1 ? "" : "s");
     if (plan.path) {
@@ -82,9 +82,9 @@ std::string print_plan(const Plan& plan, const DeviceModel& device) {
         const PlanStep& step = plan.steps[s];
         out += fmt::format("  {}. {:<8} {}\n", s + 1, step_kind(step.step), step.why);
         for (const std::string& line : step_details(step.step)) out += fmt::format("       {}\n", line);
-        out += fmt::format("       {}\n", cost_line(step.cost, device, compute_dtype(plan, step.step)));
+        out += fmt::format("       {}\n", cost_line(scheduled_step_cost(plan, schedule, s), device, compute_dtype(plan, step.step)));
     }
-    const Cost& total = plan.total;
+    const Cost total = scheduled_cost(plan, schedule);
     out += fmt::format("total: {}, read {}, write {}, workspace {}, intensity {:.3g} FLOP/B\n", format_flops(total.flops),
                        format_bytes(total.bytes_read), format_bytes(total.bytes_written), format_bytes(total.workspace_bytes),
                        total.intensity());
@@ -150,22 +150,32 @@ void write_cost(Json& json, const Cost& cost, const DeviceModel& device, DType d
     const Roofline r = roofline(cost, device, dtype);
     json.key("flops").value(cost.flops).key("bytes_read").value(cost.bytes_read).key("bytes_written").value(cost.bytes_written);
     json.key("workspace_bytes").value(cost.workspace_bytes).key("intensity").value(cost.intensity());
-    json.key("bound").value(cost.flops == 0 && cost.bytes() == 0 ? "free" : r.compute_bound ? "compute" : "memory");
+    json.key("bound").value(name_of(roof_of(cost, device, dtype)));
     json.key("predicted_seconds").value(r.seconds);
 }
 
 }  // namespace
 
-std::string plan_to_json(const Plan& plan, const DeviceModel& device) {
+std::string plan_to_json(const Plan& plan, const Schedule& schedule, const DeviceModel& device) {
     const DType dtype = plan.inputs.empty() ? DType::f32 : plan.inputs.front().dtype;
     Json json;
     json.open('{').key("op").value(name_of(plan.op)).key("dtype").value(name_of(dtype)).key("device").value(device.key);
     write_tensors(json, "inputs", plan.inputs);
     write_tensors(json, "outputs", plan.outputs);
     write_tensors(json, "temporaries", plan.temporaries);
+    json.key("backend").value(name_of(schedule.target.backend));
     json.key("steps").open('[');
-    for (const PlanStep& step : plan.steps) {
+    for (std::size_t s = 0; s < plan.steps.size(); ++s) {
+        const PlanStep& step = plan.steps[s];
+        const ScheduledStep& scheduled = schedule.steps[s];
         json.open('{').key("kind").value(step_kind(step.step)).key("why").value(step.why);
+        json.key("strategy").value(name_of(scheduled.strategy)).key("accumulator").value(name_of(scheduled.accumulator));
+        json.key("scratch_bytes").value(scheduled.scratch_bytes);
+        if (!scheduled.launches.empty()) {
+            json.key("kernels").open('[');
+            for (const KernelLaunch& launch : scheduled.launches) json.value(launch.signature.name());
+            json.close(']');
+        }
         if (const auto* view = std::get_if<View>(&step.step)) {
             json.key("output").value(static_cast<std::int64_t>(view->output));
             write_access(json, "source", view->source);
@@ -193,12 +203,12 @@ std::string plan_to_json(const Plan& plan, const DeviceModel& device) {
                 json.key("col_stride").value(m.col_stride).close('}');
             }
         }
-        write_cost(json, step.cost, device, compute_dtype(plan, step.step));
+        write_cost(json, scheduled_step_cost(plan, schedule, s), device, compute_dtype(plan, step.step));
         json.close('}');
     }
     json.close(']');
     json.key("total").open('{');
-    write_cost(json, plan.total, device, dtype);
+    write_cost(json, scheduled_cost(plan, schedule), device, dtype);
     json.close('}');
     if (plan.path) {
         json.key("path").open('{').key("optimal").value(plan.path->optimal).key("pairs").open('[');

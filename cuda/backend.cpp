@@ -75,18 +75,16 @@ void* allocate_bytes(DType dtype, const Shape& shape, int device, Malloc malloc)
     return memory;
 }
 
-// A plan prepared for one device: its kernel launches, and the loaded function of each, found once so
+// A schedule prepared for one device: the loaded function of each of its kernel launches, found once so
 // that a run launches with no lookup.
 struct CudaPreparedPlan {
-    PreparedGpuPlan gpu;
     std::unordered_map<const KernelLaunch*, CUfunction> functions;
 };
 
 // Device operations on one stream: scratch memory in stream order, kernel launches, cuBLAS.
 class StreamOps final : public DeviceOps {
 public:
-    StreamOps(int device, int arch, cudaStream_t stream, const CudaPreparedPlan& prepared)
-        : device_(device), arch_(arch), stream_(stream), prepared_(prepared) {}
+    StreamOps(cudaStream_t stream, const CudaPreparedPlan& prepared) : stream_(stream), prepared_(prepared) {}
 
     void* allocate(std::size_t bytes) override {
         void* memory = nullptr;
@@ -96,9 +94,7 @@ public:
     void release(void* memory) override { cudaFreeAsync(memory, stream_); }
 
     void launch(const KernelLaunch& launch, std::span<void* const> pointers) override {
-        // Launches re-lowered at run time (buffers less aligned than planned for) are looked up now.
-        const auto found = prepared_.functions.find(&launch);
-        const CUfunction function = found != prepared_.functions.end() ? found->second : kernel_function(launch.signature, device_, arch_);
+        const CUfunction function = prepared_.functions.at(&launch);
         std::vector<void*> arguments{const_cast<KernelParams*>(&launch.params)};
         for (void* const& p : pointers) arguments.push_back(const_cast<void**>(&p));
         check(driver().launch_kernel(function, launch.grid.x, launch.grid.y, launch.grid.z, launch.block.x, launch.block.y, launch.block.z,
@@ -111,7 +107,6 @@ public:
     }
 
 private:
-    int device_, arch_;
     cudaStream_t stream_;
     const CudaPreparedPlan& prepared_;
 };
@@ -140,33 +135,34 @@ public:
         if (bytes > 0) on_device(dense.device_index, [&] { check(cudaMemset(dense.data, 0, bytes), "cudaMemset"); });
     }
 
-    std::shared_ptr<const void> prepare(const Plan& plan, int device) override {
+    Target target(int device) override { return Target::gpu(info_of(device).multiprocessors); }
+
+    std::shared_ptr<const void> prepare(const Schedule& schedule, int device) override {
         if (!available()) throw Error(ErrorKind::device, "no CUDA GPU is available").help("run on a machine with an NVIDIA GPU and driver");
         const DeviceInfo& info = info_of(device);
-        auto prepared = std::make_shared<CudaPreparedPlan>(CudaPreparedPlan{prepare_gpu_plan(plan, GpuTarget{info.multiprocessors}), {}});
-        // Compile (or find) and load every kernel, and open cuBLAS if a GEMM needs it, now: a failure shows
-        // when binding, not in a hot loop.
-        for (const PlanStep& step : plan.steps)
-            if (const auto* gemm = std::get_if<Gemm>(&step.step); gemm && gemm_in_library(plan, *gemm))
-                (void)cublas();
+        auto prepared = std::make_shared<CudaPreparedPlan>();
+        // Open cuBLAS if a GEMM needs it, and compile (or find) and load every kernel the schedule may
+        // launch, now: a failure shows when binding, not in a hot loop.
+        for (const ScheduledStep& step : schedule.steps)
+            if (step.strategy == Strategy::library_gemm) (void)cublas();
         on_device(device, [&] {
-            for (const GpuStep& step : prepared->gpu.steps)
-                for (const KernelLaunch& launch : step.launches)
-                    prepared->functions.emplace(&launch, kernel_function(launch.signature, device, info.arch));
+            for (const ScheduledStep& step : schedule.steps)
+                for (const auto* launches : {&step.launches, &step.unaligned_launches})
+                    for (const KernelLaunch& launch : *launches)
+                        prepared->functions.emplace(&launch, kernel_function(launch.signature, device, info.arch));
         });
         return prepared;
     }
 
-    void execute(const Plan& plan, const void* prepared, std::span<const TensorView> inputs, std::span<TensorView> outputs,
-                 void* stream) override {
+    void execute(const Plan& plan, const Schedule& schedule, const void* prepared, std::span<const TensorView> inputs,
+                 std::span<TensorView> outputs, void* stream) override {
         const int device = !inputs.empty() ? inputs[0].device_index : !outputs.empty() ? outputs[0].device_index : 0;
         for (const TensorView& output : outputs)
             if (output.data && (output.device != Device::cuda || output.device_index != device))
                 throw Error(ErrorKind::usage, "outputs must be on the GPU of the inputs");
         on_device(device, [&] {
-            const auto& cuda_prepared = *static_cast<const CudaPreparedPlan*>(prepared);
-            StreamOps ops(device, info_of(device).arch, static_cast<cudaStream_t>(stream), cuda_prepared);
-            run_gpu_plan(plan, cuda_prepared.gpu, inputs, outputs, ops);
+            StreamOps ops(static_cast<cudaStream_t>(stream), *static_cast<const CudaPreparedPlan*>(prepared));
+            run_gpu_plan(plan, schedule, inputs, outputs, ops);
             check(cudaGetLastError(), "a kernel launch");
         });
     }

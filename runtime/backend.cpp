@@ -55,15 +55,20 @@ void fill_zero(const TensorView& dense) {
     }
 }
 
-std::shared_ptr<const void> prepare(const Plan& plan, Device device, int device_index) {
-    if (device == Device::cpu) return nullptr;
-    return require_gpu().prepare(plan, device_index);
+Target target_of(Device device, int device_index) {
+    if (device == Device::cpu) return cpu_target();
+    return require_gpu().target(device_index);
 }
 
-void execute(const Plan& plan, const void* prepared, std::span<const TensorView> inputs, std::span<TensorView> outputs, Device device,
-             void* stream) {
-    if (device == Device::cpu) execute_on_cpu(plan, inputs, outputs);
-    else require_gpu().execute(plan, prepared, inputs, outputs, stream);
+std::shared_ptr<const void> prepare(const Schedule& schedule, Device device, int device_index) {
+    if (device == Device::cpu) return nullptr;
+    return require_gpu().prepare(schedule, device_index);
+}
+
+void execute(const Plan& plan, const Schedule& schedule, const void* prepared, std::span<const TensorView> inputs,
+             std::span<TensorView> outputs, Device device, void* stream) {
+    if (device == Device::cpu) execute_on_cpu(plan, schedule, inputs, outputs);
+    else require_gpu().execute(plan, schedule, prepared, inputs, outputs, stream);
 }
 
 void check_no_aliasing(std::span<const Input> inputs, std::span<const TensorView> outputs) {

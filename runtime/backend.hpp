@@ -4,7 +4,7 @@
 
 #include <span>
 
-#include "compiler/plan.hpp"
+#include "compiler/schedule.hpp"
 #include "runtime/program.hpp"
 #include "runtime/tensor.hpp"
 
@@ -19,12 +19,14 @@ public:
     virtual Tensor allocate(DType dtype, const Shape& shape, int device_index) = 0;
     virtual Tensor allocate_on_stream(DType dtype, const Shape& shape, int device_index, void* stream) = 0;
     virtual void fill_zero(const TensorView& dense) = 0;  // on the default stream
-    // Everything a plan needs on a device, done once when a program is bound: kernels lowered,
-    // compiled (or found in a cache) and loaded.
-    virtual std::shared_ptr<const void> prepare(const Plan& plan, int device_index) = 0;
-    // Runs the plan on the caller's stream, without synchronising.
-    virtual void execute(const Plan& plan, const void* prepared, std::span<const TensorView> inputs, std::span<TensorView> outputs,
-                         void* stream) = 0;
+    // What the schedule needs to know of a device (its multiprocessors).
+    virtual Target target(int device_index) = 0;
+    // Everything a schedule needs on a device, done once when a program is bound: every kernel of
+    // the schedule compiled (or found in a cache) and loaded, cuBLAS opened if a GEMM needs it.
+    virtual std::shared_ptr<const void> prepare(const Schedule& schedule, int device_index) = 0;
+    // Runs the scheduled plan on the caller's stream, without synchronising.
+    virtual void execute(const Plan& plan, const Schedule& schedule, const void* prepared, std::span<const TensorView> inputs,
+                         std::span<TensorView> outputs, void* stream) = 0;
 };
 
 // Called once by the CUDA library; the backend lives as long as the process.
@@ -35,9 +37,11 @@ GpuBackend* gpu_backend();  // null when no GPU backend is linked in
 Tensor allocate(DType dtype, const Shape& shape, Device device, int device_index, void* stream = nullptr);
 Tensor allocate_on_gpu(DType dtype, const Shape& shape, int device_index);  // Tensor::empty's GPU half
 void fill_zero(const TensorView& dense);  // a row-major tensor, on any device
-std::shared_ptr<const void> prepare(const Plan& plan, Device device, int device_index);  // null on the CPU
-void execute(const Plan& plan, const void* prepared, std::span<const TensorView> inputs, std::span<TensorView> outputs, Device device,
-             void* stream);
+// The target a plan is scheduled for on `device`: this CPU, or the GPU `device_index`.
+Target target_of(Device device, int device_index);
+std::shared_ptr<const void> prepare(const Schedule& schedule, Device device, int device_index);  // null on the CPU
+void execute(const Plan& plan, const Schedule& schedule, const void* prepared, std::span<const TensorView> inputs,
+             std::span<TensorView> outputs, Device device, void* stream);
 
 // Outputs must not overlap an input or each other, nor write one element twice: in-place updates are
 // not supported, and a result written over its own input would be silently wrong.

@@ -3,38 +3,14 @@
 #include <cstdint>
 #include <fmt/format.h>
 
+#include "einc_build_info.hpp"
 #include "grammar/diagnostic.hpp"
+#include "runtime/cpu/isa.hpp"
 #include "runtime/cpu/kernels.hpp"
+#include "runtime/cpu/parallel.hpp"
+#include "runtime/run_memory.hpp"
 
 namespace einc {
-namespace {
-
-struct Buffers {
-    std::span<const TensorView> inputs;
-    std::span<TensorView> outputs;
-    std::vector<Tensor> temporaries;
-
-    const TensorView& of(Buffer buffer) const {
-        switch (buffer.kind) {
-        case Buffer::Kind::input: return inputs[buffer.index];
-        case Buffer::Kind::output: return outputs[buffer.index];
-        case Buffer::Kind::temporary: return temporaries[buffer.index].view();
-        }
-        EINC_ASSERT(false);
-    }
-
-    std::byte* address(Buffer buffer, std::int64_t offset) const {
-        const TensorView& view = of(buffer);
-        return static_cast<std::byte*>(view.data) + offset * static_cast<std::int64_t>(size_of(view.dtype));
-    }
-
-    cpu::Strided resolve(const Access& access) const {
-        return cpu::Strided{address(access.buffer, access.offset), of(access.buffer).dtype, access.layout};
-    }
-};
-
-}  // namespace
-
 namespace {
 
 // The kernels address elements through typed pointers: the memory must be aligned to the element size,
@@ -49,34 +25,33 @@ void check_aligned(const TensorView& view, const char* what, std::size_t index) 
 
 }  // namespace
 
-void execute_on_cpu(const Plan& plan, std::span<const TensorView> inputs, std::span<TensorView> outputs) {
+Target cpu_target() { return Target::cpu(cpu::thread_count(), cpu::kernel_vector_bytes(), EINC_HAS_BLAS != 0); }
+
+void execute_on_cpu(const Plan& plan, const Schedule& schedule, std::span<const TensorView> inputs, std::span<TensorView> outputs) {
     EINC_ASSERT(inputs.size() == plan.inputs.size() && outputs.size() == plan.outputs.size());
+    EINC_ASSERT(schedule.target.backend == Backend::cpu && schedule.steps.size() == plan.steps.size());
     for (std::size_t i = 0; i < inputs.size(); ++i) check_aligned(inputs[i], "input", i);
     for (std::size_t k = 0; k < outputs.size(); ++k) check_aligned(outputs[k], "output", k);
-    Buffers buffers{inputs, outputs, {}};
-    for (const TensorSpec& temporary : plan.temporaries) buffers.temporaries.push_back(Tensor::empty(temporary.dtype, temporary.shape));
+    const Tensor workspace = Tensor::empty(DType::i8, {schedule.workspace_bytes});  // 64-byte aligned
+    const RunMemory memory(plan, schedule, inputs, outputs, static_cast<std::byte*>(workspace.data()));
+    const auto data = [&](const Access& access) { return cpu::Data{memory.address(access.buffer, access.offset), plan.spec(access.buffer).dtype}; };
 
-    for (const PlanStep& planned : plan.steps) {
-        const Step& step = planned.step;
-        if (const auto* view = std::get_if<View>(&step)) {
-            const TensorView& source = buffers.of(view->source.buffer);
-            outputs[view->output] = TensorView{buffers.address(view->source.buffer, view->source.offset), source.dtype,
-                                               plan.outputs[view->output].shape, view->source.layout.strides(), source.device,
-                                               source.device_index};
-        } else if (const auto* copy = std::get_if<Copy>(&step)) {
-            cpu::copy(buffers.resolve(copy->src), buffers.resolve(copy->dst));
-        } else if (const auto* reduce = std::get_if<Reduce>(&step)) {
-            cpu::reduce(reduce->op, buffers.resolve(reduce->src), buffers.resolve(reduce->dst));
-        } else if (const auto* contract = std::get_if<Contract>(&step)) {
-            std::vector<cpu::Strided> srcs;
-            for (const Access& src : contract->srcs) srcs.push_back(buffers.resolve(src));
-            cpu::contract(srcs, buffers.resolve(contract->dst));
-        } else {
-            const auto& gemm = std::get<Gemm>(step);
-            const DType in = buffers.of(gemm.a.buffer).dtype, out = buffers.of(gemm.c.buffer).dtype;
-            cpu::gemm(gemm, buffers.address(gemm.a.buffer, gemm.a.offset), buffers.address(gemm.b.buffer, gemm.b.offset),
-                      buffers.address(gemm.c.buffer, gemm.c.offset), in, out);
-        }
+    for (std::size_t s = 0; s < plan.steps.size(); ++s) {
+        const ScheduledStep& scheduled = schedule.steps[s];
+        std::visit(Overloaded{
+                       [&](const View& view) { outputs[view.output] = viewed(plan, view, inputs[view.source.buffer.index]); },
+                       [&](const Copy& copy) { cpu::copy(scheduled, data(copy.dst), data(copy.src)); },
+                       [&](const Reduce& reduce) { cpu::reduce(scheduled, reduce.op, data(reduce.dst), data(reduce.src), memory.scratch()); },
+                       [&](const Contract& contract) {
+                           cpu::contract(scheduled, data(contract.dst), data(contract.srcs[0]), data(contract.srcs[1]), memory.scratch());
+                       },
+                       [&](const Gemm& gemm) {
+                           cpu::gemm(scheduled, gemm, plan.spec(gemm.a.buffer).dtype, memory.address(gemm.a.buffer, gemm.a.offset),
+                                     memory.address(gemm.b.buffer, gemm.b.offset), memory.address(gemm.c.buffer, gemm.c.offset),
+                                     memory.scratch());
+                       },
+                   },
+                   plan.steps[s].step);
     }
 }
 

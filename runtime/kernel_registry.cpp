@@ -47,9 +47,9 @@ std::vector<AheadOfTimeKernel> ahead_of_time_kernels() {
     return r.kernels;
 }
 
-std::vector<KernelSignature> missing_ahead_of_time(const Plan& plan, int arch, const GpuTarget& target) {
+std::vector<KernelSignature> missing_ahead_of_time(const Schedule& schedule, int arch) {
     std::vector<KernelSignature> missing;
-    for (const KernelSignature& k : kernels_of(plan, target))
+    for (const KernelSignature& k : kernels_of(schedule))
         if (!find_ahead_of_time(k.name(), arch)) missing.push_back(k);
     return missing;
 }

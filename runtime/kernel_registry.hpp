@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/codegen.hpp"
+#include "compiler/schedule.hpp"
 
 namespace einc {
 
@@ -35,8 +35,8 @@ std::optional<AheadOfTimeKernel> find_ahead_of_time(std::string_view kernel_name
 // Everything registered, in registration order.
 std::vector<AheadOfTimeKernel> ahead_of_time_kernels();
 
-// The kernels `plan` launches on a device of sm_<arch> (lowered for `target`) that no registered
-// binary serves: what a run with EINC_JIT=0 would fail on.
-std::vector<KernelSignature> missing_ahead_of_time(const Plan& plan, int arch, const GpuTarget& target = {});
+// The kernels a GPU schedule launches (with aligned or unaligned buffers) that no registered binary
+// serves on a device of sm_<arch>: what a run with EINC_JIT=0 would fail on.
+std::vector<KernelSignature> missing_ahead_of_time(const Schedule& schedule, int arch);
 
 }  // namespace einc

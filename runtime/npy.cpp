@@ -14,10 +14,17 @@
 
 #include "compiler/checked.hpp"
 #include "grammar/diagnostic.hpp"
-#include "runtime/cpu/kernels.hpp"
+#include "runtime/program.hpp"
 
 namespace einc {
 namespace {
+
+// Copies a CPU view's elements, row-major, to `out` (as many bytes as the view has elements).
+void copy_row_major(const TensorView& view, std::byte* out) {
+    const TensorView dense{out, view.dtype, view.shape, row_major_strides(view.shape)};
+    const Input input(view);
+    compile(Op::rearrange, "... -> ...").bind({view}, Options{.contiguous = true}).run(std::span(&input, 1), std::span(&dense, 1));
+}
 
 constexpr std::string_view magic = "\x93NUMPY";
 constexpr std::size_t max_rank = 64;        // numpy's NPY_MAXDIMS
@@ -342,8 +349,7 @@ Tensor finish(const Header& header, Tensor raw) {
         strides[d] = stride;
         stride *= header.shape[d];
     }
-    cpu::copy(cpu::Strided{data, raw.dtype(), make_layout(header.shape, strides)},
-              cpu::Strided{static_cast<std::byte*>(result.data()), raw.dtype(), row_major(header.shape)});
+    copy_row_major(TensorView{data, raw.dtype(), header.shape, strides}, static_cast<std::byte*>(result.data()));
     return result;
 }
 
@@ -433,9 +439,7 @@ void gather(const TensorView& view, std::byte* out, std::size_t bytes) {
         std::memcpy(out, view.data, bytes);
         return;
     }
-    cpu::copy(
-        cpu::Strided{static_cast<std::byte*>(view.data), view.dtype, make_layout(view.shape, view.strides)},
-        cpu::Strided{out, view.dtype, row_major(view.shape)});
+    copy_row_major(view, out);
 }
 
 }  // namespace

@@ -24,11 +24,6 @@ inline std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
     return (h ^ v) * 0xBF58476D1CE4E5B9ull;
 }
 
-// The stride a planner sees for dim d of a view (see spec_of).
-inline std::int64_t normalised_stride(const TensorView& view, std::size_t d, bool empty) {
-    return empty || view.shape[d] == 1 ? 0 : view.strides[d];
-}
-
 std::uint64_t hash_of(const CallRef& call, std::span<const Input> inputs, const Options& options) {
     std::uint64_t h = std::hash<std::string_view>{}(call.pattern);
     h = mix(h, static_cast<std::uint64_t>(call.op) | static_cast<std::uint64_t>(call.reduction) << 8 |
@@ -47,7 +42,7 @@ std::uint64_t hash_of(const CallRef& call, std::span<const Input> inputs, const 
                        static_cast<std::uint64_t>(v.device_index) << 16 | static_cast<std::uint64_t>(v.rank()) << 32);
         const bool empty = v.numel() == 0;
         for (std::size_t d = 0; d < v.rank(); ++d)
-            h = mix(mix(h, static_cast<std::uint64_t>(v.shape[d])), static_cast<std::uint64_t>(normalised_stride(v, d, empty)));
+            h = mix(mix(h, static_cast<std::uint64_t>(v.shape[d])), static_cast<std::uint64_t>(planned_stride(v, d, empty)));
     }
     return h;
 }
@@ -62,11 +57,7 @@ bool matches(const Key& key, const CallRef& call, std::span<const Input> inputs,
         return false;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         const TensorView& v = inputs[i].view();
-        const TensorSpec& spec = key.inputs[i];
-        if (v.dtype != spec.dtype || v.shape != spec.shape || v.device != key.device || v.device_index != key.device_index) return false;
-        const bool empty = v.numel() == 0;
-        for (std::size_t d = 0; d < v.rank(); ++d)
-            if (normalised_stride(v, d, empty) != spec.strides[d]) return false;
+        if (v.device != key.device || v.device_index != key.device_index || !has_layout(v, key.inputs[i])) return false;
     }
     return true;
 }

@@ -7,6 +7,7 @@
 #include "grammar/diagnostic.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/execute.hpp"
+#include "runtime/run_memory.hpp"
 
 namespace einc {
 
@@ -18,6 +19,7 @@ struct Expression::State {
 struct Program::State {
     Bound bound;
     Plan plan;
+    Schedule schedule;
     Options options;
     Device device = Device::cpu;
     int device_index = 0;
@@ -42,12 +44,17 @@ Expression compile(Op op, std::string_view pattern, const AxisSizes& sizes, Redu
 
 TensorSpec spec_of(const TensorView& view) {
     TensorSpec spec{view.dtype, view.shape, view.strides};
-    // A dim of length 1 is never stepped along, and an empty tensor is never read: their strides do not
-    // matter, so they are normalised for planning and for finding plans in the cache.
     const bool empty = view.numel() == 0;
-    for (std::size_t d = 0; d < spec.shape.size(); ++d)
-        if (empty || spec.shape[d] == 1) spec.strides[d] = 0;
+    for (std::size_t d = 0; d < spec.shape.size(); ++d) spec.strides[d] = planned_stride(view, d, empty);
     return spec;
+}
+
+bool has_layout(const TensorView& view, const TensorSpec& spec) {
+    if (view.dtype != spec.dtype || view.shape != spec.shape || view.strides.size() != spec.strides.size()) return false;
+    const bool empty = view.numel() == 0;
+    for (std::size_t d = 0; d < view.shape.size(); ++d)
+        if (planned_stride(view, d, empty) != spec.strides[d]) return false;
+    return true;
 }
 
 Program Expression::bind(std::span<const TensorView> inputs, const Options& options) const {
@@ -79,13 +86,16 @@ Program Expression::bind(std::span<const TensorView> inputs, const Options& opti
         state->device = inputs[0].device;
         state->device_index = inputs[0].device_index;
     }
-    if (!state->only_views) {
-        try {
-            state->prepared = prepare(state->plan, state->device, state->device_index);
-        } catch (Error& e) {  // a kernel that cannot be compiled or found: say which call needed it
-            throw std::move(e.note(fmt::format("needed by {} \"{}\" on {}", name_of(state_->call.op), state_->call.pattern,
-                                               describe(inputs.empty() ? TensorView{} : inputs[0]))));
-        }
+    try {
+        // A plan of views runs nowhere: its schedule needs no device (nor a GPU backend).
+        const Target target = !state->only_views                 ? target_of(state->device, state->device_index)
+                              : state->device == Device::cpu ? cpu_target()
+                                                             : Target::gpu(1);
+        state->schedule = einc::schedule(state->plan, target);
+        if (!state->only_views) state->prepared = prepare(state->schedule, state->device, state->device_index);
+    } catch (Error& e) {  // a step the device cannot run, a kernel that cannot be compiled or found: say which call needed it
+        throw std::move(e.note(fmt::format("needed by {} \"{}\" on {}", name_of(state_->call.op), state_->call.pattern,
+                                           describe(inputs.empty() ? TensorView{} : inputs[0]))));
     }
     return Program(std::move(state));
 }
@@ -96,24 +106,16 @@ Program Expression::bind(std::initializer_list<TensorView> inputs, const Options
 
 const Bound& Program::bound() const { return state_->bound; }
 const Plan& Program::plan() const { return state_->plan; }
+const Schedule& Program::schedule() const { return state_->schedule; }
 const Options& Program::options() const { return state_->options; }
 
 std::string Program::explain(std::string_view device) const {
     const DeviceModel* model = device_model_named(device);
     if (!model) throw Error(ErrorKind::usage, fmt::format("unknown device '{}' (h100 h200 a100 cpu)", device));
-    return print_plan(state_->plan, *model);
+    return print_plan(state_->plan, state_->schedule, *model);
 }
 
 namespace {
-
-// Whether a view has the layout a spec was normalised to (see spec_of), without allocating.
-bool has_layout(const TensorView& view, const TensorSpec& spec) {
-    if (view.dtype != spec.dtype || view.shape != spec.shape || view.strides.size() != spec.strides.size()) return false;
-    const bool empty = view.numel() == 0;
-    for (std::size_t d = 0; d < view.shape.size(); ++d)
-        if ((empty || view.shape[d] == 1 ? 0 : view.strides[d]) != spec.strides[d]) return false;
-    return true;
-}
 
 void check_inputs(const Program& program, std::span<const Input> inputs, Device device, int device_index) {
     const Plan& plan = program.plan();
@@ -148,11 +150,7 @@ std::vector<Tensor> Program::run(std::span<const Input> inputs, void* stream) co
         std::vector<Tensor> results(s.plan.outputs.size());
         for (const PlanStep& step : s.plan.steps) {
             const View& view = std::get<View>(step.step);
-            const TensorView& source = inputs[view.source.buffer.index].view();
-            std::byte* data = static_cast<std::byte*>(source.data) + view.source.offset * static_cast<std::int64_t>(size_of(source.dtype));
-            results[view.output] = Tensor(TensorView{data, source.dtype, s.plan.outputs[view.output].shape,
-                                                     s.plan.outputs[view.output].strides, source.device, source.device_index},
-                                          inputs[view.source.buffer.index].storage());
+            results[view.output] = Tensor(viewed(s.plan, view, inputs[view.source.buffer.index].view()), inputs[view.source.buffer.index].storage());
         }
         return results;
     }
@@ -164,7 +162,7 @@ std::vector<Tensor> Program::run(std::span<const Input> inputs, void* stream) co
         outputs[k] = results[k].view();
     }
     const std::vector<TensorView> input_views = views_of(inputs);
-    execute(s.plan, s.prepared.get(), input_views, outputs, s.device, stream);
+    execute(s.plan, s.schedule, s.prepared.get(), input_views, outputs, s.device, stream);
     for (std::size_t k = 0; k < outputs.size(); ++k)
         if (const auto source = s.view_sources[k]) results[k] = Tensor(outputs[k], inputs[*source].storage());
     return results;
@@ -197,7 +195,7 @@ void Program::run(std::span<const Input> inputs, std::span<const TensorView> out
     check_no_aliasing(inputs, outputs);
     std::vector<TensorView> output_views(outputs.begin(), outputs.end());
     const std::vector<TensorView> input_views = views_of(inputs);
-    execute(s.plan, s.prepared.get(), input_views, output_views, s.device, stream);
+    execute(s.plan, s.schedule, s.prepared.get(), input_views, output_views, s.device, stream);
 }
 
 }  // namespace einc

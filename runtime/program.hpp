@@ -16,6 +16,7 @@
 #include "compiler/bound.hpp"
 #include "compiler/call.hpp"
 #include "compiler/plan.hpp"
+#include "compiler/schedule.hpp"
 #include "runtime/tensor.hpp"
 
 namespace einc {
@@ -60,14 +61,22 @@ private:
 
 Expression compile(Op op, std::string_view pattern, const AxisSizes& sizes = {}, Reduction reduction = Reduction::none);
 
-// The normalised layout a program is planned for: strides of length-1 dims (and of empty tensors) are
-// set to 0, since they are never stepped along.
+// The stride a program is planned with for dim d of `view` (`empty`: view.numel() == 0): 0 for a dim of
+// length 1 and for an empty tensor, which are never stepped along; the view's own otherwise. Plans and
+// the plan cache see strides only through this.
+inline std::int64_t planned_stride(const TensorView& view, std::size_t d, bool empty) {
+    return empty || view.shape[d] == 1 ? 0 : view.strides[d];
+}
+// The layout a program is planned for: the view's dtype and shape, its planned strides.
 TensorSpec spec_of(const TensorView& view);
+// Whether a view has the layout `spec` (as spec_of gives it), without allocating.
+bool has_layout(const TensorView& view, const TensorSpec& spec);
 
 class Program {
 public:
     const Bound& bound() const;
     const Plan& plan() const;
+    const Schedule& schedule() const;  // how the plan runs where the inputs are
     const Options& options() const;
     std::string explain(std::string_view device = "h100") const;  // the plan with its cost, as `einc explain`
 

@@ -7,6 +7,7 @@
 //
 // The commands run in-process through einc::cli::run, so the corpus costs milliseconds.
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -79,6 +80,10 @@ int main(int argc, char** argv) {
         std::cerr << "usage: corpus_runner <corpus-dir> [--update]\n";
         return 2;
     }
+    // CPU schedules depend on the machine: the goldens are for 2 threads and the baseline kernels, wherever
+    // they are checked.
+    ::setenv("EINC_NUM_THREADS", "2", 1);
+    ::setenv("EINC_CPU_ISA", "baseline", 1);
     const fs::path root = argv[1];
     const bool update = argc > 2 && std::string(argv[2]) == "--update";
     std::vector<fs::path> files;

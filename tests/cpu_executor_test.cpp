@@ -3,6 +3,7 @@
 // interpreter. Fixed seeds: every run checks the same cases.
 #include <algorithm>
 #include <cstring>
+#include <set>
 #include <doctest/doctest.h>
 
 #include "einc_build_info.hpp"
@@ -34,7 +35,7 @@ void check_executor(Op op, DType dtype, int cases, unsigned seed) {
                 storage.push_back(Tensor::empty(planned.outputs[k].dtype, planned.outputs[k].shape));
                 outputs[k] = storage.back().view();
             }
-            execute_on_cpu(planned, c.inputs, outputs);
+            execute_on_cpu(planned, schedule(planned, cpu_target()), c.inputs, outputs);
             REQUIRE(outputs.size() == expected.size());
             for (std::size_t k = 0; k < expected.size(); ++k) {
                 std::string difference;
@@ -95,7 +96,7 @@ std::vector<Tensor> run_call(const Call& call, std::span<const TensorView> input
         results.push_back(Tensor::empty(planned.outputs[k].dtype, planned.outputs[k].shape));
         outputs[k] = results.back().view();
     }
-    execute_on_cpu(planned, inputs, outputs);
+    execute_on_cpu(planned, schedule(planned, cpu_target()), inputs, outputs);
     return results;
 }
 
@@ -162,22 +163,28 @@ TEST_CASE("cpu executor: tensors large enough to be split across threads") {
 // for 4-byte elements, a buffer for the others, element by element at the edges and along short sides.
 // Each instruction set's kernels are called directly, on sizes around every edge, against index loops.
 TEST_CASE("cpu kernels: tiled transposes at every edge width, every element size, each instruction set") {
-    using Kernel = void (*)(const cpu::Strided&, const cpu::Strided&);
-    std::vector<std::pair<const char*, Kernel>> kernels{{"baseline", cpu::baseline::copy}};
+    // Each instruction set's kernel, scheduled for its register width (and the baseline's without register
+    // blocks too, so that 4-byte tiles also go through the buffer).
+    struct Isa {
+        const char* name;
+        void (*copy)(const ScheduledStep&, const cpu::Data&, const cpu::Data&);
+        int vector_bytes;
+    };
+    std::vector<Isa> isas{{"baseline", cpu::baseline::copy, 16}, {"baseline, no register blocks", cpu::baseline::copy, 0}};
 #if EINC_HAS_AVX2_KERNELS
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) kernels.emplace_back("avx2", cpu::avx2::copy);
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isas.push_back({"avx2", cpu::avx2::copy, 32});
 #endif
     const std::pair<std::int64_t, std::int64_t> sizes[] = {{4, 4},   {8, 8},   {9, 7},   {16, 12},  {64, 64},  {67, 130},
                                                            {131, 65}, {5, 300}, {300, 5}, {1030, 1000}};
+    std::set<TransposeKind> kinds;
     // (No structured bindings: CAPTURE's lambdas take them, which Clang 14 refuses.)
-    for (const auto& isa_kernel : kernels)
+    for (const Isa& isa : isas)
         for (const DType dtype : {DType::i8, DType::f16, DType::f32, DType::f64})
             for (const auto& size_pair : sizes)
                 for (const std::int64_t batch : {1, 3}) {
-                    const Kernel kernel = isa_kernel.second;
                     const std::int64_t rows = size_pair.first, cols = size_pair.second;
-                    const std::string kernels_for = isa_kernel.first;
+                    const std::string kernels_for = isa.name;
                     CAPTURE(kernels_for);
                     CAPTURE(name_of(dtype));
                     CAPTURE(rows);
@@ -188,10 +195,17 @@ TEST_CASE("cpu kernels: tiled transposes at every edge width, every element size
                     const auto size = static_cast<std::int64_t>(size_of(dtype));
                     auto* in = static_cast<std::uint8_t*>(src.data());
                     for (std::int64_t i = 0; i < static_cast<std::int64_t>(src.nbytes()); ++i) in[i] = static_cast<std::uint8_t>(i * 131 + i / 253);
-                    const cpu::Strided from{static_cast<std::byte*>(src.data()), dtype,
-                                            make_layout(std::vector<std::int64_t>{batch, rows, cols}, std::vector<std::int64_t>{rows * cols, 1, rows})};
-                    const cpu::Strided to{static_cast<std::byte*>(dst.data()), dtype, row_major(std::vector<std::int64_t>{batch, rows, cols})};
-                    kernel(from, to);
+                    Plan plan;
+                    plan.inputs = {TensorSpec{dtype, {batch, cols, rows}, {rows * cols, rows, 1}}};
+                    plan.outputs = {TensorSpec{dtype, {batch, rows, cols}, {rows * cols, cols, 1}}};
+                    const Shape extents{batch, rows, cols};
+                    plan.steps.push_back(PlanStep{Copy{Access{Buffer{Buffer::Kind::input, 0}, 0, make_layout(extents, Shape{rows * cols, 1, rows})},
+                                                       Access{Buffer{Buffer::Kind::output, 0}, 0, row_major(extents)}},
+                                                  {}, ""});
+                    const ScheduledStep step = schedule(plan, Target::cpu(2, isa.vector_bytes, false)).steps[0];
+                    REQUIRE(step.strategy == Strategy::transpose);
+                    kinds.insert(step.transpose_kind);
+                    isa.copy(step, cpu::Data{static_cast<std::byte*>(dst.data()), dtype}, cpu::Data{static_cast<std::byte*>(src.data()), dtype});
                     const auto* out = static_cast<const std::uint8_t*>(dst.data());
                     std::int64_t wrong = 0;
                     for (std::int64_t b = 0; b < batch; ++b)
@@ -201,4 +215,5 @@ TEST_CASE("cpu kernels: tiled transposes at every edge width, every element size
                                                      static_cast<std::size_t>(size)) != 0;
                     CHECK(wrong == 0);
                 }
+    CHECK(kinds == std::set<TransposeKind>{TransposeKind::registers, TransposeKind::tiles, TransposeKind::short_side});
 }

@@ -1,11 +1,12 @@
 // Generated CUDA kernels compile with NVRTC for sm_80 and sm_90 - no GPU needed. Every plan of the test
-// corpus is lowered to kernels (in several dtypes) and every distinct kernel is compiled.
+// corpus is scheduled for a GPU (in several dtypes) and every distinct kernel is compiled.
 #include <algorithm>
 #include <doctest/doctest.h>
 #include <set>
 
 #include "compiler/bind.hpp"
 #include "compiler/codegen.hpp"
+#include "compiler/schedule.hpp"
 #include "cuda/nvrtc.hpp"
 #include "grammar/diagnostic.hpp"
 #include "tests/corpus_calls.hpp"
@@ -25,7 +26,7 @@ std::vector<KernelSignature> corpus_kernels(std::size_t& plans) {
             options.contiguous = true;  // every movement materialised: copy kernels too
             const Plan p = plan(bind(c.call, shapes), c.specs, options);
             ++plans;
-            for (const KernelSignature& k : kernels_of(p))
+            for (const KernelSignature& k : kernels_of(schedule(p, Target::gpu(132))))
                 if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
         }
     return kernels;

@@ -14,6 +14,7 @@
 
 #include "compiler/bind.hpp"
 #include "compiler/codegen.hpp"
+#include "compiler/schedule.hpp"
 #include "grammar/diagnostic.hpp"
 #include "runtime/cpu/kernels.hpp"
 #include "runtime/gpu_executor.hpp"
@@ -88,8 +89,14 @@ public:
     void* allocate(std::size_t bytes) override { return std::aligned_alloc(256, (bytes + 255) / 256 * 256); }
     void release(void* memory) override { std::free(memory); }
     void launch(const KernelLaunch& launch, std::span<void* const> pointers) override { kernels_.run(launch, pointers); }
+    // cuBLAS's part, by the CPU's packed GEMM (in the accumulator cuBLAS uses).
     void gemm(const Gemm& g, DType dtype, const void* a, const void* b, void* c) override {
-        cpu::gemm(g, static_cast<const std::byte*>(a), static_cast<const std::byte*>(b), static_cast<std::byte*>(c), dtype, dtype);
+        ScheduledStep step;
+        step.strategy = Strategy::packed_gemm;
+        step.accumulator = dtype == DType::f64 ? DType::f64 : DType::f32;
+        std::vector<double> scratch(static_cast<std::size_t>(g.m * g.k + g.k * g.n + g.m * g.n));
+        cpu::gemm(step, g, dtype, static_cast<const std::byte*>(a), static_cast<const std::byte*>(b), static_cast<std::byte*>(c),
+                  reinterpret_cast<std::byte*>(scratch.data()));
     }
 
 private:
@@ -98,14 +105,14 @@ private:
 
 struct Prepared {
     Plan plan;
-    PreparedGpuPlan gpu;
+    Schedule gpu;
 };
 
 Prepared prepare(const Call& call, std::span<const TensorView> inputs, bool contiguous) {
     PlanOptions options;
     options.contiguous = contiguous;
     Plan plan = testing::bind_and_plan(call, inputs, options).plan;
-    PreparedGpuPlan gpu = prepare_gpu_plan(plan, GpuTarget{});
+    Schedule gpu = schedule(plan, Target::gpu(132));
     return Prepared{std::move(plan), std::move(gpu)};
 }
 
@@ -172,9 +179,8 @@ TEST_CASE("emulated GPU kernels give the reference interpreter's results") {
         for (const bool contiguous : {false, true}) {
             try {
                 Prepared p = prepare(c.call, c.inputs, contiguous);
-                for (const GpuStep& step : p.gpu.steps)
-                    for (const KernelLaunch& launch : step.launches)
-                        if (std::find(kernels.begin(), kernels.end(), launch.signature) == kernels.end()) kernels.push_back(launch.signature);
+                for (const KernelSignature& k : kernels_of(p.gpu))
+                    if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
                 prepared.emplace_back(&c, std::move(p));
             } catch (const Error& e) {
                 FAIL_CHECK(c.description, ": ", e.what());
@@ -201,7 +207,7 @@ TEST_CASE("emulated GPU kernels give the reference interpreter's results") {
             outputs[k] = results.back().view();
         }
         run_gpu_plan(p.plan, p.gpu, c->inputs, outputs, device);
-        for (const GpuStep& step : p.gpu.steps)
+        for (const ScheduledStep& step : p.gpu.steps)
             for (const KernelLaunch& launch : step.launches) ++kinds_run[launch.signature.kind];
         REQUIRE(outputs.size() == expected.size());
         for (std::size_t k = 0; k < expected.size(); ++k) {

@@ -24,6 +24,7 @@
 
 #include "compiler/bind.hpp"
 #include "compiler/plan.hpp"
+#include "compiler/schedule.hpp"
 #include "grammar/diagnostic.hpp"
 
 using namespace einc;
@@ -105,7 +106,7 @@ void check_row(const Row& row) {
     for (const std::string_view input : row.inputs) operands += std::string(input) + "  ";
     INFO(row.op, " \"", row.pattern, "\" ", name_of(row.dtype), "  ", operands);
     const Plan plan = plan_of(row);
-    INFO(print_plan(plan, *device_model_named("h100")));
+    INFO(print_plan(plan, schedule(plan, Target::gpu(132)), *device_model_named("h100")));
     CHECK(step_kinds(plan) == row.steps);
     CHECK(plan.total.flops == row.flops);
     CHECK(plan.total.bytes_read == row.read);

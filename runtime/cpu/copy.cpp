@@ -36,11 +36,11 @@ EINC_KERNEL void move_run(std::byte* dst, const std::byte* src, std::int64_t cou
     }
 }
 
-// Splits mode 0 of `nest` across threads when the copy is large.
+// Walks the nest; Split::outer shares its outermost mode between threads.
 template <std::size_t N, typename Run>
-void walk(const Nest<N>& nest, std::int64_t bytes, Run run) {
+void walk(const Nest<N>& nest, Split split, Run run) {
     const std::int64_t outer = nest.rank() == 0 ? 1 : nest.extents[0];
-    if (bytes < parallel_threshold_bytes || outer < 2) {
+    if (split != Split::outer) {
         for_each_run(nest, 0, outer, run);
         return;
     }
@@ -108,20 +108,13 @@ EINC_KERNEL void transpose_tiles_in_registers(std::uint32_t* d, const std::uint3
 }
 #endif
 
-// Rows [row_begin, row_end) of a 2-D transpose, tile by tile through a buffer (see transpose()); 4-byte
-// elements in registers where the instruction set has vector transposes.
+// Rows [row_begin, row_end) of a 2-D transpose, tile by tile through a buffer (see transpose()).
 template <std::size_t Size>
 EINC_KERNEL void transpose_tiles(std::byte* d_bytes, const std::byte* s_bytes, std::int64_t row_begin, std::int64_t row_end,
                                  std::int64_t cols, std::int64_t src_col, std::int64_t dst_row) {
     using T = typename Bits<Size>::type;
     T* d = reinterpret_cast<T*>(d_bytes);
     const T* s = reinterpret_cast<const T*>(s_bytes);
-#if defined(__SSE2__)
-    if constexpr (Size == 4) {
-        transpose_tiles_in_registers(d, s, row_begin, row_end, cols, src_col, dst_row);
-        return;
-    }
-#endif
     constexpr std::int64_t tile = Size == 8 ? 32 : 64;
     alignas(64) T buffer[tile * tile];  // buffer[c * tile + r]
     for (std::int64_t r0 = row_begin; r0 < row_end; r0 += tile)
@@ -155,79 +148,63 @@ EINC_KERNEL void transpose_short(std::byte* d_bytes, const std::byte* s_bytes, s
 }
 
 // A 2-D transpose between mode `p` (unit stride in the source) and the last mode (unit stride in the
-// destination), for every index of the other modes. Each tile goes through a small buffer: read from
-// the source along its contiguous mode, then written to the destination along its own. Done directly,
-// with power-of-two strides every line of a tile maps to the same L1 set and lines evict each other
-// before they are used up; through the buffer each side streams whole lines.
+// destination), for every index of the other modes. Each tile goes through registers, or through a small
+// buffer: read from the source along its contiguous mode, then written to the destination along its own.
+// Done directly, with power-of-two strides every line of a tile maps to the same L1 set and lines evict
+// each other before they are used up; through the buffer each side streams whole lines.
 template <std::size_t Size>
-void transpose(const Strided& src, const Strided& dst, std::size_t p) {
-    constexpr std::int64_t tile = Size == 8 ? 32 : 64;  // 16 KiB or less: the buffer stays in L1
-    const std::size_t last = dst.layout.rank() - 1;
-    const std::int64_t rows = src.layout.modes[p].extent, cols = src.layout.modes[last].extent;
-    const std::int64_t src_col = src.layout.modes[last].stride;  // elements; the source is unit stride along rows
-    const std::int64_t dst_row = dst.layout.modes[p].stride;     // elements; the destination is unit stride along cols
+void transpose(const ScheduledStep& step, const Data& dst, const Data& src) {
+    const Layout& src_layout = step.nest.src;
+    const Layout& dst_layout = step.nest.dst;
+    const std::size_t p = step.transpose_mode, last = dst_layout.rank() - 1;
+    const std::int64_t rows = src_layout.modes[p].extent, cols = src_layout.modes[last].extent;
+    const std::int64_t src_col = src_layout.modes[last].stride;  // elements; the source is unit stride along rows
+    const std::int64_t dst_row = dst_layout.modes[p].stride;     // elements; the destination is unit stride along cols
     // The other modes form an outer nest; each of its runs has length 1.
     Layout src_outer, dst_outer;
     for (std::size_t k = 0; k < last; ++k)
         if (k != p) {
-            src_outer.modes.push_back(src.layout.modes[k]);
-            dst_outer.modes.push_back(dst.layout.modes[k]);
+            src_outer.modes.push_back(src_layout.modes[k]);
+            dst_outer.modes.push_back(dst_layout.modes[k]);
         }
     src_outer.modes.push_back(Mode{1, 0});
     dst_outer.modes.push_back(Mode{1, 0});
     const Nest<2> outer = make_nest<2>({&dst_outer, &src_outer}, {dst.base, src.base}, {Size, Size});
-    // Work is split along `rows`, except when they are few (then along the columns). A side of 8 or fewer
-    // streams along the other, unless whole register blocks fit (4-byte elements).
-    const bool in_registers = Size == 4 && register_block > 0 && rows >= register_block && cols >= register_block;
-    const bool short_side = !in_registers && (rows <= 8 || cols <= 8);
-    const std::int64_t long_side = short_side && rows <= 8 ? cols : rows;
+    constexpr std::int64_t tile = Size == 8 ? 32 : 64;  // 16 KiB or less: a buffered tile stays in L1
+    const TransposeKind kind = step.transpose_kind;
+    const std::int64_t long_side = kind == TransposeKind::short_side && rows <= 8 ? cols : rows;
     const auto block = [&](std::byte* d, const std::byte* s_, std::int64_t begin, std::int64_t end) {
-        if (short_side) transpose_short<Size>(d, s_, begin, end, rows, cols, src_col, dst_row);
-        else transpose_tiles<Size>(d, s_, begin, end, cols, src_col, dst_row);
+        if (kind == TransposeKind::short_side) return transpose_short<Size>(d, s_, begin, end, rows, cols, src_col, dst_row);
+#if defined(__SSE2__)
+        if constexpr (Size == 4)
+            if (kind == TransposeKind::registers)
+                return transpose_tiles_in_registers(reinterpret_cast<std::uint32_t*>(d), reinterpret_cast<const std::uint32_t*>(s_), begin,
+                                                    end, cols, src_col, dst_row);
+#endif
+        EINC_ASSERT(kind != TransposeKind::registers);
+        transpose_tiles<Size>(d, s_, begin, end, cols, src_col, dst_row);
     };
-    const std::int64_t outer_count = outer.size();
-    const std::int64_t bytes = src.layout.size() * static_cast<std::int64_t>(Size);
-    if (bytes >= parallel_threshold_bytes && outer_count >= 2) {
-        parallel_for(outer.extents[0], [&](std::int64_t begin, std::int64_t end) {
-            for_each_run(outer, begin, end, [&](std::array<std::byte*, 2> ptr, std::int64_t, const std::array<std::int64_t, 2>&) {
-                block(ptr[0], ptr[1], 0, long_side);
-            });
-        });
-    } else if (bytes >= parallel_threshold_bytes) {
+    const auto whole = [&](std::array<std::byte*, 2> ptr, std::int64_t, const std::array<std::int64_t, 2>&) { block(ptr[0], ptr[1], 0, long_side); };
+    switch (step.split) {
+    case Split::outer:
+        parallel_for(outer.extents[0], [&](std::int64_t begin, std::int64_t end) { for_each_run(outer, begin, end, whole); });
+        break;
+    case Split::tiles:
         parallel_for((long_side + tile - 1) / tile, [&](std::int64_t begin, std::int64_t end) {
             block(dst.base, src.base, begin * tile, std::min(end * tile, long_side));
         });
-    } else {
-        for_each_run(outer, 0, outer.rank() == 0 ? 1 : outer.extents[0],
-                     [&](std::array<std::byte*, 2> ptr, std::int64_t, const std::array<std::int64_t, 2>&) { block(ptr[0], ptr[1], 0, long_side); });
+        break;
+    default: for_each_run(outer, 0, outer.extents[0], whole);
     }
-}
-
-// The mode along which the source is contiguous, if a tiled transpose pays: the destination is
-// contiguous along the last mode, the source is not, both modes are long enough to tile, and both
-// tensors are aligned for their element size (the tiles are read and written as typed arrays).
-std::optional<std::size_t> transpose_mode(const Strided& src, const Strided& dst, std::size_t element_size) {
-    const std::size_t rank = dst.layout.rank();
-    const auto aligned = [&](const std::byte* p) { return reinterpret_cast<std::uintptr_t>(p) % element_size == 0; };
-    if (rank < 2 || !aligned(src.base) || !aligned(dst.base)) return std::nullopt;
-    const Mode dst_last = dst.layout.modes[rank - 1], src_last = src.layout.modes[rank - 1];
-    if (dst_last.stride != 1 || src_last.stride == 1 || src_last.stride == 0 || dst_last.extent < 4) return std::nullopt;
-    for (std::size_t k = 0; k + 1 < rank; ++k)
-        if (src.layout.modes[k].stride == 1 && src.layout.modes[k].extent >= 4) return k;
-    return std::nullopt;
 }
 
 template <std::size_t Size>
-void move(const Strided& src, const Strided& dst) {
-    if (const auto p = transpose_mode(src, dst, Size)) {
-        transpose<Size>(src, dst, *p);
-        return;
-    }
-    const Nest<2> nest = make_nest<2>({&dst.layout, &src.layout}, {dst.base, src.base}, {Size, Size});
-    walk(nest, dst.layout.size() * static_cast<std::int64_t>(Size),
-         [](std::array<std::byte*, 2> p, std::int64_t count, const std::array<std::int64_t, 2>& stride) {
-             move_run<Size>(p[0], p[1], count, stride[0], stride[1]);
-         });
+void move(const ScheduledStep& step, const Data& dst, const Data& src) {
+    if (step.strategy == Strategy::transpose) return transpose<Size>(step, dst, src);
+    const Nest<2> nest = make_nest<2>({&step.nest.dst, &step.nest.src}, {dst.base, src.base}, {Size, Size});
+    walk(nest, step.split, [](std::array<std::byte*, 2> p, std::int64_t count, const std::array<std::int64_t, 2>& stride) {
+        move_run<Size>(p[0], p[1], count, stride[0], stride[1]);
+    });
 }
 
 template <DType From, DType To>
@@ -241,32 +218,32 @@ EINC_KERNEL void convert_run(std::byte* dst, const std::byte* src, std::int64_t 
 }
 
 template <DType From, DType To>
-void convert_copy(const Strided& src, const Strided& dst) {
+void convert_copy(const ScheduledStep& step, const Data& dst, const Data& src) {
     using S = storage_t<From>;
     using D = storage_t<To>;
-    const Nest<2> nest = make_nest<2>({&dst.layout, &src.layout}, {dst.base, src.base}, {sizeof(D), sizeof(S)});
-    walk(nest, dst.layout.size() * static_cast<std::int64_t>(sizeof(D)),
-         [](std::array<std::byte*, 2> p, std::int64_t count, const std::array<std::int64_t, 2>& stride) {
-             convert_run<From, To>(p[0], p[1], count, stride[0], stride[1]);
-         });
+    const Nest<2> nest = make_nest<2>({&step.nest.dst, &step.nest.src}, {dst.base, src.base}, {sizeof(D), sizeof(S)});
+    walk(nest, step.split, [](std::array<std::byte*, 2> p, std::int64_t count, const std::array<std::int64_t, 2>& stride) {
+        convert_run<From, To>(p[0], p[1], count, stride[0], stride[1]);
+    });
 }
 
 }  // namespace
 
-void copy(const Strided& src, const Strided& dst) {
-    if (dst.layout.size() == 0) return;
-    if (src.dtype == dst.dtype) {
-        switch (size_of(src.dtype)) {
-        case 1: return move<1>(src, dst);
-        case 2: return move<2>(src, dst);
-        case 4: return move<4>(src, dst);
-        case 8: return move<8>(src, dst);
-        default: EINC_ASSERT(false);
-        }
+void copy(const ScheduledStep& step, const Data& dst, const Data& src) {
+    if (step.nest.dst.size() == 0) return;
+    if (step.strategy == Strategy::convert) {
+        dispatch(src.dtype, [&](auto from) {
+            dispatch(dst.dtype, [&](auto to) { convert_copy<decltype(from)::value, decltype(to)::value>(step, dst, src); });
+        });
+        return;
     }
-    dispatch(src.dtype, [&](auto from) {
-        dispatch(dst.dtype, [&](auto to) { convert_copy<decltype(from)::value, decltype(to)::value>(src, dst); });
-    });
+    switch (size_of(src.dtype)) {
+    case 1: return move<1>(step, dst, src);
+    case 2: return move<2>(step, dst, src);
+    case 4: return move<4>(step, dst, src);
+    case 8: return move<8>(step, dst, src);
+    default: EINC_ASSERT(false);
+    }
 }
 
 }  // namespace einc::cpu::EINC_CPU_ISA

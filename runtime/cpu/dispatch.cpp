@@ -26,25 +26,33 @@ bool use_avx2() {
 
 const char* kernel_isa() { return use_avx2() ? "avx2" : "baseline"; }
 
-void copy(const Strided& src, const Strided& dst) {
-#if EINC_HAS_AVX2_KERNELS
-    if (use_avx2()) return avx2::copy(src, dst);
+int kernel_vector_bytes() {
+#if defined(__SSE2__)
+    return use_avx2() ? 32 : 16;
+#else
+    return 0;
 #endif
-    baseline::copy(src, dst);
 }
 
-void reduce(Reduction op, const Strided& src, const Strided& dst) {
+void copy(const ScheduledStep& step, const Data& dst, const Data& src) {
 #if EINC_HAS_AVX2_KERNELS
-    if (use_avx2()) return avx2::reduce(op, src, dst);
+    if (use_avx2()) return avx2::copy(step, dst, src);
 #endif
-    baseline::reduce(op, src, dst);
+    baseline::copy(step, dst, src);
 }
 
-void contract(std::span<const Strided> srcs, const Strided& dst) {
+void reduce(const ScheduledStep& step, Reduction op, const Data& dst, const Data& src, std::byte* scratch) {
 #if EINC_HAS_AVX2_KERNELS
-    if (use_avx2()) return avx2::contract(srcs, dst);
+    if (use_avx2()) return avx2::reduce(step, op, dst, src, scratch);
 #endif
-    baseline::contract(srcs, dst);
+    baseline::reduce(step, op, dst, src, scratch);
+}
+
+void contract(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1, std::byte* scratch) {
+#if EINC_HAS_AVX2_KERNELS
+    if (use_avx2()) return avx2::contract(step, dst, src, src1, scratch);
+#endif
+    baseline::contract(step, dst, src, src1, scratch);
 }
 
 }  // namespace einc::cpu

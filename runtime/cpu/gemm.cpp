@@ -1,10 +1,9 @@
-// Gemm on the CPU: f32 and f64 through CBLAS (OpenBLAS) with the strides and transposes the planner
-// chose; f16 and bf16 converted through f32 blocks; integers (and every type in a build without BLAS)
-// through a blocked loop over packed row-major blocks.
+// Gemm on the CPU, as the schedule decided: library_gemm through CBLAS (OpenBLAS) with the strides and
+// transposes the planner chose; packed_gemm through row-major blocks of the accumulator type in the
+// scratch - f16 and bf16 in f32 (multiplied by sgemm where there is a CBLAS), integers in a blocked loop.
 #include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
-#include <vector>
 
 #include "einc_build_info.hpp"
 #include "runtime/cpu/element.hpp"
@@ -91,43 +90,40 @@ void blas_gemm(const Gemm& g, const T* a, const T* b, T* c, Call call) {
 }
 #endif
 
-// Through packed row-major blocks of the compute type T: narrow floats, integers, and builds without BLAS.
-template <DType In, DType Out, typename T>
-void packed_gemm(const Gemm& g, const std::byte* a, const std::byte* b, std::byte* c) {
-    std::vector<T> pa(static_cast<std::size_t>(g.m * g.k)), pb(static_cast<std::size_t>(g.k * g.n)), pc(static_cast<std::size_t>(g.m * g.n));
+// Through packed row-major blocks of the compute type T (in the scratch): m x k of A, k x n of B, m x n of C.
+template <DType D, typename T>
+void packed_gemm(const Gemm& g, const std::byte* a, const std::byte* b, std::byte* c, std::byte* scratch) {
+    T* pa = reinterpret_cast<T*>(scratch);
+    T* pb = pa + g.m * g.k;
+    T* pc = pb + g.k * g.n;
     for (std::int64_t batch = 0; batch < g.batch; ++batch) {
-        pack<In>(a, g.a, batch, g.m, g.k, pa.data());
-        pack<In>(b, g.b, batch, g.k, g.n, pb.data());
+        pack<D>(a, g.a, batch, g.m, g.k, pa);
+        pack<D>(b, g.b, batch, g.k, g.n, pb);
 #if EINC_HAS_BLAS
         if constexpr (std::is_same_v<T, float>) {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(g.m), static_cast<blasint>(g.n),
-                        static_cast<blasint>(g.k), 1.0f, pa.data(), static_cast<blasint>(std::max<std::int64_t>(g.k, 1)), pb.data(),
-                        static_cast<blasint>(std::max<std::int64_t>(g.n, 1)), 0.0f, pc.data(), static_cast<blasint>(std::max<std::int64_t>(g.n, 1)));
+            if (g.k > 0) {
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(g.m), static_cast<blasint>(g.n),
+                            static_cast<blasint>(g.k), 1.0f, pa, static_cast<blasint>(g.k), pb, static_cast<blasint>(g.n), 0.0f, pc,
+                            static_cast<blasint>(g.n));
+            } else {
+                std::fill(pc, pc + g.m * g.n, T{0});
+            }
         } else {
-            blocked_gemm(pa.data(), pb.data(), pc.data(), g.m, g.n, g.k);
+            blocked_gemm(pa, pb, pc, g.m, g.n, g.k);
         }
 #else
-        blocked_gemm(pa.data(), pb.data(), pc.data(), g.m, g.n, g.k);
+        blocked_gemm(pa, pb, pc, g.m, g.n, g.k);
 #endif
-        unpack<Out>(pc.data(), g.c, batch, g.m, g.n, c);
+        unpack<D>(pc, g.c, batch, g.m, g.n, c);
     }
 }
 
 }  // namespace
 
-void gemm(const Gemm& g, const std::byte* a, const std::byte* b, std::byte* c, DType in, DType out) {
-    EINC_ASSERT(in == out);
+void gemm(const ScheduledStep& step, const Gemm& g, DType dtype, const std::byte* a, const std::byte* b, std::byte* c, std::byte* scratch) {
     if (g.batch == 0 || g.m == 0 || g.n == 0) return;
-    if (g.k == 0) {  // an empty sum: C = 0
-        dispatch(out, [&](auto tag) {
-            constexpr DType D = decltype(tag)::value;
-            std::vector<compute_t<D>> zeros(static_cast<std::size_t>(g.m * g.n), compute_t<D>{0});
-            for (std::int64_t batch = 0; batch < g.batch; ++batch) unpack<D>(zeros.data(), g.c, batch, g.m, g.n, c);
-        });
-        return;
-    }
 #if EINC_HAS_BLAS
-    if (in == DType::f32) {
+    if (step.strategy == Strategy::library_gemm && dtype == DType::f32) {
         blas_gemm(g, reinterpret_cast<const float*>(a), reinterpret_cast<const float*>(b), reinterpret_cast<float*>(c),
                   [](CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, std::int64_t m, std::int64_t n, std::int64_t k, const float* x, blasint lx,
                      const float* y, blasint ly, float* z, blasint lz) {
@@ -136,7 +132,7 @@ void gemm(const Gemm& g, const std::byte* a, const std::byte* b, std::byte* c, D
                   });
         return;
     }
-    if (in == DType::f64) {
+    if (step.strategy == Strategy::library_gemm && dtype == DType::f64) {
         blas_gemm(g, reinterpret_cast<const double*>(a), reinterpret_cast<const double*>(b), reinterpret_cast<double*>(c),
                   [](CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, std::int64_t m, std::int64_t n, std::int64_t k, const double* x, blasint lx,
                      const double* y, blasint ly, double* z, blasint lz) {
@@ -146,13 +142,17 @@ void gemm(const Gemm& g, const std::byte* a, const std::byte* b, std::byte* c, D
         return;
     }
 #endif
-    dispatch(in, [&](auto tag) {
+    EINC_ASSERT(step.strategy == Strategy::packed_gemm);
+    dispatch(dtype, [&](auto tag) {
         constexpr DType D = decltype(tag)::value;
-        if constexpr (D == DType::f8e4m3 || D == DType::f8e5m2 || D == DType::boolean)
+        if constexpr (D == DType::f8e4m3 || D == DType::f8e5m2 || D == DType::boolean) {
             throw Error(ErrorKind::unsupported, fmt::format("einsum of {} is not supported", name_of(D)));
-        else if constexpr (D == DType::f64) packed_gemm<D, D, double>(g, a, b, c);
-        else if constexpr (std::is_floating_point_v<compute_t<D>>) packed_gemm<D, D, float>(g, a, b, c);
-        else packed_gemm<D, D, std::uint64_t>(g, a, b, c);  // wraps modulo 2^64, as numpy's int64 does
+        } else {
+            // The accumulator the schedule chose: the compute type, integers wrapping modulo 2^64 as numpy's int64.
+            using T = std::conditional_t<std::is_floating_point_v<compute_t<D>>, compute_t<D>, std::uint64_t>;
+            EINC_ASSERT(step.accumulator == (std::is_integral_v<T> ? DType::i64 : sizeof(T) == 8 ? DType::f64 : DType::f32));
+            packed_gemm<D, T>(g, a, b, c, scratch);
+        }
     });
 }
 

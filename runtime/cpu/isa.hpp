@@ -18,18 +18,16 @@
 #define EINC_KERNEL
 #endif
 
-#include <span>
-
 #include "runtime/cpu/kernels.hpp"
 
 namespace einc::cpu {
 
 // One set of kernels, for one instruction set.
-#define EINC_DECLARE_KERNELS(isa)                                                                            \
-    namespace isa {                                                                                          \
-    void copy(const Strided& src, const Strided& dst);                                                     \
-    void reduce(Reduction op, const Strided& src, const Strided& dst);                                     \
-    void contract(std::span<const Strided> srcs, const Strided& dst);                                      \
+#define EINC_DECLARE_KERNELS(isa)                                                                                    \
+    namespace isa {                                                                                                  \
+    void copy(const ScheduledStep& step, const Data& dst, const Data& src);                                          \
+    void reduce(const ScheduledStep& step, Reduction op, const Data& dst, const Data& src, std::byte* scratch);      \
+    void contract(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1, std::byte* scratch); \
     }
 EINC_DECLARE_KERNELS(baseline)
 EINC_DECLARE_KERNELS(avx2)
@@ -37,5 +35,7 @@ EINC_DECLARE_KERNELS(avx2)
 
 // The instruction set dispatch() chose: "avx2" or "baseline" (EINC_CPU_ISA=baseline forces it).
 const char* kernel_isa();
+// The width of the vector registers its transposes use: 32 bytes (AVX2), 16 (SSE2), 0 (none).
+int kernel_vector_bytes();
 
 }  // namespace einc::cpu

@@ -1,31 +1,36 @@
-// The CPU kernels, one per plan step kind. Each takes its accesses resolved to memory and runs the
-// step's loop nest; steps were canonicalized by the planner (few, large modes, destination-major).
+// The CPU kernels, one per kind of plan step. Each runs one scheduled step (compiler/schedule.hpp) on
+// memory: the strategy, the loop nest in traversal order, the accumulator, the split between threads and
+// the scratch are the schedule's; a kernel only carries them out.
 #pragma once
 
 #include <cstddef>
-#include <span>
 
-#include "compiler/plan.hpp"
+#include "compiler/schedule.hpp"
 
 namespace einc::cpu {
 
-// An access resolved to memory: the element of index i is at base + layout(i) * size_of(dtype).
-struct Strided {
+// Where an access's elements are: the element of index i is at base + layout(i) * size_of(dtype), the
+// layout being the step's nest.
+struct Data {
     std::byte* base = nullptr;
     DType dtype = DType::f32;
-    Layout layout;
 };
 
-// dst[i] = src[i]; converts when the dtypes differ (as numpy's astype: round to nearest, wrap integers).
-void copy(const Strided& src, const Strided& dst);
+// Strategy move, convert or transpose: dst[i] = src[i], converted (round to nearest, wrap integers) where
+// the dtypes differ.
+void copy(const ScheduledStep& step, const Data& dst, const Data& src);
 
-// dst[i] = op over the source elements that map to i (modes with dst stride 0 are reduced).
-void reduce(Reduction op, const Strided& src, const Strided& dst);
+// Strategy reduce_rows, reduce_windows or reduce_accumulate: dst[i] = op over the source elements that
+// map to i. @pre scratch holds step.scratch_bytes
+void reduce(const ScheduledStep& step, Reduction op, const Data& dst, const Data& src, std::byte* scratch);
 
-// dst[i] = sum over the modes with dst stride 0 of the product of srcs[k][i].
-void contract(std::span<const Strided> srcs, const Strided& dst);
+// Strategy contract_accumulate: dst[i] = sum over the modes with dst stride 0 of src[i] * src1[i].
+// @pre scratch holds step.scratch_bytes
+void contract(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1, std::byte* scratch);
 
-// The GEMM of the plan, on matrices at a, b, c (each already offset by its GemmMatrix::offset).
-void gemm(const Gemm& gemm, const std::byte* a, const std::byte* b, std::byte* c, DType in, DType out);
+// Strategy library_gemm or packed_gemm, on matrices at a, b, c (each already offset by its
+// GemmMatrix::offset). @pre scratch holds step.scratch_bytes
+void gemm(const ScheduledStep& step, const Gemm& gemm, DType dtype, const std::byte* a, const std::byte* b, std::byte* c,
+          std::byte* scratch);
 
 }  // namespace einc::cpu

@@ -211,7 +211,10 @@ void plan_only(const PatternCase& c, const Expression& expression) {
         const Program program = expression.bind(views, options);
         (void)program.explain("h100");
         (void)print_bound(program.bound());
-        (void)plan_to_json(program.plan(), *device_model_named("cpu"));
+        (void)plan_to_json(program.plan(), program.schedule(), *device_model_named("cpu"));
+        // The GPU rules too (no GPU needed): a launch for every step, and every kernel aot would compile.
+        (void)print_schedule(program.plan(), schedule(program.plan(), Target::gpu(132)));
+        (void)possible_kernels(program.plan(), true);
     }
     std::vector<TensorView> broadcast = views;
     for (TensorView& view : broadcast) std::fill(view.strides.begin(), view.strides.end(), 0);

@@ -1,0 +1,133 @@
+#include "compiler/schedule.hpp"
+
+#include <algorithm>
+
+#include "compiler/checked.hpp"
+#include "compiler/schedule_rules.hpp"
+#include "grammar/diagnostic.hpp"
+
+namespace einc {
+
+std::string_view name_of(Backend backend) { return backend == Backend::cpu ? "cpu" : "cuda"; }
+
+std::string_view name_of(Strategy strategy) {
+    static constexpr std::string_view names[] = {"view",        "move",          "convert",      "transpose",
+                                                 "reduce_rows", "reduce_windows", "reduce_accumulate", "contract_accumulate",
+                                                 "library_gemm", "packed_gemm",   "kernels"};
+    return names[static_cast<std::size_t>(strategy)];
+}
+
+std::string_view name_of(Split split) {
+    static constexpr std::string_view names[] = {"none", "outer", "rows", "tiles", "partials_outer", "partials_rows"};
+    return names[static_cast<std::size_t>(split)];
+}
+
+std::string_view name_of(TransposeKind kind) {
+    static constexpr std::string_view names[] = {"registers", "tiles", "short_side"};
+    return names[static_cast<std::size_t>(kind)];
+}
+
+Target Target::cpu(int threads, int vector_bytes, bool blas) {
+    Target target;
+    target.backend = Backend::cpu;
+    target.threads = std::max(threads, 1);
+    target.vector_bytes = vector_bytes;
+    target.blas = blas;
+    return target;
+}
+
+Target Target::gpu(int multiprocessors) {
+    Target target;
+    target.backend = Backend::cuda;
+    target.multiprocessors = std::max(multiprocessors, 1);
+    return target;
+}
+
+DType accumulator_dtype(Reduction op, DType input, std::int64_t terms, Backend backend) {
+    if (!is_floating(input)) return DType::i64;
+    if (input == DType::f64) return DType::f64;
+    const bool sums = op == Reduction::sum || op == Reduction::mean || op == Reduction::prod;
+    if (backend == Backend::cpu && input == DType::f32 && sums && terms > detail::max_window) return DType::f64;
+    return DType::f32;
+}
+
+bool gemm_in_library(const Plan& plan, const Gemm& gemm, const Target& target) {
+    const DType dtype = plan.spec(gemm.a.buffer).dtype;
+    if (target.backend == Backend::cuda) return dtype == DType::f64 || dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
+    return target.blas && (dtype == DType::f64 || dtype == DType::f32) && gemm.k > 0;
+}
+
+Contract gemm_as_contraction(const Gemm& g) {
+    // Modes (batch, m, n, k): A is (batch, m, -, k), B is (batch, -, n, k) addressed (k, n), C is (batch, m, n, -).
+    const auto access = [&](const GemmMatrix& m, bool a) {
+        return Access{m.buffer, m.offset,
+                      Layout{{Mode{g.batch, m.batch_stride}, Mode{g.m, a ? m.row_stride : 0}, Mode{g.n, a ? 0 : m.col_stride},
+                              Mode{g.k, a ? m.col_stride : m.row_stride}}}};
+    };
+    Contract c;
+    c.srcs.push_back(access(g.a, true));
+    c.srcs.push_back(access(g.b, false));
+    c.dst = Access{g.c.buffer, g.c.offset,
+                   Layout{{Mode{g.batch, g.c.batch_stride}, Mode{g.m, g.c.row_stride}, Mode{g.n, g.c.col_stride}, Mode{g.k, 0}}}};
+    return c;
+}
+
+namespace detail {
+
+std::optional<std::size_t> transpose_mode(const Layout& dst, const Layout& src, std::int64_t min_extent) {
+    const std::size_t rank = dst.rank();
+    if (rank < 2) return std::nullopt;
+    const Mode dst_last = dst.modes[rank - 1], src_last = src.modes[rank - 1];
+    if (dst_last.stride != 1 || src_last.stride == 1 || src_last.stride == 0 || dst_last.extent < min_extent) return std::nullopt;
+    for (std::size_t k = 0; k + 1 < rank; ++k)
+        if (src.modes[k].stride == 1 && src.modes[k].extent >= min_extent) return k;
+    return std::nullopt;
+}
+
+}  // namespace detail
+
+Schedule schedule(const Plan& plan, const Target& target) {
+    Schedule result{target, {}, {}, 0, 0};
+    for (const PlanStep& step : plan.steps)
+        result.steps.push_back(target.backend == Backend::cpu ? detail::schedule_cpu_step(plan, step.step, target)
+                                                              : detail::schedule_gpu_step(plan, step.step, target));
+    // The workspace: every temporary (they live across steps), then the scratch of the step that needs the
+    // most (steps run one at a time); each piece on a 256-byte boundary.
+    // (Sizes saturate: a workspace too large for 64 bits is one no allocation satisfies.)
+    const auto aligned = [](std::int64_t bytes) { return saturating_mul(saturating_add(bytes, 255) / 256, 256); };
+    std::int64_t offset = 0;
+    for (const TensorSpec& t : plan.temporaries) {
+        result.temporary_offsets.push_back(offset);
+        offset = saturating_add(offset, aligned(std::max<std::int64_t>(t.bytes(), 1)));
+    }
+    result.scratch_offset = offset;
+    std::int64_t scratch = 0;
+    for (const ScheduledStep& step : result.steps) scratch = std::max(scratch, step.scratch_bytes);
+    result.workspace_bytes = saturating_add(offset, aligned(scratch));
+    return result;
+}
+
+std::vector<KernelSignature> kernels_of(const Schedule& schedule) {
+    std::vector<KernelSignature> kernels;
+    for (const ScheduledStep& step : schedule.steps)
+        for (const auto* launches : {&step.launches, &step.unaligned_launches})
+            for (const KernelLaunch& launch : *launches)
+                if (std::find(kernels.begin(), kernels.end(), launch.signature) == kernels.end()) kernels.push_back(launch.signature);
+    return kernels;
+}
+
+std::vector<KernelSignature> possible_kernels(const Plan& plan, bool any_extents) {
+    std::vector<KernelSignature> kernels;
+    const auto add = [&](const std::vector<KernelSignature>& more) {
+        for (const KernelSignature& k : more)
+            if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
+    };
+    if (!any_extents) {
+        for (const int multiprocessors : {1, 1 << 20}) add(kernels_of(schedule(plan, Target::gpu(multiprocessors))));
+        return kernels;
+    }
+    for (const PlanStep& step : plan.steps) add(detail::possible_gpu_kernels(plan, step.step));
+    return kernels;
+}
+
+}  // namespace einc

@@ -1,0 +1,152 @@
+// Pass 4: schedule. For a plan and a target - the CPU, or a kind of GPU - decides once, when a program is
+// bound, how every step runs, and records all of it, so that the executors (runtime/ on the CPU, cuda/ on
+// a GPU) only interpret:
+//   the strategy, or on a GPU the kernels and their launches; the loop nests as Layouts; the dtype values
+//   are folded in (one policy: accumulator_dtype); whether a GEMM goes to BLAS / cuBLAS; how the work is
+//   split across threads or blocks; and every scratch buffer, so that the workspace of a run is known
+//   before it runs.
+// `einc explain --print schedule` prints it, `einc emit` prints its kernels, and `einc aot` asks its rules
+// for every kernel they can choose (possible_kernels).
+//
+//   strategy             backend  what runs
+//   view                 both     nothing: the output is an input's memory (pointer arithmetic)
+//   move                 cpu      elements moved by size along the nest (bit-exact, any dtype)
+//   convert              cpu      elements converted between dtypes along the nest
+//   transpose            cpu      tiles between the source- and the destination-contiguous mode
+//   reduce_rows          cpu      each output's terms are one row of the innermost block: folded in place
+//   reduce_windows       cpu      few terms per output (pooling): each output folds its window of offsets
+//   reduce_accumulate    cpu      the source, read in memory order, folded into an accumulator array
+//   contract_accumulate  cpu      products of the sources folded into an accumulator array
+//   library_gemm         both     one strided-batched GEMM in CBLAS (CPU) or cuBLAS (GPU)
+//   packed_gemm          cpu      each batch packed into row-major blocks of the accumulator, multiplied
+//   kernels              cuda     generated kernels (compiler/codegen.hpp), launched in order
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/kernel_abi.hpp"
+#include "compiler/plan.hpp"
+
+namespace einc {
+
+enum class Backend : std::uint8_t { cpu, cuda };
+std::string_view name_of(Backend backend);
+
+// What scheduling needs to know of where a plan runs.
+struct Target {
+    Backend backend = Backend::cpu;
+    int threads = 1;        // cpu: the threads a step may use
+    int vector_bytes = 0;   // cpu: the register width of in-register transposes (32 AVX2, 16 SSE2, 0 none)
+    bool blas = false;      // cpu: a CBLAS is linked, for f32 and f64 GEMMs
+    int multiprocessors = 132;  // cuda: 32 blocks of 256 threads per multiprocessor keep it busy
+
+    static Target cpu(int threads, int vector_bytes, bool blas);
+    static Target gpu(int multiprocessors);
+    int max_blocks() const { return multiprocessors * 32; }
+    friend bool operator==(const Target&, const Target&) = default;
+};
+
+enum class Strategy : std::uint8_t {
+    view, move, convert, transpose, reduce_rows, reduce_windows, reduce_accumulate, contract_accumulate, library_gemm, packed_gemm,
+    kernels,
+};
+std::string_view name_of(Strategy strategy);
+
+// How a CPU step shares its work between threads.
+enum class Split : std::uint8_t {
+    none,      // on the calling thread: the work is below the threshold, or nothing splits
+    outer,     // the outermost mode of the nest: threads write disjoint outputs
+    rows,      // the rows of the innermost block: threads write disjoint outputs
+    tiles,           // a transpose with no batch: bands of tiles along its long side
+    partials_outer,  // the outermost mode, which is reduced: each thread folds into accumulators of its own
+    partials_rows,   // the block's rows, which are reduced: likewise; the arrays are combined after
+};
+std::string_view name_of(Split split);
+
+// How a CPU transpose moves a tile: 8x8 (AVX2) or 4x4 (SSE2) register blocks of 4-byte elements; a
+// buffer in L1; or, when one side has 8 elements or fewer, streaming along the other side.
+enum class TransposeKind : std::uint8_t { registers, tiles, short_side };
+std::string_view name_of(TransposeKind kind);
+
+// The loop nest of a CPU step, every access over one index space in traversal order (outermost first).
+//   move, convert, transpose: dst, src (the plan's canonical layouts)
+//   reduce_rows:              dst, src; at least two modes, the last two the block (rows, terms of a row)
+//   reduce_windows:           dst, src as planned; dst stride 0 marks the window's modes
+//   reduce_accumulate:        dst, src, acc; at least two modes, the last two the block; acc's strides are
+//                             in accumulator elements (0 for a reduced mode)
+//   contract_accumulate:      dst, src, src1, acc
+struct CpuNest {
+    Layout dst, src, src1, acc;
+};
+
+struct ScheduledStep {
+    Strategy strategy = Strategy::view;
+    DType accumulator = DType::f32;  // what values are carried in: folds, products, conversions
+    std::int64_t scratch_bytes = 0;  // this step's scratch, at Schedule::scratch_offset of the workspace
+
+    // CPU
+    CpuNest nest;
+    Split split = Split::none;
+    std::size_t transpose_mode = 0;  // transpose: the mode unit-stride in the source
+    TransposeKind transpose_kind = TransposeKind::tiles;
+    std::int64_t window = 0;        // reduce_windows: terms per output
+    std::int64_t accumulators = 0;  // reduce/contract_accumulate: elements of the accumulator array
+    int partial_arrays = 0;         // Split::partials_*: one more accumulator array per thread
+    std::int64_t array_stride = 0;  // bytes from one accumulator array to the next in the scratch (128-byte multiples)
+
+    // GPU
+    std::vector<KernelLaunch> launches;            // kernels: in order
+    std::vector<KernelLaunch> unaligned_launches;  // used instead where a buffer is not 16-byte aligned (vector copies)
+};
+
+struct Schedule {
+    Target target;
+    std::vector<ScheduledStep> steps;             // one per plan step
+    std::vector<std::int64_t> temporary_offsets;  // where each of the plan's temporaries lies in the workspace
+    std::int64_t scratch_offset = 0;              // where each step's scratch begins (steps run one at a time)
+    std::int64_t workspace_bytes = 0;             // temporaries + the largest scratch: all a run allocates
+};
+
+// @pre plan is a plan of compiler/plan.hpp, its extents and strides as bound
+// Throws einc::Error (unsupported) for a step the target cannot run (a GPU kernel of too high a rank,
+// fp8 arithmetic on a GPU).
+Schedule schedule(const Plan& plan, const Target& target);
+
+// The cost of the scheduled plan: the plan's FLOPs and bytes, and the workspace a run allocates
+// (temporaries and scratch); of step `step`, the plan's with the step's scratch. (Counted in cost.cpp.)
+Cost scheduled_cost(const Plan& plan, const Schedule& schedule);
+Cost scheduled_step_cost(const Plan& plan, const Schedule& schedule, std::size_t step);
+
+// The schedule as `einc explain --print schedule` prints it (stable for goldens).
+std::string print_schedule(const Plan& plan, const Schedule& schedule);
+
+// The dtype a step folds (or multiplies, or converts) values in - einc's one accumulator policy, the same
+// rule for every backend, written down in docs/cost-model.md:
+//   integers and bool   i64 (sums and products wrap modulo 2^64, as numpy's int64 arithmetic)
+//   f64                 f64
+//   other floats        f32, except on the CPU sums, means and products of f32 over more than 16 terms,
+//                       in f64 (free at memory speed there; GPUs run f64 at 1/2 to 1/64 of the f32 rate)
+// `terms` is the number of values folded into one result (1 for steps that only move or convert).
+DType accumulator_dtype(Reduction op, DType input, std::int64_t terms, Backend backend);
+
+// Whether a Gemm step runs in the vendor library (CBLAS, cuBLAS) rather than as packed blocks or kernels.
+bool gemm_in_library(const Plan& plan, const Gemm& gemm, const Target& target);
+
+// A Gemm as a contraction over (batch, m, n, k): what runs where no library takes the dtype.
+Contract gemm_as_contraction(const Gemm& gemm);
+
+// The distinct kernels a GPU schedule launches (aligned and unaligned variants).
+std::vector<KernelSignature> kernels_of(const Schedule& schedule);
+
+// Every kernel the GPU rules can choose for `plan`'s steps on any GPU: what `einc aot` compiles.
+// With `any_extents`, for any extents of the same structure too (ranks, dtypes, unit strides): every
+// branch of each size-dependent choice taken (transpose or not, vector copy or not, a warp or a loop per
+// output, split or not, 32- or 64-bit indices). Otherwise for the plan's own extents, exactly: the rules'
+// only GPU-dependent choice, the split, grows with the multiprocessors, so the smallest and the largest
+// GPU give every outcome.
+std::vector<KernelSignature> possible_kernels(const Plan& plan, bool any_extents);
+
+}  // namespace einc

@@ -1,0 +1,184 @@
+// The CPU rules of the schedule: for each step, the strategy the CPU kernels (runtime/cpu/) run, its loop
+// nest in traversal order, the accumulator, how its work is split between threads, and its scratch.
+#include <algorithm>
+#include <numeric>
+
+#include "compiler/checked.hpp"
+#include "compiler/schedule_rules.hpp"
+#include "grammar/diagnostic.hpp"
+
+namespace einc::detail {
+namespace {
+
+std::int64_t bytes_of(const Layout& layout, DType dtype) { return saturating_mul(layout.size(), static_cast<std::int64_t>(size_of(dtype))); }
+
+// One more mode of extent 1 in front of each layout, until they have `rank` modes.
+void pad_front(std::size_t rank, std::initializer_list<Layout*> layouts) {
+    for (Layout* layout : layouts)
+        while (layout->rank() < rank) layout->modes.insert(layout->modes.begin(), Mode{1, 0});
+}
+
+// Copies: by element size (move), with a conversion, or tiled between the source's and the destination's
+// contiguous modes.
+ScheduledStep schedule_copy(const Plan& plan, const Copy& copy, const Target& target) {
+    const DType from = plan.spec(copy.src.buffer).dtype, to = plan.spec(copy.dst.buffer).dtype;
+    ScheduledStep step = scheduled(from == to ? Strategy::move : Strategy::convert, accumulator_dtype(Reduction::none, from, 1, Backend::cpu));
+    step.nest.dst = copy.dst.layout;
+    step.nest.src = copy.src.layout;
+    const std::int64_t bytes = bytes_of(copy.dst.layout, to);
+    const bool parallel = bytes >= parallel_threshold_bytes && target.threads >= 2;
+    const std::optional<std::size_t> p = from == to ? transpose_mode(copy.dst.layout, copy.src.layout, 4) : std::nullopt;
+    if (!p) {
+        step.split = parallel && copy.dst.layout.rank() > 0 && copy.dst.layout.modes[0].extent >= 2 ? Split::outer : Split::none;
+        return step;
+    }
+    step.strategy = Strategy::transpose;
+    step.transpose_mode = *p;
+    const std::size_t last = copy.dst.layout.rank() - 1;
+    const std::int64_t rows = copy.src.layout.modes[*p].extent, cols = copy.src.layout.modes[last].extent;
+    const std::int64_t block = target.vector_bytes / 4;  // register blocks hold 4-byte elements
+    if (size_of(from) == 4 && block > 0 && rows >= block && cols >= block) step.transpose_kind = TransposeKind::registers;
+    else if (rows <= 8 || cols <= 8) step.transpose_kind = TransposeKind::short_side;
+    else step.transpose_kind = TransposeKind::tiles;
+    const std::int64_t batch = copy.dst.layout.size() / (rows * cols);  // the other modes
+    step.split = !parallel ? Split::none : batch >= 2 ? Split::outer : Split::tiles;
+    return step;
+}
+
+// The order a reduction or contraction reads its first source in (memory order), and the strides of a
+// dense accumulator over the kept modes - row-major in the destination's canonical order - per mode.
+struct Traversal {
+    std::vector<std::size_t> order;
+    Layout acc;  // in the nest's own mode order
+    std::int64_t size = 1;
+};
+Traversal traversal(const Layout& source, const Layout& destination) {
+    Traversal t;
+    t.acc = destination;
+    for (std::size_t k = destination.rank(); k-- > 0;) {
+        Mode& m = t.acc.modes[k];
+        if (m.stride == 0) continue;
+        m.stride = t.size;
+        t.size *= m.extent;
+    }
+    t.order = order_by_stride(std::span(&source, 1));
+    return t;
+}
+
+// A reduction of few, very long rows (a full reduction is one row) would leave threads idle: a long
+// reduced innermost mode is cut into rows of a few thousand elements.
+void split_long_row(CpuNest& nest, int threads) {
+    if (nest.src.rank() == 0) return;
+    const Mode inner = nest.src.modes.back();
+    if (nest.acc.modes.back().stride != 0 || inner.extent < (1 << 16) || nest.src.size() / inner.extent >= 4 * threads) return;
+    std::int64_t chunk = 8192;
+    while (chunk >= 256 && inner.extent % chunk != 0) chunk /= 2;
+    if (chunk < 256) return;
+    for (Layout* layout : {&nest.src, &nest.acc, &nest.dst}) {
+        const Mode m = layout->modes.back();
+        layout->modes.back() = Mode{m.extent / chunk, m.stride * chunk};
+        layout->modes.push_back(Mode{chunk, m.stride});
+    }
+}
+
+// Reductions: rows folded straight into the destination, windows of offsets, or an accumulator array.
+ScheduledStep schedule_reduce(const Plan& plan, const Reduce& reduce, const Target& target) {
+    const DType in = plan.spec(reduce.src.buffer).dtype;
+    const Traversal t = traversal(reduce.src.layout, reduce.dst.layout);
+    const std::int64_t size = reduce.src.layout.size();
+    const std::int64_t terms = t.size == 0 ? 0 : size / t.size;
+    ScheduledStep step = scheduled(Strategy::reduce_accumulate, accumulator_dtype(reduce.op, in, terms, Backend::cpu));
+    const std::int64_t bytes = bytes_of(reduce.src.layout, in);
+    const bool parallel = bytes >= parallel_threshold_bytes && target.threads >= 2;
+
+    CpuNest& nest = step.nest;
+    nest.src = permute(reduce.src.layout, t.order);
+    nest.acc = permute(t.acc, t.order);
+    nest.dst = permute(reduce.dst.layout, t.order);
+    split_long_row(nest, target.threads);
+    pad_front(2, {&nest.src, &nest.acc, &nest.dst});
+    const std::size_t rank = nest.src.rank();
+    const Mode rows = nest.acc.modes[rank - 2], row = nest.acc.modes[rank - 1];  // the block, in accumulator strides
+    const std::int64_t nest_extent = rank > 2 ? nest.src.modes[0].extent : 1;
+    const bool outer_kept = std::all_of(nest.acc.modes.begin(), nest.acc.modes.end() - 2, [](Mode m) { return m.stride != 0 || m.extent == 1; });
+
+    // Each output's terms all in one row of the block: fold rows straight into the destination.
+    if (row.stride == 0 && (rows.stride != 0 || rows.extent == 1) && outer_kept && size > 0) {
+        step.strategy = Strategy::reduce_rows;
+        step.split = !parallel ? Split::none : nest_extent >= 2 ? Split::outer : Split::rows;
+        return step;
+    }
+    // Few terms per output (pooling windows, tiny reduced dims): fold each output's window directly.
+    if (terms <= max_window && size > 0) {
+        step.strategy = Strategy::reduce_windows;
+        step.window = terms;
+        step.nest = CpuNest{reduce.dst.layout, reduce.src.layout, {}, {}};
+        const auto kept = std::find_if(reduce.dst.layout.modes.begin(), reduce.dst.layout.modes.end(), [](Mode m) { return m.stride != 0; });
+        step.split = bytes >= parallel_threshold_bytes && kept != reduce.dst.layout.modes.end() && kept->extent >= 2 ? Split::outer : Split::none;
+        return step;
+    }
+    // Otherwise an accumulator array. Threads must update disjoint accumulators: split a kept mode - the
+    // nest's outermost, or the block's rows - and only where every mode that could split is reduced,
+    // give each thread accumulators of its own.
+    step.accumulators = t.size;
+    if (!parallel || size == 0 || (nest_extent < 2 && rows.extent < 2)) step.split = Split::none;
+    else if (nest_extent >= 2 && nest.acc.modes[0].stride != 0) step.split = Split::outer;
+    else if (rows.extent >= 2 && rows.stride != 0) step.split = Split::rows;
+    else step.split = nest_extent >= 2 ? Split::partials_outer : Split::partials_rows;
+    return step;
+}
+
+// Contractions that are not GEMMs (elementwise products, products summed over some modes): products of
+// the two sources, read in the first one's memory order, folded into an accumulator array.
+ScheduledStep schedule_contract(const Plan& plan, const Contract& contract, const Target& target) {
+    EINC_ASSERT(contract.srcs.size() == 2);
+    const DType in = plan.spec(contract.srcs[0].buffer).dtype;
+    const Traversal t = traversal(contract.srcs[0].layout, contract.dst.layout);
+    const std::int64_t size = contract.dst.layout.size();
+    ScheduledStep step = scheduled(Strategy::contract_accumulate, accumulator_dtype(Reduction::sum, in, t.size == 0 ? 0 : size / t.size, Backend::cpu));
+    step.nest = CpuNest{permute(contract.dst.layout, t.order), permute(contract.srcs[0].layout, t.order),
+                        permute(contract.srcs[1].layout, t.order), permute(t.acc, t.order)};
+    step.accumulators = t.size;
+    const bool parallel = saturating_mul(bytes_of(contract.dst.layout, in), 2) >= parallel_threshold_bytes && target.threads >= 2;
+    if (!parallel || size == 0 || step.nest.src.rank() == 0 || step.nest.src.modes[0].extent < 2) step.split = Split::none;
+    else step.split = step.nest.acc.modes[0].stride != 0 ? Split::outer : Split::partials_outer;
+    return step;
+}
+
+// GEMMs: f32 and f64 in CBLAS; other dtypes (and every dtype without a CBLAS, or with k = 0) packed, per
+// batch, into row-major blocks of the accumulator type.
+ScheduledStep schedule_gemm(const Plan& plan, const Gemm& gemm, const Target& target) {
+    const DType in = plan.spec(gemm.a.buffer).dtype;
+    const DType acc = accumulator_dtype(Reduction::none, in, gemm.k, Backend::cpu);
+    if (gemm_in_library(plan, gemm, target)) return scheduled(Strategy::library_gemm, acc);
+    ScheduledStep step = scheduled(Strategy::packed_gemm, acc);
+    if (gemm.batch == 0 || gemm.m == 0 || gemm.n == 0) return step;  // nothing to write
+    const std::int64_t blocks = saturating_add(saturating_add(saturating_mul(gemm.m, gemm.k), saturating_mul(gemm.k, gemm.n)), saturating_mul(gemm.m, gemm.n));
+    step.scratch_bytes = saturating_mul(blocks, static_cast<std::int64_t>(size_of(acc)));
+    return step;
+}
+
+}  // namespace
+
+ScheduledStep schedule_cpu_step(const Plan& plan, const Step& step, const Target& target) {
+    ScheduledStep result = std::visit(
+        [&](const auto& s) -> ScheduledStep {
+            using S = std::decay_t<decltype(s)>;
+            if constexpr (std::is_same_v<S, View>)
+                return scheduled(Strategy::view, accumulator_dtype(Reduction::none, plan.spec(s.source.buffer).dtype, 1, Backend::cpu));
+            else if constexpr (std::is_same_v<S, Copy>) return schedule_copy(plan, s, target);
+            else if constexpr (std::is_same_v<S, Reduce>) return schedule_reduce(plan, s, target);
+            else if constexpr (std::is_same_v<S, Contract>) return schedule_contract(plan, s, target);
+            else return schedule_gemm(plan, s, target);
+        },
+        step);
+    if (result.accumulators > 0) {  // the accumulator array, then one per thread for partials, 128-byte aligned
+        const std::int64_t bytes = saturating_mul(result.accumulators, static_cast<std::int64_t>(size_of(result.accumulator)));
+        result.array_stride = saturating_mul(saturating_add(bytes, 127) / 128, 128);
+        if (result.split == Split::partials_outer || result.split == Split::partials_rows) result.partial_arrays = target.threads;
+        result.scratch_bytes = saturating_mul(result.array_stride, 1 + result.partial_arrays);
+    }
+    return result;
+}
+
+}  // namespace einc::detail

@@ -1,0 +1,347 @@
+// The GPU rules of the schedule: which kernels (compiler/kernel_abi.hpp) a Copy, Reduce or Contract
+// launches, with what grid and parameters, and the scratch they share. Each size-dependent choice is a
+// named fact, decided by the step's extents in schedule_gpu_step() and taken every way in
+// possible_gpu_kernels(), so that both go through the same rule.
+#include <algorithm>
+#include <fmt/format.h>
+#include <limits>
+
+#include "compiler/checked.hpp"
+#include "compiler/schedule_rules.hpp"
+#include "grammar/diagnostic.hpp"
+
+namespace einc::detail {
+namespace {
+
+constexpr std::int64_t int_limit = std::numeric_limits<std::int32_t>::max();
+constexpr std::int64_t vector_bytes = 16;  // vector_copy moves 16-byte words
+
+std::uint32_t blocks_for(std::int64_t work, std::int64_t per_block, const Target& target) {
+    const std::int64_t blocks = (work + per_block - 1) / per_block;
+    return static_cast<std::uint32_t>(std::clamp<std::int64_t>(blocks, 1, target.max_blocks()));
+}
+
+// A step's loop nest as a kernel walks it: per access (0 the destination, 1.. the sources) the kept modes
+// (the destination steps along them) and the reduced ones (destination stride 0).
+struct KernelNest {
+    std::vector<Layout> kept, reduced;
+
+    std::size_t kept_rank() const { return kept[0].rank(); }
+    std::size_t reduced_rank() const { return reduced[0].rank(); }
+    std::int64_t outputs() const { return kept[0].size(); }
+    std::int64_t terms() const { return reduced[0].size(); }
+    void reorder_kept(const std::vector<std::size_t>& order) {
+        for (Layout& layout : kept) layout = permute(layout, order);
+    }
+    void reorder_reduced(const std::vector<std::size_t>& order) {
+        for (Layout& layout : reduced) layout = permute(layout, order);
+    }
+};
+
+// @pre accesses[0] is the destination; every access has the same extents
+KernelNest split_modes(const std::vector<const Layout*>& accesses) {
+    KernelNest nest{std::vector<Layout>(accesses.size()), std::vector<Layout>(accesses.size())};
+    for (std::size_t k = 0; k < accesses[0]->rank(); ++k) {
+        const bool reduced = accesses[0]->modes[k].stride == 0;
+        for (std::size_t a = 0; a < accesses.size(); ++a) (reduced ? nest.reduced : nest.kept)[a].modes.push_back(accesses[a]->modes[k]);
+    }
+    return nest;
+}
+
+void check_ranks(const KernelNest& nest) {
+    if (nest.kept_rank() > max_kernel_rank || nest.reduced_rank() > max_kernel_rank || nest.kept.size() > 1 + max_kernel_sources)
+        throw Error(ErrorKind::unsupported, fmt::format("a GPU kernel over {} kept and {} reduced modes: einc's kernels take at most {} of each",
+                                                        nest.kept_rank(), nest.reduced_rank(), max_kernel_rank));
+}
+
+KernelParams params_of(const KernelNest& nest) {
+    check_ranks(nest);
+    KernelParams p;
+    for (std::size_t a = 0; a < nest.kept.size(); ++a) {
+        for (std::size_t k = 0; k < nest.kept_rank(); ++k) p.kept_stride[a][k] = nest.kept[a].modes[k].stride;
+        for (std::size_t k = 0; k < nest.reduced_rank(); ++k) p.reduced_stride[a][k] = nest.reduced[a].modes[k].stride;
+    }
+    for (std::size_t k = 0; k < nest.kept_rank(); ++k) p.kept_extent[k] = nest.kept[0].modes[k].extent;
+    for (std::size_t k = 0; k < nest.reduced_rank(); ++k) p.reduced_extent[k] = nest.reduced[0].modes[k].extent;
+    p.kept_count = nest.outputs();
+    p.reduced_count = nest.terms();
+    return p;
+}
+
+// Whether some count a kernel indexes with exceeds 32 bits (offsets are always 64-bit).
+bool needs_wide_index(const KernelParams& p, std::int64_t items) {
+    return p.kept_count > int_limit || p.reduced_count > int_limit || items > int_limit;
+}
+
+void check_arithmetic(const std::vector<DType>& sources) {
+    for (const DType d : sources)
+        if (d == DType::f8e4m3 || d == DType::f8e5m2)
+            throw Error(ErrorKind::unsupported, fmt::format("{} arithmetic on a GPU is not supported", name_of(d)));
+}
+
+// ---- copies -----------------------------------------------------------------------------------------
+
+// What the copy rule reads of a step: its nest and dtypes, and where it could tile or vectorise.
+struct CopyShape {
+    KernelNest nest;
+    DType from, to;
+    std::optional<std::size_t> tile_mode;  // transpose_mode(): tiled from 8 elements, or from 1 for any extents
+    bool unit_inner = false;               // the innermost mode is unit-stride on both sides
+};
+// The size-dependent facts: the tiled modes are long enough; the rows split into whole aligned 16-byte
+// words (the buffers' own alignment is checked at run time: unaligned_launches); a count needs 64 bits.
+struct CopyFacts {
+    bool long_enough = false, whole_words = false, wide = false;
+};
+
+KernelKind copy_kind(const CopyShape& shape, const CopyFacts& facts) {
+    if (shape.from == shape.to && shape.tile_mode && facts.long_enough) return KernelKind::transpose;
+    if (shape.from == shape.to && shape.unit_inner && facts.whole_words) return KernelKind::vector_copy;
+    return KernelKind::elementwise;
+}
+
+KernelSignature copy_signature(const CopyShape& shape, KernelKind kind, bool wide) {
+    KernelSignature s;
+    s.kind = kind;
+    s.sources = {shape.from};
+    s.destination = shape.to;
+    s.accumulator = accumulator_dtype(Reduction::none, shape.from, 1, Backend::cuda);
+    s.kept_rank = static_cast<int>(shape.nest.kept_rank());
+    s.wide_index = wide;
+    return s;
+}
+
+CopyShape copy_shape(const Plan& plan, const Copy& copy, std::int64_t min_tile_extent) {
+    CopyShape shape{split_modes({&copy.dst.layout, &copy.src.layout}), plan.spec(copy.src.buffer).dtype, plan.spec(copy.dst.buffer).dtype,
+                    transpose_mode(copy.dst.layout, copy.src.layout, min_tile_extent), false};
+    const std::size_t rank = shape.nest.kept_rank();
+    shape.unit_inner = rank >= 1 && shape.nest.kept[0].modes[rank - 1].stride == 1 && shape.nest.kept[1].modes[rank - 1].stride == 1;
+    return shape;
+}
+
+KernelLaunch copy_launch(const CopyShape& shape, KernelKind kind, const Target& target) {
+    KernelNest nest = shape.nest;
+    const std::size_t rank = nest.kept_rank();
+    KernelLaunch launch{{}, {}, {256}, {}, {KernelArgument::destination, KernelArgument::source0}};
+    std::int64_t items = nest.outputs(), per_block = 256;
+    if (kind == KernelKind::transpose) {  // the tiled modes last: mode p, then the destination's unit-stride mode
+        std::vector<std::size_t> order;
+        for (std::size_t k = 0; k + 1 < rank; ++k)
+            if (k != *shape.tile_mode) order.push_back(k);
+        order.push_back(*shape.tile_mode);
+        order.push_back(rank - 1);
+        nest.reorder_kept(order);
+        launch.block = {32, 8};
+        const std::int64_t last = nest.kept[0].modes[rank - 1].extent, before = nest.kept[0].modes[rank - 2].extent;
+        launch.params = params_of(nest);
+        launch.params.batch_count = launch.params.kept_count / (last * before);
+        items = (last + 31) / 32 * ((before + 31) / 32) * launch.params.batch_count;  // tiles, one block each
+        per_block = 1;
+    } else {
+        launch.params = params_of(nest);
+        if (kind == KernelKind::vector_copy) items /= vector_bytes / static_cast<std::int64_t>(size_of(shape.to));
+    }
+    launch.signature = copy_signature(shape, kind, needs_wide_index(launch.params, items));
+    launch.grid.x = blocks_for(items, per_block, target);
+    return launch;
+}
+
+ScheduledStep schedule_copy(const Plan& plan, const Copy& copy, const Target& target) {
+    ScheduledStep step = scheduled(Strategy::kernels, DType::f32);
+    const CopyShape shape = copy_shape(plan, copy, 8);
+    step.accumulator = copy_signature(shape, KernelKind::elementwise, false).accumulator;
+    if (shape.nest.outputs() == 0) return step;
+    const std::size_t rank = shape.nest.kept_rank();
+    const std::int64_t lanes = vector_bytes / static_cast<std::int64_t>(size_of(shape.to));
+    const auto words = [&](std::int64_t stride) { return stride % lanes == 0; };
+    CopyFacts facts;
+    facts.long_enough = shape.tile_mode.has_value();
+    facts.whole_words = shape.unit_inner && shape.nest.kept[0].modes[rank - 1].extent % lanes == 0 &&
+                        std::all_of(shape.nest.kept[0].modes.begin(), shape.nest.kept[0].modes.end() - 1, [&](Mode m) { return words(m.stride); }) &&
+                        std::all_of(shape.nest.kept[1].modes.begin(), shape.nest.kept[1].modes.end() - 1, [&](Mode m) { return words(m.stride); }) &&
+                        words(copy.src.offset) && words(copy.dst.offset);
+    const KernelKind kind = copy_kind(shape, facts);
+    step.launches.push_back(copy_launch(shape, kind, target));
+    if (kind == KernelKind::vector_copy) step.unaligned_launches.push_back(copy_launch(shape, KernelKind::elementwise, target));
+    return step;
+}
+
+// ---- reductions and contractions ---------------------------------------------------------------------
+
+// What the reduction rule reads of a step: its nest (the reduced modes in the first source's memory
+// order), its dtypes, and whether the first source is unit-stride along a reduced mode.
+struct ReduceShape {
+    KernelNest nest;
+    Reduction op;  // a contraction sums
+    std::vector<DType> sources;
+    DType to;
+    bool unit_reduced = false;
+};
+// The size-dependent facts: enough terms per output to give them a warp or a thread's loop; few enough
+// outputs that the terms are split across blocks (partial results, then a finalize); a count needs 64 bits.
+struct ReduceFacts {
+    bool many_terms = false, split = false, wide = false;
+};
+
+KernelKind reduce_kind(const ReduceShape& shape, const ReduceFacts& facts) {
+    if (shape.sources.size() > 1 || !facts.many_terms) return KernelKind::elementwise;
+    return shape.unit_reduced ? KernelKind::reduce_rows : KernelKind::reduce_columns;
+}
+
+KernelSignature reduce_signature(const ReduceShape& shape, KernelKind kind, bool partials, bool wide) {
+    KernelSignature s;
+    s.kind = kind;
+    s.op = shape.sources.size() > 1 && shape.nest.reduced_rank() == 0 ? Reduction::none : shape.op;  // a plain product
+    s.sources = shape.sources;
+    s.destination = shape.to;
+    s.accumulator = accumulator_dtype(shape.op, shape.sources.front(), 2, Backend::cuda);
+    s.kept_rank = static_cast<int>(shape.nest.kept_rank());
+    s.reduced_rank = static_cast<int>(shape.nest.reduced_rank());
+    s.partials = partials;
+    s.wide_index = wide;
+    return s;
+}
+
+// The finalize kernel that folds a split reduction's partial results.
+KernelSignature finalize_signature(const KernelSignature& partial) {
+    KernelSignature s = partial;
+    s.kind = KernelKind::finalize;
+    s.sources.clear();
+    s.reduced_rank = 0;
+    s.partials = false;
+    return s;
+}
+
+ReduceShape reduce_shape(const Plan& plan, Reduction op, const std::vector<const Access*>& sources, const Access& destination) {
+    std::vector<const Layout*> layouts{&destination.layout};
+    ReduceShape shape{{}, op == Reduction::none ? Reduction::sum : op, {}, plan.spec(destination.buffer).dtype};
+    for (const Access* s : sources) {
+        layouts.push_back(&s->layout);
+        shape.sources.push_back(plan.spec(s->buffer).dtype);
+    }
+    check_arithmetic(shape.sources);
+    shape.nest = split_modes(layouts);
+    // The reduced modes in the first source's memory order, so that a loop over terms reads it in order.
+    shape.nest.reorder_reduced(order_by_stride(std::span(&shape.nest.reduced[1], 1)));
+    shape.unit_reduced = std::any_of(shape.nest.reduced[1].modes.begin(), shape.nest.reduced[1].modes.end(),
+                                     [](Mode m) { return m.stride == 1 || m.stride == -1; });
+    return shape;
+}
+
+ScheduledStep schedule_reduction(const Plan& plan, Reduction op, const std::vector<const Access*>& sources, const Access& destination,
+                                 const Target& target) {
+    ReduceShape shape = reduce_shape(plan, op, sources, destination);
+    ScheduledStep step = scheduled(Strategy::kernels, reduce_signature(shape, KernelKind::elementwise, false, false).accumulator);
+    const std::int64_t outputs = shape.nest.outputs(), terms = shape.nest.terms();
+    if (outputs == 0) return step;
+    ReduceFacts facts;
+    facts.many_terms = terms > 16;
+    const KernelKind kind_unsplit = reduce_kind(shape, facts);
+    // Few outputs: split each one's terms into chunks, one partial result each, so that the GPU fills up.
+    const std::int64_t per_item_threads = kind_unsplit == KernelKind::reduce_rows ? 32 : 1;
+    const std::int64_t busy = static_cast<std::int64_t>(target.multiprocessors) * 2048 / per_item_threads;  // items that fill it
+    const std::int64_t min_chunk = kind_unsplit == KernelKind::reduce_rows ? 1024 : 64;
+    std::int64_t split = 1;
+    if (kind_unsplit != KernelKind::elementwise && outputs < busy)
+        split = std::clamp<std::int64_t>(busy / outputs, 1, std::max<std::int64_t>(terms / min_chunk, 1));
+    facts.split = split > 1;
+    const KernelKind kind = reduce_kind(shape, facts);
+    // Neighbouring threads read neighbouring outputs' terms.
+    if (kind == KernelKind::reduce_columns) shape.nest.reorder_kept(order_by_stride(std::span(&shape.nest.kept[1], 1)));
+
+    KernelLaunch launch{{}, {}, {256}, params_of(shape.nest), {KernelArgument::destination, KernelArgument::source0}};
+    if (sources.size() > 1) launch.arguments.push_back(KernelArgument::source1);
+    launch.params.split = split;
+    launch.params.chunk = (terms + split - 1) / split;
+    const std::int64_t items = outputs * split;
+    facts.wide = needs_wide_index(launch.params, items);
+    launch.signature = reduce_signature(shape, kind, facts.split, facts.wide);
+    launch.grid.x = blocks_for(items * per_item_threads, 256, target);
+    if (facts.split) launch.arguments.push_back(KernelArgument::scratch);
+    step.launches.push_back(launch);
+    if (facts.split) {
+        KernelLaunch final_launch{finalize_signature(launch.signature), {}, {256}, launch.params,
+                                  {KernelArgument::destination, KernelArgument::scratch}};
+        final_launch.grid.x = blocks_for(outputs, 256, target);
+        step.launches.push_back(final_launch);
+        step.scratch_bytes = saturating_mul(items, static_cast<std::int64_t>(size_of(launch.signature.accumulator)));
+    }
+    return step;
+}
+
+std::vector<const Access*> sources_of(const Contract& contract) {
+    std::vector<const Access*> sources;
+    for (const Access& src : contract.srcs) sources.push_back(&src);
+    return sources;
+}
+
+}  // namespace
+
+ScheduledStep schedule_gpu_step(const Plan& plan, const Step& step, const Target& target) {
+    return std::visit(
+        [&](const auto& s) -> ScheduledStep {
+            using S = std::decay_t<decltype(s)>;
+            if constexpr (std::is_same_v<S, View>) {
+                return scheduled(Strategy::view, accumulator_dtype(Reduction::none, plan.spec(s.source.buffer).dtype, 1, Backend::cuda));
+            } else if constexpr (std::is_same_v<S, Copy>) {
+                return schedule_copy(plan, s, target);
+            } else if constexpr (std::is_same_v<S, Reduce>) {
+                return schedule_reduction(plan, s.op, {&s.src}, s.dst, target);
+            } else if constexpr (std::is_same_v<S, Contract>) {
+                return schedule_reduction(plan, Reduction::none, sources_of(s), s.dst, target);
+            } else {
+                static_assert(std::is_same_v<S, Gemm>);
+                if (gemm_in_library(plan, s, target))
+                    return scheduled(Strategy::library_gemm,
+                                         accumulator_dtype(Reduction::none, plan.spec(s.a.buffer).dtype, 1, Backend::cuda));
+                const Contract contraction = gemm_as_contraction(s);  // integers: the contraction kernel
+                return schedule_reduction(plan, Reduction::none, sources_of(contraction), contraction.dst, target);
+            }
+        },
+        step);
+}
+
+std::vector<KernelSignature> possible_gpu_kernels(const Plan& plan, const Step& step) {
+    std::vector<KernelSignature> kernels;
+    const auto add = [&](const KernelSignature& s) {
+        if (std::find(kernels.begin(), kernels.end(), s) == kernels.end()) kernels.push_back(s);
+    };
+    const auto reduction = [&](Reduction op, const std::vector<const Access*>& sources, const Access& destination) {
+        const ReduceShape shape = reduce_shape(plan, op, sources, destination);
+        check_ranks(shape.nest);
+        if (shape.nest.outputs() == 0) return;
+        for (const bool many_terms : {false, true})
+            for (const bool split : {false, true})
+                for (const bool wide : {false, true}) {
+                    const KernelKind kind = reduce_kind(shape, ReduceFacts{many_terms, split, wide});
+                    const bool partials = split && kind != KernelKind::elementwise;
+                    const KernelSignature s = reduce_signature(shape, kind, partials, wide);
+                    add(s);
+                    if (partials) add(finalize_signature(s));
+                }
+    };
+    std::visit(
+        [&](const auto& s) {
+            using S = std::decay_t<decltype(s)>;
+            if constexpr (std::is_same_v<S, Copy>) {
+                const CopyShape shape = copy_shape(plan, s, 1);
+                check_ranks(shape.nest);
+                if (shape.nest.outputs() == 0) return;
+                for (const bool long_enough : {false, true})
+                    for (const bool whole_words : {false, true})
+                        for (const bool wide : {false, true}) add(copy_signature(shape, copy_kind(shape, {long_enough, whole_words, wide}), wide));
+            } else if constexpr (std::is_same_v<S, Reduce>) {
+                reduction(s.op, {&s.src}, s.dst);
+            } else if constexpr (std::is_same_v<S, Contract>) {
+                reduction(Reduction::none, sources_of(s), s.dst);
+            } else if constexpr (std::is_same_v<S, Gemm>) {
+                if (gemm_in_library(plan, s, Target::gpu(1))) return;
+                const Contract contraction = gemm_as_contraction(s);
+                reduction(Reduction::none, sources_of(contraction), contraction.dst);
+            }
+        },
+        step);
+    return kernels;
+}
+
+}  // namespace einc::detail

@@ -1,0 +1,39 @@
+// Internal to compiler/: the rules schedule() applies to each kind of step, one file per backend
+// (schedule_cpu.cpp, schedule_gpu.cpp), and the constants they share.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "compiler/schedule.hpp"
+
+namespace einc::detail {
+
+// Bytes of work below which a CPU step runs on the calling thread alone: handing work to the pool costs
+// a few microseconds.
+inline constexpr std::int64_t parallel_threshold_bytes = 1 << 20;
+
+// Pooling windows and tiny reduced dims: up to this many terms per output, a CPU reduction folds each
+// output's window directly.
+inline constexpr std::int64_t max_window = 16;
+
+// The mode a copy can be tiled along as a transpose: the destination is unit-stride along its last mode,
+// the source along mode p (another one; its last mode is neither unit-stride nor broadcast), and both
+// modes have at least `min_extent` elements. One rule for both backends; the CPU tiles from 4, a GPU
+// (32x32 tiles of a warp each) from 8.
+std::optional<std::size_t> transpose_mode(const Layout& dst, const Layout& src, std::int64_t min_extent);
+
+inline ScheduledStep scheduled(Strategy strategy, DType accumulator) {
+    ScheduledStep step;
+    step.strategy = strategy;
+    step.accumulator = accumulator;
+    return step;
+}
+
+ScheduledStep schedule_cpu_step(const Plan& plan, const Step& step, const Target& target);
+ScheduledStep schedule_gpu_step(const Plan& plan, const Step& step, const Target& target);
+
+// Every kernel the GPU rules can choose for a step, whatever its extents and the GPU.
+std::vector<KernelSignature> possible_gpu_kernels(const Plan& plan, const Step& step);
+
+}  // namespace einc::detail

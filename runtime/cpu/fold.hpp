@@ -1,0 +1,220 @@
+// The loops of the CPU reductions and contractions, included into reduce.cpp and contract.cpp inside
+// their instruction-set namespace (see isa.hpp): identities, folds, and the innermost loops that fold a
+// 2-D block of the source, rows of it, or windows of offsets. Each loop is written so that the compiler
+// vectorises it; which one runs, over which nest, is the schedule's choice.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "runtime/cpu/element.hpp"
+#include "runtime/cpu/isa.hpp"
+
+namespace einc::cpu::EINC_CPU_ISA {
+
+// Integer sums and products fold in uint64, so that they wrap modulo 2^64 as numpy's int64 arithmetic does
+// (signed overflow is undefined in C++); everything else folds in its compute type, or in the wider type
+// the schedule asked for (f64 for long sums of f32).
+template <Reduction Op, typename C>
+using wrapping_t = std::conditional_t<std::is_integral_v<C> && (Op == Reduction::sum || Op == Reduction::prod), std::uint64_t, C>;
+
+template <typename A>
+A identity(Reduction op) {
+    switch (op) {
+    case Reduction::prod:
+    case Reduction::all: return A{1};
+    case Reduction::max:
+        if constexpr (std::is_floating_point_v<A>) return -std::numeric_limits<A>::infinity();
+        else return std::numeric_limits<A>::lowest();
+    case Reduction::min:
+        if constexpr (std::is_floating_point_v<A>) return std::numeric_limits<A>::infinity();
+        else return std::numeric_limits<A>::max();
+    default: return A{0};
+    }
+}
+
+// Folding x into acc. max/min propagate NaN, as PyTorch does: once acc is NaN it stays NaN. (GCC
+// vectorises the short-circuit form twice as well as `(x > acc) | (x != x)`.)
+template <Reduction Op, typename A>
+inline A fold(A acc, A x) {
+    if constexpr (Op == Reduction::sum || Op == Reduction::mean) return acc + x;
+    else if constexpr (Op == Reduction::prod) return acc * x;
+    else if constexpr (Op == Reduction::max) return (x > acc || x != x) ? x : acc;
+    else if constexpr (Op == Reduction::min) return (x < acc || x != x) ? x : acc;
+    else if constexpr (Op == Reduction::any) return (acc != 0 || x != 0) ? A{1} : A{0};
+    else return (acc != 0 && x != 0) ? A{1} : A{0};  // all
+}
+
+// The two innermost modes of a traversal, which each fold call walks as a 2-D block: `outer` rows of
+// `inner` elements. Strides are in elements of the accumulator (acc) and of the source (src).
+struct Block {
+    std::int64_t outer = 1, inner = 1;
+    std::int64_t outer_acc = 0, inner_acc = 0, outer_src = 0, inner_src = 0;
+};
+
+// One row of a block folded into `value`: four independent chains over a long contiguous row (the
+// compiler vectorises them without reassociating), a plain loop otherwise; K > 0 fixes the length at
+// compile time (pooling windows, tiny inner dims).
+template <Reduction Op, DType In, typename A, int K = 0>
+inline A fold_row(A value, const storage_t<In>* row, std::int64_t inner, std::int64_t inner_src) {
+    const auto load = [](storage_t<In> v) { return static_cast<A>(Element<In>::load(v)); };
+    if constexpr (K > 0) {
+        for (int i = 0; i < K; ++i) value = fold<Op>(value, load(row[i * inner_src]));
+        return value;
+    } else {
+        if (inner_src == 1 && inner >= 16) {
+            A v0 = identity<A>(Op), v1 = v0, v2 = v0, v3 = v0;
+            std::int64_t i = 0;
+            for (; i + 4 <= inner; i += 4) {
+                v0 = fold<Op>(v0, load(row[i]));
+                v1 = fold<Op>(v1, load(row[i + 1]));
+                v2 = fold<Op>(v2, load(row[i + 2]));
+                v3 = fold<Op>(v3, load(row[i + 3]));
+            }
+            for (; i < inner; ++i) v0 = fold<Op>(v0, load(row[i]));
+            return fold<Op>(value, fold<Op>(fold<Op>(v0, v1), fold<Op>(v2, v3)));
+        }
+        for (std::int64_t i = 0; i < inner; ++i) value = fold<Op>(value, load(row[i * inner_src]));
+        return value;
+    }
+}
+
+// Rows of K elements each folded into one accumulator.
+template <Reduction Op, DType In, typename A, int K>
+EINC_KERNEL void fold_short_rows(A* __restrict a, const storage_t<In>* __restrict x, const Block& b, std::int64_t begin, std::int64_t end) {
+    const std::int64_t outer_src = b.outer_src, inner_src = b.inner_src, outer_acc = b.outer_acc;
+    for (std::int64_t r = begin; r < end; ++r)
+        a[r * outer_acc] = fold_row<Op, In, A, K>(a[r * outer_acc], x + r * outer_src, K, inner_src);
+}
+
+// A reduced value as the result dtype: mean divides by the number of elements folded into it.
+template <Reduction Op, DType Out, typename A>
+inline storage_t<Out> finish(A value, std::int64_t count) {
+    if constexpr (Op == Reduction::mean) value = count == 0 ? A(NAN) : value / static_cast<A>(count);
+    return Element<Out>::store(convert<compute_t<Out>>(value));
+}
+
+// Rows [begin, end) of a block each reduced and stored straight into the destination (each output's
+// elements all lie in its row): no accumulator array, no second pass.
+template <Reduction Op, DType In, DType Out, typename A, int K>
+EINC_KERNEL void reduce_rows_to(storage_t<Out>* __restrict d, const storage_t<In>* __restrict x, const Block& b, std::int64_t dst_outer,
+                                std::int64_t begin, std::int64_t end) {
+    const std::int64_t inner = K > 0 ? K : b.inner, outer_src = b.outer_src, inner_src = b.inner_src;
+    for (std::int64_t r = begin; r < end; ++r)
+        store_at<storage_t<Out>>(reinterpret_cast<std::byte*>(d + r * dst_outer),
+                                 finish<Op, Out>(fold_row<Op, In, A, K>(identity<A>(Op), x + r * outer_src, inner, inner_src), inner));
+}
+
+// Folds rows [begin, end) of a block into the accumulators at `a`. The block's fields are copied into
+// locals first: the compiler cannot otherwise tell that stores to `a` leave them unchanged, and will
+// not vectorise.
+template <Reduction Op, DType In, typename A>
+EINC_KERNEL void fold_block(A* __restrict a, const storage_t<In>* __restrict x, const Block& b, std::int64_t begin, std::int64_t end) {
+    const std::int64_t inner = b.inner, outer_src = b.outer_src, inner_src = b.inner_src;
+    const std::int64_t outer_acc = b.outer_acc, inner_acc = b.inner_acc;
+    const auto value = [](storage_t<In> v) { return Element<In>::load(v); };
+    const auto load = [](storage_t<In> v) { return static_cast<A>(Element<In>::load(v)); };
+    if (inner_acc == 0 && outer_acc != 0 && inner <= 4) {
+        switch (inner) {
+        case 2: return fold_short_rows<Op, In, A, 2>(a, x, b, begin, end);
+        case 3: return fold_short_rows<Op, In, A, 3>(a, x, b, begin, end);
+        case 4: return fold_short_rows<Op, In, A, 4>(a, x, b, begin, end);
+        default: break;
+        }
+    }
+    if (inner_acc == 0 && outer_acc == 0) {  // every row folds into the one accumulator: keep it in a register
+        A value = a[0];
+        for (std::int64_t r = begin; r < end; ++r) value = fold_row<Op, In, A>(value, x + r * outer_src, inner, inner_src);
+        a[0] = value;
+        return;
+    }
+    if (inner_acc == 0) {  // each row folds into its own accumulator
+        for (std::int64_t r = begin; r < end; ++r) a[r * outer_acc] = fold_row<Op, In, A>(a[r * outer_acc], x + r * outer_src, inner, inner_src);
+        return;
+    }
+    if (outer_acc == 0) {  // every row updates the same row of accumulators: four rows per pass over it,
+                           // combined in the element's compute type before the one conversion
+        std::int64_t r = begin;
+        if (inner_acc == 1 && inner_src == 1)
+            for (; r + 4 <= end; r += 4) {
+                const storage_t<In>* __restrict x0 = x + r * outer_src;
+                const storage_t<In>* __restrict x1 = x0 + outer_src;
+                const storage_t<In>* __restrict x2 = x1 + outer_src;
+                const storage_t<In>* __restrict x3 = x2 + outer_src;
+                for (std::int64_t i = 0; i < inner; ++i)
+                    a[i] = fold<Op>(a[i], static_cast<A>(fold<Op>(fold<Op>(value(x0[i]), value(x1[i])), fold<Op>(value(x2[i]), value(x3[i])))));
+            }
+        for (; r < end; ++r) {
+            const storage_t<In>* row = x + r * outer_src;
+            for (std::int64_t i = 0; i < inner; ++i) a[i * inner_acc] = fold<Op>(a[i * inner_acc], load(row[i * inner_src]));
+        }
+        return;
+    }
+    for (std::int64_t r = begin; r < end; ++r)  // one source element per accumulator here
+        for (std::int64_t i = 0; i < inner; ++i) {
+            A& target = a[r * outer_acc + i * inner_acc];
+            target = fold<Op>(target, load(x[r * outer_src + i * inner_src]));
+        }
+}
+
+// Runs of outputs, each folding its window (offsets in source elements) and storing the result.
+// (K > 0: the window's size, known at compile time, so the loop over it unrolls.)
+template <Reduction Op, DType In, DType Out, typename A, int K>
+EINC_KERNEL void fold_windows(storage_t<Out>* __restrict d, const storage_t<In>* __restrict x, std::int64_t count, std::int64_t dst_stride,
+                              std::int64_t src_stride, const std::int64_t* offsets, std::int64_t window) {
+    const std::int64_t size = K > 0 ? K : window;
+    const auto load = [](storage_t<In> v) { return static_cast<A>(Element<In>::load(v)); };
+    if (count < 16) {  // short runs: one window at a time
+        for (std::int64_t i = 0; i < count; ++i) {
+            const storage_t<In>* base = x + i * src_stride;
+            A value = identity<A>(Op);
+            for (std::int64_t k = 0; k < size; ++k) value = fold<Op>(value, load(base[offsets[k]]));
+            store_at(reinterpret_cast<std::byte*>(d + i * dst_stride), finish<Op, Out>(value, size));
+        }
+        return;
+    }
+    // Long runs (pooling along a row): one pass per window element over a chunk of accumulators. Each
+    // pass loads a strided row, which vectorises; gathering one window at a time does not.
+    constexpr std::int64_t chunk = 256;
+    A acc[chunk];
+    for (std::int64_t i0 = 0; i0 < count; i0 += chunk) {
+        const std::int64_t n = std::min(chunk, count - i0);
+        const storage_t<In>* row = x + i0 * src_stride;
+        for (std::int64_t i = 0; i < n; ++i) acc[i] = identity<A>(Op);
+        for (std::int64_t k = 0; k < size; ++k) {
+            const storage_t<In>* element = row + offsets[k];
+            for (std::int64_t i = 0; i < n; ++i) acc[i] = fold<Op>(acc[i], load(element[i * src_stride]));
+        }
+        for (std::int64_t i = 0; i < n; ++i) store_at(reinterpret_cast<std::byte*>(d + (i0 + i) * dst_stride), finish<Op, Out>(acc[i], size));
+    }
+}
+
+// The innermost two modes of a nest as a 2-D block: `outer` rows of `inner` elements. Strides are in
+// elements of the accumulator (acc) and of the source (src).
+inline Block block_of(const Layout& src, const Layout& acc) {
+    const std::size_t r = src.rank();
+    return Block{src.modes[r - 2].extent, src.modes[r - 1].extent, acc.modes[r - 2].stride, acc.modes[r - 1].stride,
+                 src.modes[r - 2].stride, src.modes[r - 1].stride};
+}
+
+// The modes of a nest but its innermost two, and one of extent 1: the nest of blocks, each run one block.
+inline Layout outer_of(const Layout& layout) {
+    Layout outer{{layout.modes.begin(), layout.modes.end() - 2}};
+    outer.modes.push_back(Mode{1, 0});
+    return outer;
+}
+
+// The modes the destination steps along (stride != 0), of `dst` and of a layout over the same nest.
+inline std::pair<Layout, Layout> kept_modes(const Layout& dst, const Layout& other) {
+    std::pair<Layout, Layout> kept;
+    for (std::size_t k = 0; k < dst.rank(); ++k)
+        if (dst.modes[k].stride != 0) {
+            kept.first.modes.push_back(dst.modes[k]);
+            kept.second.modes.push_back(other.modes[k]);
+        }
+    return kept;
+}
+
+}  // namespace einc::cpu::EINC_CPU_ISA
