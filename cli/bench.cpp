@@ -47,13 +47,13 @@ int bench(std::span<const std::string> command_line, std::ostream& out) {
     const Measurement m = measure(args, settings);
 
     const Plan& plan = m.plan;
-    const Cost& cost = plan.total;
+    const Cost cost = scheduled_cost(plan, m.schedule);
     const DType dtype = plan.inputs.empty() ? parse_dtype(args.dtype) : plan.inputs.front().dtype;
     const double peak = peak_flops(device, dtype);
     const Roofline bound = roofline(cost, device, dtype);
     const double achieved_flops = cost.flops / m.seconds, achieved_bytes = cost.bytes() / m.seconds;
-    const bool free = cost.flops == 0 && cost.bytes() == 0;
-    const bool memory_bound = !free && !bound.compute_bound;
+    const Roof roof = roof_of(cost, device, dtype);
+    const bool free = roof == Roof::free, memory_bound = roof == Roof::memory;
 
     if (args.json) {
         fmt::print(out,
@@ -72,16 +72,14 @@ int bench(std::span<const std::string> command_line, std::ostream& out) {
                    json_number(peak, peak > 0), device.bandwidth,
                    json_number(achieved_flops / peak, peak > 0 && cost.flops > 0),
                    json_number(achieved_bytes / device.bandwidth, memory_bound),
-                   json_string(free                  ? "free"
-                               : bound.compute_bound ? "compute"
-                                                     : "memory"),
+                   json_string(name_of(roof)),
                    bound.seconds);
         return exit_ok;
     }
 
     std::string steps;
-    for (const PlanStep& step : plan.steps)
-        steps += fmt::format("{}{}", steps.empty() ? "" : ", ", step_kind(step.step));
+    for (std::size_t s = 0; s < plan.steps.size(); ++s)
+        steps += fmt::format("{}{} ({})", steps.empty() ? "" : ", ", step_kind(plan.steps[s].step), name_of(m.schedule.steps[s].strategy));
     const std::string where = settings.backend == "cpu"
                                   ? fmt::format("the CPU executor, {} threads", cpu::thread_count())
                                   : std::string("the CUDA backend, device 0");
@@ -97,9 +95,9 @@ int bench(std::span<const std::string> command_line, std::ostream& out) {
         fmt::print(out, "  work       none: every result is a view of an input (0 FLOPs, 0 bytes)\n");
         return exit_ok;
     }
-    fmt::print(out, "  work       {}, {} moved (read {}, write {}), intensity {:.3g} FLOP/B\n",
+    fmt::print(out, "  work       {}, {} moved (read {}, write {}), intensity {:.3g} FLOP/B, workspace {}\n",
                format_flops(cost.flops), format_bytes(cost.bytes()), format_bytes(cost.bytes_read),
-               format_bytes(cost.bytes_written), cost.intensity());
+               format_bytes(cost.bytes_written), cost.intensity(), format_bytes(cost.workspace_bytes));
     fmt::print(out, "  achieved   {}/s, {}/s\n", format_flops(achieved_flops), format_bytes(achieved_bytes));
     fmt::print(out, "  device     {}: {}, {} peak {}/s, bandwidth {}/s\n", device.key, device.name,
                name_of(dtype), format_flops(peak), format_bytes(device.bandwidth));

@@ -287,6 +287,7 @@ Measurement measure(const CallArgs& args, const BenchSettings& settings) {
     const std::size_t n = samples.size();
     Measurement m;
     m.plan = plan;
+    m.schedule = program.schedule();
     m.seconds = n % 2 ? samples[n / 2] : (samples[n / 2 - 1] + samples[n / 2]) / 2;
     m.min_seconds = samples.front();
     m.max_seconds = samples.back();

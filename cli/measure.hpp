@@ -10,6 +10,7 @@
 
 #include "cli/arguments.hpp"
 #include "compiler/plan.hpp"
+#include "compiler/schedule.hpp"
 
 namespace einc::cli {
 
@@ -24,6 +25,7 @@ BenchSettings take_bench_options(std::vector<std::string>& args);
 
 struct Measurement {
     Plan plan;
+    Schedule schedule;  // how it ran
     double seconds = 0;  // median seconds per call
     double min_seconds = 0, max_seconds = 0;
     int batch = 1;  // calls per timed sample

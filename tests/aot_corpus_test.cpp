@@ -2,11 +2,18 @@
 // for `?` extents, over sizes that reach every plan shape; a bad line is an error at its file, line and
 // column. And the kernel registry the generated code fills. No GPU or CUDA needed.
 #include <algorithm>
+#include <cmath>
 #include <doctest/doctest.h>
 #include <fmt/format.h>
+#include <random>
+#include <sstream>
 
 #include "cli/aot_corpus.hpp"
+#include "cli/arguments.hpp"
+#include "compiler/bind.hpp"
+#include "compiler/schedule.hpp"
 #include "runtime/kernel_registry.hpp"
+#include "tests/shell_words.hpp"
 
 using namespace einc;
 
@@ -120,4 +127,75 @@ TEST_CASE("kernel registry: a cubin serves its architecture and newer minors; PT
     CHECK(found(100) == "ptx 90");   // the driver compiles the PTX
     CHECK(found(90) == "cubin 90");  // a cubin is still preferred where it runs
     CHECK_FALSE(find_ahead_of_time("einc_other_kernel", 90));
+}
+
+namespace {
+
+// A corpus line with every `?` replaced by a size from `size`, and --dtype's list by one dtype: a call as
+// `einc explain` takes it.
+std::vector<std::string> concrete_call(const std::vector<std::string>& words, const std::string& dtype, const auto& size) {
+    std::vector<std::string> args;
+    for (std::size_t i = 0; i < words.size(); ++i) {
+        if (words[i] == "--dtype") {
+            args.insert(args.end(), {"--dtype", dtype});
+            ++i;
+            continue;
+        }
+        std::string word;
+        for (const char c : words[i]) word += c == '?' ? std::to_string(size()) : std::string(1, c);
+        args.push_back(word);
+    }
+    return args;
+}
+
+}  // namespace
+
+TEST_CASE("aot corpus: the example's kernels serve its calls at random sizes on random GPUs (the kernels are derived, not sampled)") {
+    const cli::Corpus corpus = cli::read_corpus(EINC_EXAMPLE_AOT_CORPUS);
+    REQUIRE(corpus.errors.empty());
+    const std::vector<KernelSignature> compiled = cli::corpus_kernels(corpus);
+    std::mt19937 rng(11);
+    // Sizes from 1 to 2^18, log-uniform: unit dims, odd, short and long extents, some past 32-bit counts.
+    std::uniform_real_distribution<double> log_size(0, 18);
+    const auto size = [&] { return static_cast<std::int64_t>(std::exp2(log_size(rng))); };
+    std::uniform_int_distribution<int> multiprocessors(1, 1000);
+    std::size_t scheduled = 0, kernels_checked = 0;
+    for (const cli::CorpusEntry& entry : corpus.entries) {
+        const std::vector<std::string> words = *testing::shell_words(entry.text);
+        std::vector<std::string> dtypes{"f32"};
+        if (const auto it = std::find(words.begin(), words.end(), "--dtype"); it != words.end()) {
+            dtypes.clear();
+            std::stringstream list(*(it + 1));
+            for (std::string name; std::getline(list, name, ',');) dtypes.push_back(name);
+        }
+        for (const std::string& dtype : dtypes)
+            for (int trial = 0; trial < 40; ++trial) {
+                const cli::CallArgs call = cli::parse_call_args(concrete_call(words, dtype, size));
+                CAPTURE(entry.text);
+                std::vector<Shape> shapes;
+                std::vector<TensorSpec> specs;
+                for (const cli::OperandArg& operand : call.operands) {
+                    shapes.push_back(operand.shape);
+                    specs.push_back(TensorSpec{*dtype_named(dtype), operand.shape, row_major_strides(operand.shape)});
+                }
+                try {
+                    const Bound bound = bind(call.call, shapes);
+                    for (const bool contiguous : {false, true}) {
+                        PlanOptions options;
+                        options.contiguous = contiguous;
+                        const Schedule gpu = schedule(plan(bound, specs, options), Target::gpu(multiprocessors(rng)));
+                        ++scheduled;
+                        for (const KernelSignature& k : kernels_of(gpu)) {
+                            ++kernels_checked;
+                            CHECK_MESSAGE(std::find(compiled.begin(), compiled.end(), k) != compiled.end(), k.name(), " at ",
+                                          fmt::format("{}", fmt::join(concrete_call(words, dtype, [&] { return 0; }), " ")));
+                        }
+                    }
+                } catch (const Error&) {
+                    // sizes this pattern does not take (a group that does not divide) or too large to address
+                }
+            }
+    }
+    MESSAGE(scheduled, " schedules at random sizes, ", kernels_checked, " kernel launches, all compiled ahead of time");
+    CHECK(scheduled > 2000);
 }

@@ -3,6 +3,7 @@
 // plan through them on CPU memory - then the results must equal the reference interpreter's. This tests
 // the kernel text, the lowering and the step sequencing of the CUDA backend on machines with no GPU.
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <doctest/doctest.h>
@@ -17,6 +18,7 @@
 #include "compiler/schedule.hpp"
 #include "grammar/diagnostic.hpp"
 #include "runtime/cpu/kernels.hpp"
+#include "runtime/execute.hpp"
 #include "runtime/gpu_executor.hpp"
 #include "tests/random_cases.hpp"
 #include "tests/reference/reference.hpp"
@@ -38,7 +40,9 @@ using Invoke = void (*)(void**);
 class EmulatedKernels {
 public:
     explicit EmulatedKernels(const std::vector<KernelSignature>& kernels) {
-        const std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("einc_emulation_{}", ::getpid());
+        // A library of its own per set (dlopen hands back a library already open under the same path).
+        static int sets = 0;
+        const std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("einc_emulation_{}_{}", ::getpid(), sets++);
         std::filesystem::create_directories(dir);
         std::string source = "#include \"einc_emulation.hpp\"\n";
         for (const KernelSignature& k : kernels) {
@@ -218,4 +222,69 @@ TEST_CASE("emulated GPU kernels give the reference interpreter's results") {
     for (const KernelKind kind : {KernelKind::elementwise, KernelKind::vector_copy, KernelKind::transpose, KernelKind::reduce_rows,
                                   KernelKind::reduce_columns, KernelKind::finalize})
         CHECK_MESSAGE(kinds_run[kind] > 0, "no case ran a ", name_of(kind), " kernel");
+}
+
+// The accumulator policy (compiler/schedule.hpp) differs on purpose between the backends: the CPU folds
+// long f32 sums in f64, a GPU in f32. Both are held to one bound: a sum of n terms accumulated in f32 (in
+// any order) errs by at most n u S, u = 2^-24 and S the sum of the terms' magnitudes, plus half an ulp for
+// rounding the result to f32. Random real data, reductions that schedule every kernel kind and CPU strategy.
+TEST_CASE("accumulators: f32 sums on the CPU (f64) and on the emulated GPU (f32) stay within one bound of the exact sum") {
+    const std::pair<Call, Shape> sums[] = {
+        {Call{Op::reduce, "a b -> a", Reduction::sum, {}, false, {}}, {7, 20000}},    // GPU rows, split; CPU rows
+        {Call{Op::reduce, "a b -> b", Reduction::sum, {}, false, {}}, {20000, 7}},    // GPU columns, split; CPU accumulator
+        {Call{Op::reduce, "a b ->", Reduction::mean, {}, false, {}}, {300, 700}},     // one output
+        {Call{Op::reduce, "a b c -> b", Reduction::sum, {}, false, {}}, {40, 50, 30}},  // CPU accumulator over a middle axis
+        {Call{Op::reduce, "a (b 8) -> a b", Reduction::sum, {}, false, {}}, {500, 64}},  // few terms: windows
+    };
+    std::mt19937 rng(17);
+    std::uniform_real_distribution<double> value(-1, 1);
+    std::vector<Tensor> storage;
+    std::vector<Prepared> gpu_plans;
+    std::vector<KernelSignature> kernels;
+    for (const auto& [call, shape] : sums) {
+        std::int64_t n = 1;
+        for (const std::int64_t e : shape) n *= e;
+        std::vector<double> values(static_cast<std::size_t>(n));
+        for (double& v : values) v = static_cast<float>(value(rng));
+        storage.push_back(reference::make_tensor(DType::f32, shape, values));
+        gpu_plans.push_back(prepare(call, std::span(&storage.back().view(), 1), false));
+        for (const KernelSignature& k : kernels_of(gpu_plans.back().gpu))
+            if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
+    }
+    const EmulatedKernels emulated(kernels);
+    EmulatedDevice device(emulated);
+    for (std::size_t c = 0; c < std::size(sums); ++c) {
+        const Call& call = sums[c].first;
+        CAPTURE(call.pattern);
+        const TensorView input = storage[c].view();
+        const Plan& plan = gpu_plans[c].plan;
+        // The exact sums (the reference interpreter sums in f64, of f32 values: exact to 2^-53 relative), and
+        // the sums of magnitudes.
+        std::vector<double> magnitudes = reference::values_of(input);
+        for (double& m : magnitudes) m = std::fabs(m);
+        const Tensor absolute = reference::make_tensor(DType::f32, input.shape, magnitudes);
+        const Bound bound = bind(call, std::vector<Shape>{input.shape});
+        const std::vector<double> exact = reference::values_of(reference::evaluate(bound, std::span(&input, 1))[0].view());
+        const std::vector<double> scale = reference::values_of(reference::evaluate(bound, std::span(&absolute.view(), 1))[0].view());
+        const double terms = static_cast<double>(input.numel()) / static_cast<double>(exact.size());
+        const double divisor = call.reduction == Reduction::mean ? terms : 1;
+
+        const Tensor on_cpu = Tensor::empty(DType::f32, plan.outputs[0].shape), on_gpu = Tensor::empty(DType::f32, plan.outputs[0].shape);
+        std::vector<TensorView> cpu_out{on_cpu.view()}, gpu_out{on_gpu.view()};
+        const Schedule cpu_schedule = schedule(plan, Target::cpu(2, 16, false));
+        execute_on_cpu(plan, cpu_schedule, std::span(&input, 1), cpu_out);
+        run_gpu_plan(plan, gpu_plans[c].gpu, std::span(&input, 1), gpu_out, device);
+        CHECK(cpu_schedule.steps[0].accumulator == (terms > 16 ? DType::f64 : DType::f32));
+        CHECK(gpu_plans[c].gpu.steps[0].accumulator == DType::f32);
+        const std::vector<double> cpu = reference::values_of(on_cpu.view()), gpu = reference::values_of(on_gpu.view());
+        double worst_cpu = 0, worst_gpu = 0;  // the largest |error| / bound
+        for (std::size_t i = 0; i < exact.size(); ++i) {
+            const double allowed = (terms + 1) * 0x1p-24 * scale[i] / divisor + 0.5 * std::ldexp(1.0, std::ilogb(std::max(std::fabs(exact[i]), 0x1p-126)) - 23);
+            worst_cpu = std::max(worst_cpu, std::fabs(cpu[i] - exact[i]) / allowed);
+            worst_gpu = std::max(worst_gpu, std::fabs(gpu[i] - exact[i]) / allowed);
+        }
+        MESSAGE(call.pattern, ": largest error, as a fraction of the bound: CPU ", worst_cpu, ", GPU ", worst_gpu);
+        CHECK(worst_cpu <= 1);
+        CHECK(worst_gpu <= 1);
+    }
 }
