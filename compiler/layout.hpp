@@ -60,7 +60,7 @@ Layout coalesce(const Layout& layout);
 std::optional<Mode> merge(std::span<const Mode> group);
 
 // Splits one mode into row-major sub-modes of the given extents, e.g. (32):(1) into (4,8):(8,1).
-// @pre the product of `extents` is mode.extent
+// @pre the product of `extents` is mode.extent (mode.extent itself is not read)
 // @post merge(result) == mode (when mode.extent > 1)
 std::vector<Mode> split(Mode mode, std::span<const std::int64_t> extents);
 

@@ -173,9 +173,11 @@ Layout PlanBuilder::layout_of(std::span<const AxisId> axes, const Operand& opera
 }
 
 std::int64_t PlanBuilder::size_of_axes(std::span<const AxisId> axes) const {
-    std::int64_t n = 1;
-    for (const AxisId a : axes) n *= bound.size(a);
-    return n;
+    std::vector<std::int64_t> sizes;
+    for (const AxisId a : axes) sizes.push_back(bound.size(a));
+    const std::optional<std::int64_t> n = checked_product(sizes);
+    EINC_ASSERT(n.has_value());  // the binder refused sizes whose products overflow
+    return *n;
 }
 
 std::string PlanBuilder::axis_names(std::span<const AxisId> axes) const {
@@ -294,6 +296,15 @@ void plan_reduce(PlanBuilder& b) {
              fmt::format("{} over {}", name_of(b.bound.reduction), b.axis_names(b.bound.reduced)));
 }
 
+// The strides of a part's axes within the concatenated dim of stride `stride`: row-major, as a group
+// `(h w)` lays out h and w.
+void lay_out_part(const Bound& bound, const std::vector<AxisId>& part, std::int64_t stride, Operand& operand) {
+    std::vector<std::int64_t> extents;
+    for (const AxisId a : part) extents.push_back(bound.size(a));
+    const std::vector<Mode> modes = split(Mode{0, stride}, extents);
+    for (std::size_t k = 0; k < part.size(); ++k) operand.strides[static_cast<std::size_t>(part[k])] = modes[k].stride;
+}
+
 // pack: every input is copied into its slice of the concatenated dim.
 void plan_pack(PlanBuilder& b) {
     const Concat& concat = *b.bound.concat;
@@ -308,11 +319,7 @@ void plan_pack(PlanBuilder& b) {
         const Operand in = b.input(i);
         Operand dst = b.output(0);  // the concat dim has no axes: give the part's axes their strides in it
         const std::vector<AxisId>& part = concat.parts[i];
-        std::int64_t stride = concat_stride;
-        for (std::size_t k = part.size(); k-- > 0;) {
-            dst.strides[static_cast<std::size_t>(part[k])] = stride;
-            stride *= b.bound.size(part[k]);
-        }
+        lay_out_part(b.bound, part, concat_stride, dst);
         dst.offset = concat.offsets[i] * concat_stride;
         std::vector<AxisId> axes;
         for (const BoundDim& dim : b.bound.inputs[i].dims) axes.insert(axes.end(), dim.axes.begin(), dim.axes.end());
@@ -331,11 +338,7 @@ void plan_unpack(PlanBuilder& b) {
     for (std::size_t p = 0; p < b.bound.outputs.size(); ++p) {
         Operand source = packed;
         const std::vector<AxisId>& part = concat.parts[p];
-        std::int64_t stride = concat_stride;
-        for (std::size_t k = part.size(); k-- > 0;) {
-            source.strides[static_cast<std::size_t>(part[k])] = stride;
-            stride *= b.bound.size(part[k]);
-        }
+        lay_out_part(b.bound, part, concat_stride, source);
         source.offset = concat.offsets[p] * concat_stride;
         move_to_output(b, source, static_cast<std::uint32_t>(p),
                        fmt::format("part {}: [{}, {}) of dim {}", p, concat.offsets[p], concat.offsets[p] + b.size_of_axes(part), concat.dim));

@@ -55,12 +55,13 @@ struct Traversal {
 Traversal traversal(const Layout& source, const Layout& destination) {
     Traversal t;
     t.acc = destination;
-    for (std::size_t k = destination.rank(); k-- > 0;) {
-        Mode& m = t.acc.modes[k];
-        if (m.stride == 0) continue;
-        m.stride = t.size;
-        t.size *= m.extent;
-    }
+    std::vector<std::int64_t> kept;
+    for (const Mode& m : destination.modes)
+        if (m.stride != 0) kept.push_back(m.extent);
+    const std::vector<std::int64_t> strides = row_major_strides(kept);
+    for (std::size_t k = 0, j = 0; k < destination.rank(); ++k)
+        if (t.acc.modes[k].stride != 0) t.acc.modes[k].stride = strides[j++];
+    t.size = *checked_product(kept);  // the destination's size, which fits
     t.order = order_by_stride(std::span(&source, 1));
     return t;
 }

@@ -46,10 +46,9 @@ const DeviceInfo& info_of(int device) {
     return it->second;
 }
 
+// (Tensor::empty has checked that the size fits.)
 std::size_t bytes_of(DType dtype, const Shape& shape) {
-    std::size_t n = size_of(dtype);
-    for (const std::int64_t e : shape) n *= static_cast<std::size_t>(e);
-    return n;
+    return static_cast<std::size_t>(TensorSpec{dtype, shape, {}}.bytes());
 }
 
 // Device memory for a tensor, from `malloc` (cudaMalloc or cudaMallocAsync); running out is an einc::Error

@@ -343,12 +343,9 @@ Tensor finish(const Header& header, Tensor raw) {
     if (!header.fortran || header.shape.size() < 2) return raw;
     Tensor result = Tensor::empty(raw.dtype(), header.shape);
     if (count == 0) return result;
-    Shape strides(header.shape.size());  // column-major
-    std::int64_t stride = 1;
-    for (std::size_t d = 0; d < header.shape.size(); ++d) {
-        strides[d] = stride;
-        stride *= header.shape[d];
-    }
+    // Column-major: the strides of the reversed shape, row-major, reversed.
+    Shape strides = row_major_strides(Shape(header.shape.rbegin(), header.shape.rend()));
+    std::reverse(strides.begin(), strides.end());
     copy_row_major(TensorView{data, raw.dtype(), header.shape, strides}, static_cast<std::byte*>(result.data()));
     return result;
 }

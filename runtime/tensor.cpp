@@ -22,11 +22,9 @@ std::int64_t TensorView::numel() const {
 bool TensorView::is_row_major() const {
     if (numel() == 0) return true;
     if (!checked_product(shape)) return false;  // no memory is that large
-    std::int64_t expected = 1;
-    for (std::size_t d = shape.size(); d-- > 0;) {
-        if (shape[d] != 1 && strides[d] != expected) return false;
-        expected *= shape[d];
-    }
+    const Shape expected = row_major_strides(shape);
+    for (std::size_t d = 0; d < shape.size(); ++d)
+        if (shape[d] != 1 && strides[d] != expected[d]) return false;
     return true;
 }
 

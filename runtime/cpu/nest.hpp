@@ -19,11 +19,6 @@ struct Nest {
     std::array<std::byte*, N> base{};
 
     std::size_t rank() const { return extents.size(); }
-    std::int64_t size() const {
-        std::int64_t n = 1;
-        for (const std::int64_t e : extents) n *= e;
-        return n;
-    }
 };
 
 template <std::size_t N>
