@@ -74,6 +74,10 @@ struct GemmMatrix {
     std::int64_t batch_stride = 0, row_stride = 0, col_stride = 0;
     bool row_major() const { return col_stride == 1; }
     std::int64_t leading_dimension() const { return row_major() ? row_stride : col_stride; }
+    // The matrix as a layout over (batch, row, col): (batch,rows,cols):(batch_stride,row_stride,col_stride).
+    Layout layout(std::int64_t batch, std::int64_t rows, std::int64_t cols) const {
+        return Layout{{Mode{batch, batch_stride}, Mode{rows, row_stride}, Mode{cols, col_stride}}};
+    }
 };
 
 // C[b] = A[b] (m x k) * B[b] (k x n) for every b < batch: one strided-batched GEMM.

@@ -22,9 +22,9 @@ std::string access_line(std::string_view role, const Access& access) {
 }
 
 std::string matrix_line(char role, const Gemm& gemm, const GemmMatrix& m, std::int64_t rows, std::int64_t cols) {
-    return fmt::format("{}    {:<6} ({},{},{}):({},{},{})  {}  ld {}{}", role, buffer_name(m.buffer), gemm.batch, rows, cols,
-                       m.batch_stride, m.row_stride, m.col_stride, m.row_major() ? "row-major" : "col-major",
-                       m.leading_dimension(), m.offset != 0 ? fmt::format("  offset {}", m.offset) : "");
+    return fmt::format("{}    {:<6} {}  {}  ld {}{}", role, buffer_name(m.buffer), to_string(m.layout(gemm.batch, rows, cols)),
+                       m.row_major() ? "row-major" : "col-major", m.leading_dimension(),
+                       m.offset != 0 ? fmt::format("  offset {}", m.offset) : "");
 }
 
 std::vector<std::string> step_details(const Step& step) {

@@ -58,18 +58,14 @@ bool gemm_in_library(const Plan& plan, const Gemm& gemm, const Target& target) {
 }
 
 Contract gemm_as_contraction(const Gemm& g) {
-    // Modes (batch, m, n, k): A is (batch, m, -, k), B is (batch, -, n, k) addressed (k, n), C is (batch, m, n, -).
-    const auto access = [&](const GemmMatrix& m, bool a) {
-        return Access{m.buffer, m.offset,
-                      Layout{{Mode{g.batch, m.batch_stride}, Mode{g.m, a ? m.row_stride : 0}, Mode{g.n, a ? 0 : m.col_stride},
-                              Mode{g.k, a ? m.col_stride : m.row_stride}}}};
-    };
-    Contract c;
-    c.srcs.push_back(access(g.a, true));
-    c.srcs.push_back(access(g.b, false));
-    c.dst = Access{g.c.buffer, g.c.offset,
-                   Layout{{Mode{g.batch, g.c.batch_stride}, Mode{g.m, g.c.row_stride}, Mode{g.n, g.c.col_stride}, Mode{g.k, 0}}}};
-    return c;
+    // One index space (batch, m, n, k): A is (batch, m, k), B is (batch, k, n), C is (batch, m, n), each
+    // with stride 0 along the mode it lacks.
+    const Layout a = g.a.layout(g.batch, g.m, g.k), b = g.b.layout(g.batch, g.k, g.n), c = g.c.layout(g.batch, g.m, g.n);
+    Contract contraction;
+    contraction.srcs.push_back(Access{g.a.buffer, g.a.offset, Layout{{a.modes[0], a.modes[1], Mode{g.n, 0}, a.modes[2]}}});
+    contraction.srcs.push_back(Access{g.b.buffer, g.b.offset, Layout{{b.modes[0], Mode{g.m, 0}, b.modes[2], b.modes[1]}}});
+    contraction.dst = Access{g.c.buffer, g.c.offset, Layout{{c.modes[0], c.modes[1], c.modes[2], Mode{g.k, 0}}}};
+    return contraction;
 }
 
 namespace detail {
