@@ -242,7 +242,7 @@ std::string source_text(const AotOptions& o, const Corpus& corpus, const std::ve
 
 #include <span>
 
-#include "runtime/kernel_registry.hpp"
+#include <einc/runtime/kernel_registry.hpp>
 
 #if defined(__GNUC__)
 #pragma GCC diagnostic ignored "-Woverlength-strings"  // the binaries are long string literals

@@ -5,29 +5,26 @@
 #   target_link_libraries(app PRIVATE einc::einc)
 #   einc_add_kernels(TARGET app CORPUS kernels.txt ARCHS 80 90)
 #
-# Headers go to <prefix>/include/einc/ (einc.hpp, and grammar/ compiler/ runtime/ cuda/ as in the tree).
+# The public headers alone (EincPublicHeaders.cmake) go to <prefix>/include/einc/, as in the tree; users'
+# include path is <prefix>/include, so that every einc header is <einc/...>.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(EINC_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/einc")
-set(einc_exported einc einc_grammar einc_compiler einc_runtime einc_warnings einc_tool)
+set(einc_exported einc einc_grammar einc_compiler einc_runtime einc_tool)
 if(EINC_HAS_CUDA)
   list(APPEND einc_exported einc_cuda)
 endif()
-if(EINC_HAS_BLAS)
-  list(APPEND einc_exported einc_blas)
-endif()
 set_target_properties(einc_tool PROPERTIES EXPORT_NAME einc_tool)
-target_include_directories(einc_grammar PUBLIC
-  $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}> $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/einc>)
+target_include_directories(einc_grammar PUBLIC $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 
 install(TARGETS ${einc_exported} EXPORT eincTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-foreach(folder grammar compiler runtime cuda)
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${folder}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/einc/${folder}
-    FILES_MATCHING PATTERN "*.hpp")
+foreach(header IN LISTS EINC_PUBLIC_HEADERS)
+  get_filename_component(folder ${header} DIRECTORY)
+  install(FILES ${PROJECT_SOURCE_DIR}/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/einc/${folder})
 endforeach()
 install(FILES ${PROJECT_SOURCE_DIR}/include/einc/einc.hpp ${PROJECT_BINARY_DIR}/generated/einc_build_info.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/einc)

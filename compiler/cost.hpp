@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "compiler/dtype.hpp"
+#include "dtype.hpp"
 
 namespace einc {
 

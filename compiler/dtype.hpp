@@ -7,7 +7,7 @@
 #include <span>
 #include <string_view>
 
-#include "compiler/call.hpp"
+#include "call.hpp"
 
 namespace einc {
 

@@ -21,8 +21,8 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/call.hpp"
-#include "compiler/dtype.hpp"
+#include "call.hpp"
+#include "dtype.hpp"
 
 namespace einc {
 

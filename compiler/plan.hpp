@@ -19,10 +19,10 @@
 #include <variant>
 #include <vector>
 
-#include "compiler/bound.hpp"
-#include "compiler/cost.hpp"
-#include "compiler/dtype.hpp"
-#include "compiler/layout.hpp"
+#include "bound.hpp"
+#include "cost.hpp"
+#include "dtype.hpp"
+#include "layout.hpp"
 
 namespace einc {
 

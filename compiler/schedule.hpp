@@ -27,8 +27,8 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/kernel_abi.hpp"
-#include "compiler/plan.hpp"
+#include "kernel_abi.hpp"
+#include "plan.hpp"
 
 namespace einc {
 

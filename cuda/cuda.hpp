@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <string>
 
-#include "runtime/tensor.hpp"
+#include "../runtime/tensor.hpp"
 
 namespace einc::cuda {
 

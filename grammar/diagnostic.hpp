@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "grammar/syntax.hpp"
+#include "syntax.hpp"
 
 namespace einc {
 

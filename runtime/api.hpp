@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/plan_cache.hpp"
-#include "runtime/program.hpp"
+#include "plan_cache.hpp"
+#include "program.hpp"
 
 namespace einc {
 

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/call.hpp"
-#include "runtime/tensor.hpp"
+#include "../compiler/call.hpp"
+#include "tensor.hpp"
 
 namespace einc {
 

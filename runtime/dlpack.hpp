@@ -7,7 +7,7 @@
 
 #include <dlpack/dlpack.h>
 
-#include "runtime/tensor.hpp"
+#include "tensor.hpp"
 
 namespace einc {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/schedule.hpp"
+#include "../compiler/schedule.hpp"
 
 namespace einc {
 

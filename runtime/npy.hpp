@@ -28,7 +28,7 @@
 //   data aligned to 64 bytes.
 #pragma once
 
-#include "runtime/tensor.hpp"
+#include "tensor.hpp"
 
 #include <cstddef>
 #include <filesystem>

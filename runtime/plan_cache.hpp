@@ -9,7 +9,7 @@
 #include <span>
 #include <string_view>
 
-#include "runtime/program.hpp"
+#include "program.hpp"
 
 namespace einc {
 

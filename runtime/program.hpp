@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "compiler/bound.hpp"
-#include "compiler/call.hpp"
-#include "compiler/plan.hpp"
-#include "compiler/schedule.hpp"
-#include "runtime/tensor.hpp"
+#include "../compiler/bound.hpp"
+#include "../compiler/call.hpp"
+#include "../compiler/plan.hpp"
+#include "../compiler/schedule.hpp"
+#include "tensor.hpp"
 
 namespace einc {
 

@@ -7,9 +7,9 @@
 #include <memory>
 #include <string>
 
-#include "compiler/call.hpp"
-#include "compiler/dtype.hpp"
-#include "compiler/layout.hpp"
+#include "../compiler/call.hpp"
+#include "../compiler/dtype.hpp"
+#include "../compiler/layout.hpp"
 
 namespace einc {
 

@@ -11,6 +11,7 @@
 #include "grammar/diagnostic.hpp"
 #include "runtime/api.hpp"
 #include "runtime/dims.hpp"
+#include "runtime/npy.hpp"
 #include "runtime/plan_cache.hpp"
 #include "runtime/program.hpp"
 #include "runtime/tensor.hpp"
