@@ -38,11 +38,15 @@ std::string_view step_kind(const Step& step) {
 }
 
 DType compute_dtype(const Plan& plan, const Step& step) {
-    if (const auto* gemm = std::get_if<Gemm>(&step)) return plan.spec(gemm->a.buffer).dtype;
-    if (const auto* reduce = std::get_if<Reduce>(&step)) return plan.spec(reduce->src.buffer).dtype;
-    if (const auto* contract = std::get_if<Contract>(&step)) return plan.spec(contract->srcs.front().buffer).dtype;
-    if (const auto* copy = std::get_if<Copy>(&step)) return plan.spec(copy->src.buffer).dtype;
-    return plan.spec(std::get<View>(step).source.buffer).dtype;
+    const Buffer source = std::visit(Overloaded{
+                                         [](const View& view) { return view.source.buffer; },
+                                         [](const Copy& copy) { return copy.src.buffer; },
+                                         [](const Reduce& reduce) { return reduce.src.buffer; },
+                                         [](const Contract& contract) { return contract.srcs.front().buffer; },
+                                         [](const Gemm& gemm) { return gemm.a.buffer; },
+                                     },
+                                     step);
+    return plan.spec(source).dtype;
 }
 
 namespace detail {

@@ -176,33 +176,39 @@ std::string plan_to_json(const Plan& plan, const Schedule& schedule, const Devic
             for (const KernelLaunch& launch : scheduled.launches) json.value(launch.signature.name());
             json.close(']');
         }
-        if (const auto* view = std::get_if<View>(&step.step)) {
-            json.key("output").value(static_cast<std::int64_t>(view->output));
-            write_access(json, "source", view->source);
-        } else if (const auto* copy = std::get_if<Copy>(&step.step)) {
-            write_access(json, "src", copy->src);
-            write_access(json, "dst", copy->dst);
-        } else if (const auto* reduce = std::get_if<Reduce>(&step.step)) {
-            json.key("reduction").value(name_of(reduce->op));
-            write_access(json, "src", reduce->src);
-            write_access(json, "dst", reduce->dst);
-        } else if (const auto* contract = std::get_if<Contract>(&step.step)) {
-            json.key("srcs").open('[');
-            for (const Access& src : contract->srcs) {
-                json.open('{').key("buffer").value(buffer_name(src.buffer)).key("offset").value(src.offset);
-                json.key("shape").array(src.layout.extents()).key("strides").array(src.layout.strides()).close('}');
-            }
-            json.close(']');
-            write_access(json, "dst", contract->dst);
-        } else {
-            const auto& gemm = std::get<Gemm>(step.step);
-            json.key("batch").value(gemm.batch).key("m").value(gemm.m).key("n").value(gemm.n).key("k").value(gemm.k);
-            for (const auto& [name, m] : {std::pair{"a", gemm.a}, std::pair{"b", gemm.b}, std::pair{"c", gemm.c}}) {
-                json.key(name).open('{').key("buffer").value(buffer_name(m.buffer)).key("offset").value(m.offset);
-                json.key("batch_stride").value(m.batch_stride).key("row_stride").value(m.row_stride);
-                json.key("col_stride").value(m.col_stride).close('}');
-            }
-        }
+        std::visit(Overloaded{
+                       [&](const View& view) {
+                           json.key("output").value(static_cast<std::int64_t>(view.output));
+                           write_access(json, "source", view.source);
+                       },
+                       [&](const Copy& copy) {
+                           write_access(json, "src", copy.src);
+                           write_access(json, "dst", copy.dst);
+                       },
+                       [&](const Reduce& reduce) {
+                           json.key("reduction").value(name_of(reduce.op));
+                           write_access(json, "src", reduce.src);
+                           write_access(json, "dst", reduce.dst);
+                       },
+                       [&](const Contract& contract) {
+                           json.key("srcs").open('[');
+                           for (const Access& src : contract.srcs) {
+                               json.open('{').key("buffer").value(buffer_name(src.buffer)).key("offset").value(src.offset);
+                               json.key("shape").array(src.layout.extents()).key("strides").array(src.layout.strides()).close('}');
+                           }
+                           json.close(']');
+                           write_access(json, "dst", contract.dst);
+                       },
+                       [&](const Gemm& gemm) {
+                           json.key("batch").value(gemm.batch).key("m").value(gemm.m).key("n").value(gemm.n).key("k").value(gemm.k);
+                           for (const auto& [name, m] : {std::pair{"a", gemm.a}, std::pair{"b", gemm.b}, std::pair{"c", gemm.c}}) {
+                               json.key(name).open('{').key("buffer").value(buffer_name(m.buffer)).key("offset").value(m.offset);
+                               json.key("batch_stride").value(m.batch_stride).key("row_stride").value(m.row_stride);
+                               json.key("col_stride").value(m.col_stride).close('}');
+                           }
+                       },
+                   },
+                   step.step);
         write_cost(json, scheduled_step_cost(plan, schedule, s), device, compute_dtype(plan, step.step));
         json.close('}');
     }

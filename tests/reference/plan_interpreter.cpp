@@ -116,30 +116,36 @@ PlanRun run_plan(const Plan& plan, std::span<const TensorView> inputs) {
 
     for (const PlanStep& planned : plan.steps) {
         const Step& step = planned.step;
-        if (const auto* view = std::get_if<View>(&step)) {
-            const TensorView& source = m.of(view->source.buffer);
-            run.outputs[view->output] = TensorView{m.element(view->source.buffer, view->source.offset), source.dtype,
-                                                   plan.outputs[view->output].shape, view->source.layout.strides()};
-        } else if (const auto* copy = std::get_if<Copy>(&step)) {
-            const DType from = m.dtype(copy->src.buffer), to = m.dtype(copy->dst.buffer);
-            for_each_index(copy->dst.layout, [&](const std::vector<std::int64_t>& i) {
-                std::byte* dst = m.element(copy->dst, i);
-                const std::byte* src = m.element(copy->src, i);
-                if (from == to) copy_element(dst, src, from);
-                else if (integral(from)) store(dst, to, load_integer(src, from));
-                else store(dst, to, load_real(src, from));
-            });
-        } else if (const auto* reduce = std::get_if<Reduce>(&step)) {
-            if (integral(m.dtype(reduce->src.buffer))) run_reduce<std::int64_t>(m, *reduce);
-            else run_reduce<double>(m, *reduce);
-        } else if (const auto* contract = std::get_if<Contract>(&step)) {
-            if (integral(m.dtype(contract->srcs.front().buffer))) run_contract<std::int64_t>(m, *contract);
-            else run_contract<double>(m, *contract);
-        } else {
-            const auto& gemm = std::get<Gemm>(step);
-            if (integral(m.dtype(gemm.a.buffer))) run_gemm<std::int64_t>(m, gemm);
-            else run_gemm<double>(m, gemm);
-        }
+        std::visit(Overloaded{
+                       [&](const View& view) {
+                           const TensorView& source = m.of(view.source.buffer);
+                           run.outputs[view.output] = TensorView{m.element(view.source.buffer, view.source.offset), source.dtype,
+                                                                 plan.outputs[view.output].shape, view.source.layout.strides()};
+                       },
+                       [&](const Copy& copy) {
+                           const DType from = m.dtype(copy.src.buffer), to = m.dtype(copy.dst.buffer);
+                           for_each_index(copy.dst.layout, [&](const std::vector<std::int64_t>& i) {
+                               std::byte* dst = m.element(copy.dst, i);
+                               const std::byte* src = m.element(copy.src, i);
+                               if (from == to) copy_element(dst, src, from);
+                               else if (integral(from)) store(dst, to, load_integer(src, from));
+                               else store(dst, to, load_real(src, from));
+                           });
+                       },
+                       [&](const Reduce& reduce) {
+                           if (integral(m.dtype(reduce.src.buffer))) run_reduce<std::int64_t>(m, reduce);
+                           else run_reduce<double>(m, reduce);
+                       },
+                       [&](const Contract& contract) {
+                           if (integral(m.dtype(contract.srcs.front().buffer))) run_contract<std::int64_t>(m, contract);
+                           else run_contract<double>(m, contract);
+                       },
+                       [&](const Gemm& gemm) {
+                           if (integral(m.dtype(gemm.a.buffer))) run_gemm<std::int64_t>(m, gemm);
+                           else run_gemm<double>(m, gemm);
+                       },
+                   },
+                   step);
     }
     run.storage.insert(run.storage.end(), temporaries.begin(), temporaries.end());
     return run;
