@@ -71,10 +71,4 @@ DType result_dtype(Op op, Reduction reduction, DType input, bool reduces_an_axis
     EINC_ASSERT(false);
 }
 
-DType accumulator_dtype(DType dtype) {
-    if (dtype == DType::f64) return DType::f64;
-    if (is_floating(dtype)) return DType::f32;
-    return DType::i64;
-}
-
 }  // namespace einc

@@ -29,7 +29,4 @@ bool is_integer(DType dtype);  // i8 i32 i64 (not bool)
 // reduction. Throws einc::Error when the operation does not apply to the dtype.
 DType result_dtype(Op op, Reduction reduction, DType input, bool reduces_an_axis = true);
 
-// The dtype reductions and GEMMs accumulate in: f32 for f16/bf16/fp8, i64 for integers and bool.
-DType accumulator_dtype(DType dtype);
-
 }  // namespace einc
