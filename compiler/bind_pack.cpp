@@ -132,7 +132,9 @@ private:
                                shape.end() - static_cast<std::ptrdiff_t>(after_));
             add_part(packed);
             bound_.concat->offsets.push_back(offset);
-            const auto next = checked_add(offset, *checked_product(packed));
+            // (The product of the packed dims can overflow even where the tensor's cannot: a 0 elsewhere.)
+            const std::optional<std::int64_t> length = checked_product(packed);
+            const auto next = length ? checked_add(offset, *length) : std::nullopt;
             if (!next) throw shape_error("the packed dim has more elements than fit in 64 bits");
             offset = *next;
         }

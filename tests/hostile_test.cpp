@@ -227,6 +227,9 @@ TEST_CASE("hostile: sizes whose product overflows int64") {
     CHECK_EINC_ERROR(einsum("i, j -> i j", broadcast({big}), broadcast({big})), "64 bits");
     const std::vector<Input> parts{broadcast({big, big}), broadcast({2})};
     CHECK_EINC_ERROR(pack(std::span<const Input>(parts), "*"), "64 bits");
+    // An empty tensor whose packed dims alone overflow (found by a differential test of the binders).
+    const std::vector<Input> empty_but_huge{broadcast({0, big, big})};
+    CHECK_EINC_ERROR(pack(std::span<const Input>(empty_but_huge), "c *"), "64 bits");
     const std::vector<Input> two_halves{broadcast({int64_max / 2 + 1}), broadcast({int64_max / 2 + 1})};
     CHECK_EINC_ERROR(pack(std::span<const Input>(two_halves), "*"), "64 bits");
     CHECK_EINC_ERROR(unpack(broadcast({6}), {{-1, big, big}}, "*"), "64 bits");
