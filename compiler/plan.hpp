@@ -94,6 +94,8 @@ template <typename... F>
 struct Overloaded : F... {
     using F::operator()...;
 };
+template <typename... F>
+Overloaded(F...) -> Overloaded<F...>;  // (Clang 14 does not deduce aggregates' template arguments)
 
 struct PlanStep {
     Step step;
