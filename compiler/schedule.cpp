@@ -11,9 +11,10 @@ namespace einc {
 std::string_view name_of(Backend backend) { return backend == Backend::cpu ? "cpu" : "cuda"; }
 
 std::string_view name_of(Strategy strategy) {
-    static constexpr std::string_view names[] = {"view",        "move",          "convert",      "transpose",
-                                                 "reduce_rows", "reduce_windows", "reduce_accumulate", "contract_accumulate",
-                                                 "library_gemm", "packed_gemm",   "kernels"};
+    static constexpr std::string_view names[] = {"view",         "move",          "convert",           "transpose",
+                                                 "reduce_rows",  "reduce_windows", "reduce_accumulate", "contract_elementwise",
+                                                 "contract_rows", "contract_accumulate", "library_gemm", "library_gemv",
+                                                 "library_dot",  "packed_gemm",   "kernels"};
     return names[static_cast<std::size_t>(strategy)];
 }
 

@@ -16,8 +16,12 @@
 //   reduce_rows          cpu      each output's terms are one row of the innermost block: folded in place
 //   reduce_windows       cpu      few terms per output (pooling): each output folds its window of offsets
 //   reduce_accumulate    cpu      the source, read in memory order, folded into an accumulator array
+//   contract_elementwise cpu      products of the sources, no sum: each written straight to its place
+//   contract_rows        cpu      each output's terms are one row: its products folded straight into it
 //   contract_accumulate  cpu      products of the sources folded into an accumulator array
 //   library_gemm         both     one strided-batched GEMM in CBLAS (CPU) or cuBLAS (GPU)
+//   library_gemv         cpu      a GEMM with one row or one column: matrix-vector products (cblas_?gemv)
+//   library_dot          cpu      a GEMM with one row and one column: dot products (cblas_?dot)
 //   packed_gemm          cpu      each batch packed into row-major blocks of the accumulator, multiplied
 //   kernels              cuda     generated kernels (compiler/codegen.hpp), launched in order
 #pragma once
@@ -50,8 +54,8 @@ struct Target {
 };
 
 enum class Strategy : std::uint8_t {
-    view, move, convert, transpose, reduce_rows, reduce_windows, reduce_accumulate, contract_accumulate, library_gemm, packed_gemm,
-    kernels,
+    view, move, convert, transpose, reduce_rows, reduce_windows, reduce_accumulate, contract_elementwise, contract_rows,
+    contract_accumulate, library_gemm, library_gemv, library_dot, packed_gemm, kernels,
 };
 std::string_view name_of(Strategy strategy);
 
@@ -77,6 +81,8 @@ std::string_view name_of(TransposeKind kind);
 //   reduce_windows:           dst, src as planned; dst stride 0 marks the window's modes
 //   reduce_accumulate:        dst, src, acc; at least two modes, the last two the block; acc's strides are
 //                             in accumulator elements (0 for a reduced mode)
+//   contract_elementwise:     dst, src, src1 as planned
+//   contract_rows:            dst, src, src1, acc, as reduce_rows
 //   contract_accumulate:      dst, src, src1, acc
 struct CpuNest {
     Layout dst, src, src1, acc;

@@ -1,6 +1,7 @@
 // The CPU rules of the schedule: for each step, the strategy the CPU kernels (runtime/cpu/) run, its loop
 // nest in traversal order, the accumulator, how its work is split between threads, and its scratch.
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 
 #include "compiler/checked.hpp"
@@ -129,29 +130,62 @@ ScheduledStep schedule_reduce(const Plan& plan, const Reduce& reduce, const Targ
     return step;
 }
 
-// Contractions that are not GEMMs (elementwise products, products summed over some modes): products of
-// the two sources, read in the first one's memory order, folded into an accumulator array.
+// Contractions that are not GEMMs (elementwise products, products summed over some modes): with no sum,
+// each product written straight to its place, in the destination's order; where each output's terms are
+// one row of the sources, read in their memory order, each row's products folded straight into the
+// destination; otherwise products folded into an accumulator array.
 ScheduledStep schedule_contract(const Plan& plan, const Contract& contract, const Target& target) {
     EINC_ASSERT(contract.srcs.size() == 2);
     const DType in = plan.spec(contract.srcs[0].buffer).dtype;
-    const Traversal t = traversal(contract.srcs[0].layout, contract.dst.layout);
+    // Memory order over both sources: a mode one of them broadcasts (stride 0) is walked by the other's stride.
+    Layout sources = contract.srcs[0].layout;
+    for (std::size_t k = 0; k < sources.rank(); ++k) {
+        const std::int64_t s0 = std::llabs(sources.modes[k].stride), s1 = std::llabs(contract.srcs[1].layout.modes[k].stride);
+        sources.modes[k].stride = std::max(s0, s1);
+    }
+    const Traversal t = traversal(sources, contract.dst.layout);
     const std::int64_t size = contract.dst.layout.size();
-    ScheduledStep step = scheduled(Strategy::contract_accumulate, accumulator_dtype(Reduction::sum, in, t.size == 0 ? 0 : size / t.size, Backend::cpu));
+    const std::int64_t terms = t.size == 0 ? 0 : size / t.size;
+    ScheduledStep step = scheduled(Strategy::contract_accumulate, accumulator_dtype(Reduction::sum, in, terms, Backend::cpu));
+    const bool parallel = saturating_mul(bytes_of(contract.dst.layout, in), 2) >= parallel_threshold_bytes && target.threads >= 2;
+    if (terms == 1 && size > 0) {  // every mode is kept (the canonical nest has no extent-1 mode)
+        step.strategy = Strategy::contract_elementwise;
+        step.nest = CpuNest{contract.dst.layout, contract.srcs[0].layout, contract.srcs[1].layout, {}};
+        step.split = parallel && step.nest.dst.rank() > 0 && step.nest.dst.modes[0].extent >= 2 ? Split::outer : Split::none;
+        return step;
+    }
     step.nest = CpuNest{permute(contract.dst.layout, t.order), permute(contract.srcs[0].layout, t.order),
                         permute(contract.srcs[1].layout, t.order), permute(t.acc, t.order)};
+    CpuNest& nest = step.nest;
+    if (size > 0) {
+        pad_front(2, {&nest.dst, &nest.src, &nest.src1, &nest.acc});
+        const std::size_t rank = nest.src.rank();
+        const Mode rows = nest.acc.modes[rank - 2], row = nest.acc.modes[rank - 1];
+        const bool outer_kept = std::all_of(nest.acc.modes.begin(), nest.acc.modes.end() - 2, [](Mode m) { return m.stride != 0 || m.extent == 1; });
+        if (row.stride == 0 && (rows.stride != 0 || rows.extent == 1) && outer_kept) {
+            step.strategy = Strategy::contract_rows;
+            const std::int64_t nest_extent = rank > 2 ? nest.src.modes[0].extent : 1;
+            step.split = !parallel ? Split::none : nest_extent >= 2 ? Split::outer : rows.extent >= 2 ? Split::rows : Split::none;
+            return step;
+        }
+    }
     step.accumulators = t.size;
-    const bool parallel = saturating_mul(bytes_of(contract.dst.layout, in), 2) >= parallel_threshold_bytes && target.threads >= 2;
-    if (!parallel || size == 0 || step.nest.src.rank() == 0 || step.nest.src.modes[0].extent < 2) step.split = Split::none;
-    else step.split = step.nest.acc.modes[0].stride != 0 ? Split::outer : Split::partials_outer;
+    if (!parallel || size == 0 || nest.src.modes[0].extent < 2) step.split = Split::none;
+    else step.split = nest.acc.modes[0].stride != 0 ? Split::outer : Split::partials_outer;
     return step;
 }
 
-// GEMMs: f32 and f64 in CBLAS; other dtypes (and every dtype without a CBLAS, or with k = 0) packed, per
-// batch, into row-major blocks of the accumulator type.
+// GEMMs: f32 and f64 in CBLAS - as dot products or matrix-vector products where a side is 1 (a GEMM with
+// n = 1 costs more than the matrix-vector product, and numpy's einsum calls the latter); other dtypes (and
+// every dtype without a CBLAS, or with k = 0) packed, per batch, into row-major blocks of the accumulator.
 ScheduledStep schedule_gemm(const Plan& plan, const Gemm& gemm, const Target& target) {
     const DType in = plan.spec(gemm.a.buffer).dtype;
     const DType acc = accumulator_dtype(Reduction::none, in, gemm.k, Backend::cpu);
-    if (gemm_in_library(plan, gemm, target)) return scheduled(Strategy::library_gemm, acc);
+    if (gemm_in_library(plan, gemm, target))
+        return scheduled(gemm.m == 1 && gemm.n == 1   ? Strategy::library_dot
+                         : gemm.m == 1 || gemm.n == 1 ? Strategy::library_gemv
+                                                      : Strategy::library_gemm,
+                         acc);
     ScheduledStep step = scheduled(Strategy::packed_gemm, acc);
     if (gemm.batch == 0 || gemm.m == 0 || gemm.n == 0) return step;  // nothing to write
     const std::int64_t blocks = saturating_add(saturating_add(saturating_mul(gemm.m, gemm.k), saturating_mul(gemm.k, gemm.n)), saturating_mul(gemm.m, gemm.n));

@@ -26,13 +26,17 @@ std::vector<std::string> cpu_lines(const ScheduledStep& step) {
     switch (step.strategy) {
     case Strategy::view:
     case Strategy::library_gemm:
+    case Strategy::library_gemv:
+    case Strategy::library_dot:
     case Strategy::packed_gemm:
     case Strategy::kernels: return {};
     default: break;
     }
     const CpuNest& nest = step.nest;
     std::vector<std::string> lines{fmt::format("dst  {}", to_string(nest.dst)), fmt::format("src  {}", to_string(nest.src))};
-    if (step.strategy == Strategy::contract_accumulate) lines.push_back(fmt::format("src  {}", to_string(nest.src1)));
+    const bool products = step.strategy == Strategy::contract_elementwise || step.strategy == Strategy::contract_rows ||
+                          step.strategy == Strategy::contract_accumulate;
+    if (products) lines.push_back(fmt::format("src  {}", to_string(nest.src1)));
     if (step.accumulators > 0) lines.push_back(fmt::format("acc  {}", to_string(nest.acc)));
     if (step.strategy == Strategy::transpose)
         lines.push_back(fmt::format("tiles between mode {} (unit-stride in the source) and mode {}: {}", step.transpose_mode,
@@ -53,7 +57,9 @@ std::string print_schedule(const Plan& plan, const Schedule& schedule) {
     for (std::size_t s = 0; s < schedule.steps.size(); ++s) {
         const ScheduledStep& step = schedule.steps[s];
         std::string head = fmt::format("  {}. {:<8} {}", s + 1, step_kind(plan.steps[s].step), name_of(step.strategy));
-        if (step.strategy == Strategy::library_gemm) head += schedule.target.backend == Backend::cpu ? " (CBLAS)" : " (cuBLAS)";
+        const bool library = step.strategy == Strategy::library_gemm || step.strategy == Strategy::library_gemv ||
+                             step.strategy == Strategy::library_dot;
+        if (library) head += schedule.target.backend == Backend::cpu ? " (CBLAS)" : " (cuBLAS)";
         if (step.strategy != Strategy::view) head += fmt::format("  accumulator {}", name_of(step.accumulator));
         if (schedule.target.backend == Backend::cpu && step.split != Split::none) head += fmt::format("  split {}", name_of(step.split));
         if (step.scratch_bytes > 0) head += fmt::format("  scratch {}", format_bytes(static_cast<double>(step.scratch_bytes)));

@@ -2,7 +2,9 @@
 // non-contiguous layouts (slices, transposes, broadcasts, reversed strides), against the reference
 // interpreter. Fixed seeds: every run checks the same cases.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <set>
 #include <doctest/doctest.h>
 
@@ -12,6 +14,7 @@
 #include "compiler/plan.hpp"
 #include "grammar/diagnostic.hpp"
 #include "runtime/cpu/isa.hpp"
+#include "runtime/api.hpp"
 #include "runtime/execute.hpp"
 #include "tests/random_cases.hpp"
 #include "tests/reference/reference.hpp"
@@ -216,4 +219,123 @@ TEST_CASE("cpu kernels: tiled transposes at every edge width, every element size
                     CHECK(wrong == 0);
                 }
     CHECK(kinds == std::set<TransposeKind>{TransposeKind::registers, TransposeKind::tiles, TransposeKind::short_side});
+}
+
+TEST_CASE("cpu executor: every CPU strategy of the schedule, small and split between threads, against the reference") {
+    struct Case {
+        Call call;
+        std::vector<Shape> shapes;
+        DType dtype;
+    };
+    const auto call = [](Op op, std::string pattern, Reduction reduction = Reduction::none) {
+        return Call{op, std::move(pattern), reduction, {}, false, {}};
+    };
+    std::vector<Case> cases;
+    for (const std::int64_t n : {std::int64_t{24}, std::int64_t{600}}) {  // 600: over the threshold where threads split the work
+        cases.push_back({call(Op::rearrange, "a b c -> c (a b)"), {{n, 7, 6}}, DType::f32});              // transpose
+        cases.push_back({call(Op::rearrange, "a b c -> b (a c)"), {{n, 7, 6}}, DType::i8});               // move
+        cases.push_back({call(Op::reduce, "a b -> a", Reduction::sum), {{n, 300}}, DType::f32});           // rows
+        cases.push_back({call(Op::reduce, "(a 2) (b 2) -> a b", Reduction::max), {{n, 40}}, DType::f32});  // windows
+        cases.push_back({call(Op::reduce, "a b -> b", Reduction::mean), {{n * 8, 30}}, DType::f32});       // accumulator
+        cases.push_back({call(Op::einsum, "i j, i j -> i j"), {{n, 300}, {n, 300}}, DType::f32});          // elementwise
+        cases.push_back({call(Op::einsum, "b s e, e -> b s e"), {{n, 3, 100}, {100}}, DType::bf16});       // elementwise, broadcast
+        cases.push_back({call(Op::einsum, "b h d, b j h d -> b h j"), {{n, 3, 64}, {n, 5, 3, 64}}, DType::f32});  // rows
+        cases.push_back({call(Op::einsum, "b h d, b j h d -> b h j"), {{n, 3, 4}, {n, 5, 3, 4}}, DType::i32});    // rows, few terms
+        cases.push_back({call(Op::einsum, "i k, k j -> i j"), {{n, 30}, {30, 20}}, DType::f32});           // gemm
+        cases.push_back({call(Op::einsum, "i j, j -> i"), {{n, 50}, {50}}, DType::f64});                    // gemv
+        cases.push_back({call(Op::einsum, "j, i j -> i"), {{50}, {n, 50}}, DType::f32});                    // gemv, one row
+        cases.push_back({call(Op::einsum, "b i, b i -> b"), {{n, 70}, {n, 70}}, DType::f32});               // dot
+        cases.push_back({call(Op::einsum, "i k, k j -> i j"), {{n, 30}, {30, 20}}, DType::i32});           // packed
+    }
+    std::set<Strategy> strategies;
+    for (const Case& c : cases) {
+        CAPTURE(c.call.pattern);
+        CAPTURE(name_of(c.dtype));
+        std::vector<Tensor> storage;
+        std::vector<TensorView> inputs;
+        unsigned seed = 1;
+        for (const Shape& shape : c.shapes) {
+            std::int64_t n = 1;
+            for (const std::int64_t e : shape) n *= e;
+            std::vector<double> values(static_cast<std::size_t>(n));
+            for (double& v : values) v = static_cast<double>((seed = seed * 1103515245u + 12345u) >> 16 & 7) - 3;
+            storage.push_back(reference::make_tensor(c.dtype, shape, values));
+            inputs.push_back(storage.back().view());
+        }
+        PlanOptions options;
+        options.contiguous = true;
+        const auto [bound, planned] = testing::bind_and_plan(c.call, inputs, options);
+        const Schedule scheduled = schedule(planned, cpu_target());
+        for (const ScheduledStep& step : scheduled.steps) strategies.insert(step.strategy);
+        std::vector<Tensor> results;
+        std::vector<TensorView> outputs;
+        for (const TensorSpec& spec : planned.outputs) {
+            results.push_back(Tensor::empty(spec.dtype, spec.shape));
+            outputs.push_back(results.back().view());
+        }
+        execute_on_cpu(planned, scheduled, inputs, outputs);
+        const std::vector<Tensor> expected = reference::evaluate(bound, inputs);
+        std::string difference;
+        CHECK_MESSAGE(testing::same_values(outputs[0], expected[0].view(), &difference), difference);
+    }
+    // A conversion: no call plans one today (results keep their dtype, or are reduced into another), but a
+    // Copy step between dtypes is part of the plan's language.
+    for (const std::int64_t n : {std::int64_t{24}, std::int64_t{600000}}) {
+        CAPTURE(n);
+        std::vector<double> values(static_cast<std::size_t>(n));
+        for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(i % 256) - 128;  // exact in bf16
+        const Tensor in = reference::make_tensor(DType::i32, {n}, values);
+        Tensor out = Tensor::empty(DType::bf16, {n});
+        Plan plan;
+        plan.inputs = {TensorSpec{DType::i32, {n}, {1}}};
+        plan.outputs = {TensorSpec{DType::bf16, {n}, {1}}};
+        plan.steps.push_back(PlanStep{Copy{Access{Buffer{Buffer::Kind::input, 0}, 0, row_major(Shape{n})},
+                                           Access{Buffer{Buffer::Kind::output, 0}, 0, row_major(Shape{n})}},
+                                      {}, ""});
+        const Schedule scheduled = schedule(plan, cpu_target());
+        strategies.insert(scheduled.steps[0].strategy);
+        std::vector<TensorView> outputs{out.view()};
+        execute_on_cpu(plan, scheduled, std::span(&in.view(), 1), outputs);
+        CHECK(reference::values_of(out.view()) == values);
+    }
+    for (const Strategy s : {Strategy::move, Strategy::convert, Strategy::transpose, Strategy::reduce_rows, Strategy::reduce_windows,
+                             Strategy::reduce_accumulate, Strategy::contract_elementwise, Strategy::contract_rows, Strategy::library_gemv,
+                             Strategy::library_dot, Strategy::packed_gemm})
+        CHECK_MESSAGE(strategies.contains(s), "no case was scheduled as ", name_of(s));
+#if EINC_HAS_BLAS
+    CHECK(strategies.contains(Strategy::library_gemm));
+#endif
+}
+
+TEST_CASE("cpu executor: max and min of f32 and f64 rows propagate NaN wherever it is, in the vector body or the tail") {
+    for (const DType dtype : {DType::f32, DType::f64})
+        for (const std::int64_t length : {1, 3, 8, 9, 16, 31, 64, 67}) {
+            std::vector<double> values(static_cast<std::size_t>(length));
+            for (std::int64_t i = 0; i < length; ++i) values[static_cast<std::size_t>(i)] = static_cast<double>((i * 37) % 23) - 11.5;
+            values[static_cast<std::size_t>(length / 2)] = std::numeric_limits<double>::infinity();
+            const double largest = *std::max_element(values.begin(), values.end()), smallest = *std::min_element(values.begin(), values.end());
+            for (const Reduction op : {Reduction::max, Reduction::min}) {
+                CAPTURE(name_of(dtype));
+                CAPTURE(length);
+                CAPTURE(name_of(op));
+                const Tensor x = reference::make_tensor(dtype, {2, length}, [&] {
+                    std::vector<double> both = values;
+                    both.insert(both.end(), values.begin(), values.end());
+                    return both;
+                }());
+                std::vector<double> got = reference::values_of(einc::reduce(x, "r c -> r", op).view());
+                CHECK(got == std::vector<double>(2, op == Reduction::max ? largest : smallest));
+                for (std::int64_t at = 0; at < length; ++at) {  // a NaN at every position of the second row
+                    Tensor y = reference::make_tensor(dtype, {2, length}, [&] {
+                        std::vector<double> both = values;
+                        both.insert(both.end(), values.begin(), values.end());
+                        both[static_cast<std::size_t>(length + at)] = std::nan("");
+                        return both;
+                    }());
+                    got = reference::values_of(einc::reduce(y, "r c -> r", op).view());
+                    CHECK(got[0] == (op == Reduction::max ? largest : smallest));
+                    CHECK(std::isnan(got[1]));
+                }
+            }
+        }
 }

@@ -1,7 +1,11 @@
 // Contractions that are not GEMMs (elementwise products, products summed over some modes), as the
-// schedule decided them: the nest in the first source's memory order, products folded into an
-// accumulator array in the scratch (split between threads over the outermost mode - with arrays of
-// partials when that mode is summed), then written out in the destination's dtype.
+// schedule decided them:
+//   contract_elementwise  each product written straight to the destination (contiguous runs vectorise);
+//   contract_rows         each output's terms one row of the first source: four chains of products per
+//                         row, folded straight into the destination;
+//   contract_accumulate   products folded into an accumulator array in the scratch (split between threads
+//                         over the outermost mode - with arrays of partials when that mode is summed), then
+//                         written out in the destination's dtype.
 #include <fmt/format.h>
 
 #include "runtime/cpu/fold.hpp"
@@ -11,6 +15,94 @@
 
 namespace einc::cpu::EINC_CPU_ISA {
 namespace {
+
+template <DType In, typename A>
+EINC_KERNEL void multiply_run(storage_t<In>* __restrict d, const storage_t<In>* __restrict x, const storage_t<In>* __restrict y,
+                              std::int64_t count, std::int64_t ds, std::int64_t xs, std::int64_t ys) {
+    const auto product = [](storage_t<In> u, storage_t<In> v) {
+        return Element<In>::store(convert<compute_t<In>>(static_cast<A>(Element<In>::load(u)) * static_cast<A>(Element<In>::load(v))));
+    };
+    if (ds == 1 && xs == 1 && ys == 1) {  // the loops the compiler vectorises: contiguous, or one side broadcast
+        for (std::int64_t i = 0; i < count; ++i) d[i] = product(x[i], y[i]);
+    } else if (ds == 1 && xs == 1 && ys == 0) {
+        const storage_t<In> v = *y;
+        for (std::int64_t i = 0; i < count; ++i) d[i] = product(x[i], v);
+    } else if (ds == 1 && xs == 0 && ys == 1) {
+        const storage_t<In> u = *x;
+        for (std::int64_t i = 0; i < count; ++i) d[i] = product(u, y[i]);
+    } else {
+        for (std::int64_t i = 0; i < count; ++i) d[i * ds] = product(x[i * xs], y[i * ys]);
+    }
+}
+
+template <DType In, typename A>
+void contract_elementwise(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1) {
+    using S = storage_t<In>;
+    const CpuNest& nest = step.nest;
+    const Nest<3> products = make_nest<3>({&nest.dst, &nest.src, &nest.src1}, {dst.base, src.base, src1.base}, {sizeof(S), sizeof(S), sizeof(S)});
+    const auto run = [&](std::int64_t begin, std::int64_t end) {
+        for_each_run(products, begin, end, [](std::array<std::byte*, 3> p, std::int64_t count, const std::array<std::int64_t, 3>& stride) {
+            constexpr auto size = static_cast<std::int64_t>(sizeof(S));
+            multiply_run<In, A>(reinterpret_cast<S*>(p[0]), reinterpret_cast<const S*>(p[1]), reinterpret_cast<const S*>(p[2]), count,
+                                stride[0] / size, stride[1] / size, stride[2] / size);
+        });
+    };
+    const std::int64_t outer = products.rank() == 0 ? 1 : products.extents[0];
+    if (step.split == Split::outer) parallel_for(outer, run);
+    else run(0, outer);
+}
+
+// One output's products, over a row of `count` terms, in four chains (which the compiler vectorises
+// without reassociating) where both sources are contiguous along it.
+template <DType In, typename A>
+EINC_KERNEL A dot_row(const storage_t<In>* __restrict x, const storage_t<In>* __restrict y, std::int64_t count, std::int64_t xs,
+                      std::int64_t ys) {
+    const auto load = [](storage_t<In> v) { return static_cast<A>(Element<In>::load(v)); };
+    if (xs == 1 && ys == 1) {
+        A s0{0}, s1{0}, s2{0}, s3{0};
+        std::int64_t i = 0;
+        for (; i + 4 <= count; i += 4) {
+            s0 += load(x[i]) * load(y[i]);
+            s1 += load(x[i + 1]) * load(y[i + 1]);
+            s2 += load(x[i + 2]) * load(y[i + 2]);
+            s3 += load(x[i + 3]) * load(y[i + 3]);
+        }
+        for (; i < count; ++i) s0 += load(x[i]) * load(y[i]);
+        return (s0 + s1) + (s2 + s3);
+    }
+    A s{0};
+    for (std::int64_t i = 0; i < count; ++i) s += load(x[i * xs]) * load(y[i * ys]);
+    return s;
+}
+
+template <DType In, typename A>
+void contract_rows(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1) {
+    using S = storage_t<In>;
+    const CpuNest& nest = step.nest;
+    const std::size_t rank = nest.src.rank();
+    const Layout dst_outer = outer_of(nest.dst), src_outer = outer_of(nest.src), src1_outer = outer_of(nest.src1);
+    const std::int64_t rows = nest.src.modes[rank - 2].extent, terms = nest.src.modes[rank - 1].extent;
+    const std::int64_t dst_row = nest.dst.modes[rank - 2].stride, x_row = nest.src.modes[rank - 2].stride,
+                       y_row = nest.src1.modes[rank - 2].stride, x_term = nest.src.modes[rank - 1].stride,
+                       y_term = nest.src1.modes[rank - 1].stride;
+    const std::int64_t nest_extent = rank > 2 ? nest.src.modes[0].extent : 1;
+    const Nest<3> blocks = make_nest<3>({&dst_outer, &src_outer, &src1_outer}, {dst.base, src.base, src1.base}, {sizeof(S), sizeof(S), sizeof(S)});
+    const auto run = [&](std::int64_t nest_begin, std::int64_t nest_end, std::int64_t row_begin, std::int64_t row_end) {
+        for_each_run(blocks, nest_begin, nest_end, [&](std::array<std::byte*, 3> p, std::int64_t, const std::array<std::int64_t, 3>&) {
+            S* d = reinterpret_cast<S*>(p[0]);
+            const S* x = reinterpret_cast<const S*>(p[1]);
+            const S* y = reinterpret_cast<const S*>(p[2]);
+            for (std::int64_t r = row_begin; r < row_end; ++r)
+                store_at<S>(reinterpret_cast<std::byte*>(d + r * dst_row),
+                            Element<In>::store(convert<compute_t<In>>(dot_row<In, A>(x + r * x_row, y + r * y_row, terms, x_term, y_term))));
+        });
+    };
+    switch (step.split) {
+    case Split::outer: return parallel_for(nest_extent, [&](std::int64_t b0, std::int64_t b1) { run(b0, b1, 0, rows); });
+    case Split::rows: return parallel_for(rows, [&](std::int64_t r0, std::int64_t r1) { run(0, 1, r0, r1); });
+    default: return run(0, nest_extent, 0, rows);
+    }
+}
 
 template <DType In, typename A>
 void contract_typed(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1, std::byte* scratch) {
@@ -71,9 +163,18 @@ void contract(const ScheduledStep& step, const Data& dst, const Data& src, const
             throw Error(ErrorKind::unsupported, fmt::format("einsum of {} is not supported", name_of(I)));
         } else {
             using Natural = wrapping_t<Reduction::sum, compute_t<I>>;
+            const auto run = [&](auto accumulator) {
+                using A = decltype(accumulator);
+                switch (step.strategy) {
+                case Strategy::contract_elementwise: return contract_elementwise<I, A>(step, dst, src, src1);
+                case Strategy::contract_rows: return contract_rows<I, A>(step, dst, src, src1);
+                case Strategy::contract_accumulate: return contract_typed<I, A>(step, dst, src, src1, scratch);
+                default: EINC_ASSERT(false);
+                }
+            };
             if constexpr (I == DType::f32)
-                if (step.accumulator == DType::f64) return contract_typed<I, double>(step, dst, src, src1, scratch);
-            contract_typed<I, Natural>(step, dst, src, src1, scratch);
+                if (step.accumulator == DType::f64) return run(double{});
+            run(Natural{});
         }
     });
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -54,6 +55,30 @@ struct Block {
     std::int64_t outer_acc = 0, inner_acc = 0, outer_src = 0, inner_src = 0;
 };
 
+// max or min over a contiguous run of f32 or f64, folded into `value` in 32-byte vectors (GCC's vector
+// extensions: AVX2 registers where the kernels are compiled for it, pairs of SSE2 ones otherwise). A NaN
+// anywhere makes the result NaN, as PyTorch's: the compiler does not vectorise that fold written per
+// element (it is not a plain max), so the vectors keep the extremes and, apart, any NaN seen.
+template <Reduction Op, typename T>
+inline T extreme_run(T value, const T* __restrict row, std::int64_t count) {
+    using V [[gnu::vector_size(32)]] = T;
+    constexpr std::int64_t lanes = 32 / sizeof(T);
+    V extreme = value - V{}, nan = V{};  // lanes of `value`; a lane of `nan` becomes NaN where one is seen
+    std::int64_t i = 0;
+    for (; i + lanes <= count; i += lanes) {
+        V x;
+        std::memcpy(&x, row + i, sizeof x);
+        extreme = (Op == Reduction::max ? x > extreme : x < extreme) ? x : extreme;
+        nan = x != x ? x : nan;
+    }
+    for (std::int64_t l = 0; l < lanes; ++l) {
+        if (nan[l] != nan[l]) return nan[l];
+        value = fold<Op>(value, extreme[l]);
+    }
+    for (; i < count; ++i) value = fold<Op>(value, row[i]);
+    return value;
+}
+
 // One row of a block folded into `value`: four independent chains over a long contiguous row (the
 // compiler vectorises them without reassociating), a plain loop otherwise; K > 0 fixes the length at
 // compile time (pooling windows, tiny inner dims).
@@ -64,6 +89,8 @@ inline A fold_row(A value, const storage_t<In>* row, std::int64_t inner, std::in
         for (int i = 0; i < K; ++i) value = fold<Op>(value, load(row[i * inner_src]));
         return value;
     } else {
+        if constexpr ((Op == Reduction::max || Op == Reduction::min) && std::is_same_v<A, storage_t<In>> && std::is_floating_point_v<A>)
+            if (inner_src == 1) return extreme_run<Op>(value, row, inner);
         if (inner_src == 1 && inner >= 16) {
             A v0 = identity<A>(Op), v1 = v0, v2 = v0, v3 = v0;
             std::int64_t i = 0;

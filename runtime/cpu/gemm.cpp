@@ -1,5 +1,5 @@
-// Gemm on the CPU, as the schedule decided: library_gemm through CBLAS (OpenBLAS) with the strides and
-// transposes the planner chose; packed_gemm through row-major blocks of the accumulator type in the
+// Gemm on the CPU, as the schedule decided: library_gemm, _gemv and _dot through CBLAS (OpenBLAS) with the
+// strides and transposes the planner chose; packed_gemm through row-major blocks of the accumulator type in the
 // scratch - f16 and bf16 in f32 (multiplied by sgemm where there is a CBLAS), integers in a blocked loop.
 #include <algorithm>
 #include <cstring>
@@ -72,19 +72,50 @@ BlasOperand as_transposed(const GemmMatrix& m) {
                          : BlasOperand{CblasNoTrans, static_cast<blasint>(m.col_stride)};
 }
 
-// One GEMM per batch through cblas_?gemm. A column-major C is computed as C^T = B^T A^T.
-template <typename T, typename Call>
-void blas_gemm(const Gemm& g, const T* a, const T* b, T* c, Call call) {
+// CBLAS for one element type.
+template <typename T>
+struct Blas;
+template <>
+struct Blas<float> {
+    static constexpr auto gemm = cblas_sgemm;
+    static constexpr auto gemv = cblas_sgemv;
+    static constexpr auto dot = cblas_sdot;
+};
+template <>
+struct Blas<double> {
+    static constexpr auto gemm = cblas_dgemm;
+    static constexpr auto gemv = cblas_dgemv;
+    static constexpr auto dot = cblas_ddot;
+};
+
+blasint blas_int(std::int64_t value) { return static_cast<blasint>(value); }
+
+// One CBLAS call per batch: a GEMM (a column-major C computed as C^T = B^T A^T), a matrix-vector product
+// where C has one column (C = A x) or one row (C = x B, as B^T x), or a dot product where it has both.
+template <typename T>
+void blas_gemm(Strategy strategy, const Gemm& g, const T* a, const T* b, T* c) {
     for (std::int64_t batch = 0; batch < g.batch; ++batch) {
         const T* ab = a + batch * g.a.batch_stride;
         const T* bb = b + batch * g.b.batch_stride;
         T* cb = c + batch * g.c.batch_stride;
-        if (g.c.row_major()) {
+        if (strategy == Strategy::library_dot) {
+            *cb = Blas<T>::dot(blas_int(g.k), ab, blas_int(g.a.col_stride), bb, blas_int(g.b.row_stride));
+        } else if (strategy == Strategy::library_gemv && g.n == 1) {  // C (m) = A (m x k) x, x a column of B
+            const bool stored = g.a.row_major();
+            Blas<T>::gemv(CblasRowMajor, stored ? CblasNoTrans : CblasTrans, blas_int(stored ? g.m : g.k), blas_int(stored ? g.k : g.m), T{1},
+                          ab, blas_int(g.a.leading_dimension()), bb, blas_int(g.b.row_stride), T{0}, cb, blas_int(g.c.row_stride));
+        } else if (strategy == Strategy::library_gemv) {  // C (n) = B^T (n x k) x, x the row of A
+            const bool stored = g.b.row_major();
+            Blas<T>::gemv(CblasRowMajor, stored ? CblasTrans : CblasNoTrans, blas_int(stored ? g.k : g.n), blas_int(stored ? g.n : g.k), T{1},
+                          bb, blas_int(g.b.leading_dimension()), ab, blas_int(g.a.col_stride), T{0}, cb, blas_int(g.c.col_stride));
+        } else if (g.c.row_major()) {
             const BlasOperand x = as_stored(g.a), y = as_stored(g.b);
-            call(x.trans, y.trans, g.m, g.n, g.k, ab, x.ld, bb, y.ld, cb, static_cast<blasint>(g.c.row_stride));
+            Blas<T>::gemm(CblasRowMajor, x.trans, y.trans, blas_int(g.m), blas_int(g.n), blas_int(g.k), T{1}, ab, x.ld, bb, y.ld, T{0}, cb,
+                          blas_int(g.c.row_stride));
         } else {
             const BlasOperand x = as_transposed(g.b), y = as_transposed(g.a);
-            call(x.trans, y.trans, g.n, g.m, g.k, bb, x.ld, ab, y.ld, cb, static_cast<blasint>(g.c.col_stride));
+            Blas<T>::gemm(CblasRowMajor, x.trans, y.trans, blas_int(g.n), blas_int(g.m), blas_int(g.k), T{1}, bb, x.ld, ab, y.ld, T{0}, cb,
+                          blas_int(g.c.col_stride));
         }
     }
 }
@@ -123,23 +154,11 @@ void packed_gemm(const Gemm& g, const std::byte* a, const std::byte* b, std::byt
 void gemm(const ScheduledStep& step, const Gemm& g, DType dtype, const std::byte* a, const std::byte* b, std::byte* c, std::byte* scratch) {
     if (g.batch == 0 || g.m == 0 || g.n == 0) return;
 #if EINC_HAS_BLAS
-    if (step.strategy == Strategy::library_gemm && dtype == DType::f32) {
-        blas_gemm(g, reinterpret_cast<const float*>(a), reinterpret_cast<const float*>(b), reinterpret_cast<float*>(c),
-                  [](CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, std::int64_t m, std::int64_t n, std::int64_t k, const float* x, blasint lx,
-                     const float* y, blasint ly, float* z, blasint lz) {
-                      cblas_sgemm(CblasRowMajor, ta, tb, static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k),
-                                  1.0f, x, lx, y, ly, 0.0f, z, lz);
-                  });
-        return;
-    }
-    if (step.strategy == Strategy::library_gemm && dtype == DType::f64) {
-        blas_gemm(g, reinterpret_cast<const double*>(a), reinterpret_cast<const double*>(b), reinterpret_cast<double*>(c),
-                  [](CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, std::int64_t m, std::int64_t n, std::int64_t k, const double* x, blasint lx,
-                     const double* y, blasint ly, double* z, blasint lz) {
-                      cblas_dgemm(CblasRowMajor, ta, tb, static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k),
-                                  1.0, x, lx, y, ly, 0.0, z, lz);
-                  });
-        return;
+    if (step.strategy != Strategy::packed_gemm) {
+        if (dtype == DType::f32)
+            return blas_gemm(step.strategy, g, reinterpret_cast<const float*>(a), reinterpret_cast<const float*>(b), reinterpret_cast<float*>(c));
+        EINC_ASSERT(dtype == DType::f64);
+        return blas_gemm(step.strategy, g, reinterpret_cast<const double*>(a), reinterpret_cast<const double*>(b), reinterpret_cast<double*>(c));
     }
 #endif
     EINC_ASSERT(step.strategy == Strategy::packed_gemm);
