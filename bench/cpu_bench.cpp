@@ -236,6 +236,59 @@ int main(int argc, char** argv) {
         rows.push_back(row);
     }
 
+    // ---- the call classes numpy is the obvious line for: einc's bandwidth against a copy of the bytes the
+    // cost model moves (read + written), numpy beside ------------------------------------------------
+    struct NumpyCase {
+        std::string key;
+        einc::Op op;
+        std::string pattern;
+        einc::Reduction reduction;
+        std::vector<einc::Shape> shapes;
+        std::string target;
+    };
+    const std::vector<NumpyCase> numpy_cases{
+        {"elementwise_product", einc::Op::einsum, "i j, i j -> i j", einc::Reduction::none, {{2048 / scale, 2048}, {2048 / scale, 2048}},
+         ">= 0.7 of copy, >= 1x numpy"},
+        {"scale_rows", einc::Op::einsum, "b s e, e -> b s e", einc::Reduction::none, {{8 / scale, 512, 1024}, {1024}},
+         ">= 0.7 of copy, >= 1x numpy"},
+        {"dot", einc::Op::einsum, "i, i ->", einc::Reduction::none, {{4194304 / scale}, {4194304 / scale}}, ">= 1x numpy"},
+        {"matvec", einc::Op::einsum, "i j, j -> i", einc::Reduction::none, {{4096 / scale, 4096}, {4096}}, ">= 1x numpy"},
+        {"row_dot", einc::Op::einsum, "b i j, b i j -> b", einc::Reduction::none, {{64 / scale, 256, 256}, {64 / scale, 256, 256}},
+         ">= 1x numpy"},
+        {"max_all", einc::Op::reduce, "a ->", einc::Reduction::max, {{16777216 / scale}}, ">= 0.8 of copy, >= 1x numpy"},
+        {"max_rows", einc::Op::reduce, "a b -> a", einc::Reduction::max, {{16384 / scale, 1024}}, ">= 0.8 of copy, >= 1x numpy"},
+        {"attention_natural", einc::Op::einsum, "b i h d, b j h d -> b h i j", einc::Reduction::none,
+         {{8 / scale, 197, 12, 64}, {8 / scale, 197, 12, 64}}, ">= 1x numpy"},
+        {"perm3d", einc::Op::rearrange, "a b c -> c b a", einc::Reduction::none, {{256 / scale, 256, 256}}, ">= 0.5 of copy, >= 1x numpy"},
+        {"perm5d", einc::Op::rearrange, "a b c d e -> e c a d b", einc::Reduction::none, {{16 / scale, 16, 32, 32, 32}},
+         ">= 0.5 of copy, >= 1x numpy"},
+    };
+    for (const NumpyCase& c : numpy_cases) {
+        std::vector<einc::Tensor> operands;
+        std::vector<einc::TensorView> views;
+        for (std::size_t i = 0; i < c.shapes.size(); ++i) {
+            operands.push_back(random_tensor(einc::DType::f32, c.shapes[i], static_cast<unsigned>(10 + i)));
+            views.push_back(operands.back().view());
+        }
+        const einc::Program program =
+            einc::Expression(einc::Call{c.op, c.pattern, c.reduction, {}, false, {}}).bind(views, einc::Options{.contiguous = true});
+        einc::Tensor out = einc::Tensor::empty(einc::DType::f32, program.plan().outputs[0].shape);
+        const std::vector<einc::Input> inputs(operands.begin(), operands.end());
+        const std::vector<einc::TensorView> outputs{out.view()};
+        std::string shapes;
+        for (const einc::Shape& shape : c.shapes) shapes += fmt::format(" {}", einc::format_shape(shape));
+        const std::string reduction = c.op == einc::Op::reduce ? fmt::format("{} ", einc::name_of(c.reduction)) : "";
+        Row row{"vs numpy", fmt::format("{}{}{}", reduction, c.pattern, shapes), "memcpy of the bytes moved"};
+        row.bytes = program.plan().total.bytes();
+        const std::size_t half = static_cast<std::size_t>(row.bytes / 2);
+        std::vector<std::byte> from(half), to(half);
+        row.einc_seconds = time_it([&] { program.run(inputs, outputs); }, repeats);
+        row.baseline_seconds = time_it([&] { parallel_memcpy(to.data(), from.data(), half); }, repeats);
+        row.numpy_seconds = numpy_time(c.key);
+        row.target = c.target;
+        rows.push_back(row);
+    }
+
     // ---- dispatch ---------------------------------------------------------------------------------
     {
         const einc::Tensor x = random_tensor(einc::DType::f32, {2, 3, 8, 8}, 5);

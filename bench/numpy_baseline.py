@@ -72,6 +72,28 @@ report("attention_scores", median_time(lambda: np.einsum("bid,bjd->bij", q, k, o
 a, w = f32(8, 512, 1024), f32(1024, 1024)
 report("linear", median_time(lambda: np.einsum("bsd,de->bse", a, w, optimize=True)))
 
+# the call classes numpy is the obvious line for (cpu_bench's "vs numpy" group)
+a, b = f32(2048 // scale, 2048), f32(2048 // scale, 2048)
+report("elementwise_product", median_time(lambda: np.einsum("ij,ij->ij", a, b, optimize=True)))
+x, w = f32(8 // scale, 512, 1024), f32(1024)
+report("scale_rows", median_time(lambda: np.einsum("bse,e->bse", x, w, optimize=True)))
+u, v = f32(4194304 // scale), f32(4194304 // scale)
+report("dot", median_time(lambda: np.einsum("i,i->", u, v, optimize=True)))
+m, v = f32(4096 // scale, 4096), f32(4096)
+report("matvec", median_time(lambda: np.einsum("ij,j->i", m, v, optimize=True)))
+a, b = f32(64 // scale, 256, 256), f32(64 // scale, 256, 256)
+report("row_dot", median_time(lambda: np.einsum("bij,bij->b", a, b, optimize=True)))
+x = f32(16777216 // scale)
+report("max_all", median_time(lambda: x.max()))
+x = f32(16384 // scale, 1024)
+report("max_rows", median_time(lambda: x.max(axis=1)))
+q, k = f32(8 // scale, 197, 12, 64), f32(8 // scale, 197, 12, 64)
+report("attention_natural", median_time(lambda: np.einsum("bihd,bjhd->bhij", q, k, optimize=True)))
+x = f32(256 // scale, 256, 256)
+report("perm3d", median_time(lambda: np.ascontiguousarray(x.transpose(2, 1, 0))))
+x = f32(16 // scale, 16, 32, 32, 32)
+report("perm5d", median_time(lambda: np.ascontiguousarray(x.transpose(4, 2, 0, 3, 1))))
+
 try:
     import einops
     x = f32(2, 3, 8, 8)
