@@ -21,7 +21,6 @@
 //   contract_accumulate  cpu      products of the sources folded into an accumulator array
 //   library_gemm         both     one strided-batched GEMM in CBLAS (CPU) or cuBLAS (GPU)
 //   library_gemv         cpu      a GEMM with one row or one column: matrix-vector products (cblas_?gemv)
-//   library_dot          cpu      a GEMM with one row and one column: dot products (cblas_?dot)
 //   packed_gemm          cpu      each batch packed into row-major blocks of the accumulator, multiplied
 //   kernels              cuda     generated kernels (compiler/codegen.hpp), launched in order
 #pragma once
@@ -55,7 +54,7 @@ struct Target {
 
 enum class Strategy : std::uint8_t {
     view, move, convert, transpose, reduce_rows, reduce_windows, reduce_accumulate, contract_elementwise, contract_rows,
-    contract_accumulate, library_gemm, library_gemv, library_dot, packed_gemm, kernels,
+    contract_accumulate, library_gemm, library_gemv, packed_gemm, kernels,
 };
 std::string_view name_of(Strategy strategy);
 
@@ -84,6 +83,7 @@ std::string_view name_of(TransposeKind kind);
 //   contract_elementwise:     dst, src, src1 as planned
 //   contract_rows:            dst, src, src1, acc, as reduce_rows
 //   contract_accumulate:      dst, src, src1, acc
+//   (a Gemm scheduled as a contraction - dot products - has the nest of gemm_as_contraction(), canonical)
 struct CpuNest {
     Layout dst, src, src1, acc;
 };

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <numeric>
 
+#include "compiler/canonicalize.hpp"
 #include "compiler/checked.hpp"
 #include "compiler/schedule_rules.hpp"
 #include "grammar/diagnostic.hpp"
@@ -76,7 +77,8 @@ void split_long_row(CpuNest& nest, int threads) {
     std::int64_t chunk = 8192;
     while (chunk >= 256 && inner.extent % chunk != 0) chunk /= 2;
     if (chunk < 256) return;
-    for (Layout* layout : {&nest.src, &nest.acc, &nest.dst}) {
+    for (Layout* layout : {&nest.src, &nest.src1, &nest.acc, &nest.dst}) {
+        if (layout->rank() == 0) continue;  // (a reduction has no second source)
         const Mode m = layout->modes.back();
         layout->modes.back() = Mode{m.extent / chunk, m.stride * chunk};
         layout->modes.push_back(Mode{chunk, m.stride});
@@ -157,6 +159,7 @@ ScheduledStep schedule_contract(const Plan& plan, const Contract& contract, cons
     step.nest = CpuNest{permute(contract.dst.layout, t.order), permute(contract.srcs[0].layout, t.order),
                         permute(contract.srcs[1].layout, t.order), permute(t.acc, t.order)};
     CpuNest& nest = step.nest;
+    split_long_row(nest, target.threads);  // one long dot product: threads fold chunks of it
     if (size > 0) {
         pad_front(2, {&nest.dst, &nest.src, &nest.src1, &nest.acc});
         const std::size_t rank = nest.src.rank();
@@ -175,17 +178,22 @@ ScheduledStep schedule_contract(const Plan& plan, const Contract& contract, cons
     return step;
 }
 
-// GEMMs: f32 and f64 in CBLAS - as dot products or matrix-vector products where a side is 1 (a GEMM with
-// n = 1 costs more than the matrix-vector product, and numpy's einsum calls the latter); other dtypes (and
-// every dtype without a CBLAS, or with k = 0) packed, per batch, into row-major blocks of the accumulator.
+// GEMMs: dot products (one row and one column: a batch of them, or one long one) as contractions, whose
+// kernels fold rows in vectors on every thread; f32 and f64 in CBLAS - matrix-vector products where a side
+// is 1 (a GEMM with n = 1 costs more, and numpy's einsum calls gemv); other dtypes (and every dtype without
+// a CBLAS, or with k = 0) packed, per batch, into row-major blocks of the accumulator.
 ScheduledStep schedule_gemm(const Plan& plan, const Gemm& gemm, const Target& target) {
     const DType in = plan.spec(gemm.a.buffer).dtype;
+    if (gemm.m == 1 && gemm.n == 1 && gemm.k > 0 && is_floating(in)) {
+        Contract dots = gemm_as_contraction(gemm);
+        std::vector<Layout> layouts{dots.dst.layout, dots.srcs[0].layout, dots.srcs[1].layout};
+        canonicalize(layouts);
+        dots.dst.layout = layouts[0], dots.srcs[0].layout = layouts[1], dots.srcs[1].layout = layouts[2];
+        return schedule_contract(plan, dots, target);
+    }
     const DType acc = accumulator_dtype(Reduction::none, in, gemm.k, Backend::cpu);
     if (gemm_in_library(plan, gemm, target))
-        return scheduled(gemm.m == 1 && gemm.n == 1   ? Strategy::library_dot
-                         : gemm.m == 1 || gemm.n == 1 ? Strategy::library_gemv
-                                                      : Strategy::library_gemm,
-                         acc);
+        return scheduled(gemm.m == 1 || gemm.n == 1 ? Strategy::library_gemv : Strategy::library_gemm, acc);
     ScheduledStep step = scheduled(Strategy::packed_gemm, acc);
     if (gemm.batch == 0 || gemm.m == 0 || gemm.n == 0) return step;  // nothing to write
     const std::int64_t blocks = saturating_add(saturating_add(saturating_mul(gemm.m, gemm.k), saturating_mul(gemm.k, gemm.n)), saturating_mul(gemm.m, gemm.n));

@@ -27,7 +27,6 @@ std::vector<std::string> cpu_lines(const ScheduledStep& step) {
     case Strategy::view:
     case Strategy::library_gemm:
     case Strategy::library_gemv:
-    case Strategy::library_dot:
     case Strategy::packed_gemm:
     case Strategy::kernels: return {};
     default: break;
@@ -57,8 +56,7 @@ std::string print_schedule(const Plan& plan, const Schedule& schedule) {
     for (std::size_t s = 0; s < schedule.steps.size(); ++s) {
         const ScheduledStep& step = schedule.steps[s];
         std::string head = fmt::format("  {}. {:<8} {}", s + 1, step_kind(plan.steps[s].step), name_of(step.strategy));
-        const bool library = step.strategy == Strategy::library_gemm || step.strategy == Strategy::library_gemv ||
-                             step.strategy == Strategy::library_dot;
+        const bool library = step.strategy == Strategy::library_gemm || step.strategy == Strategy::library_gemv;
         if (library) head += schedule.target.backend == Backend::cpu ? " (CBLAS)" : " (cuBLAS)";
         if (step.strategy != Strategy::view) head += fmt::format("  accumulator {}", name_of(step.accumulator));
         if (schedule.target.backend == Backend::cpu && step.split != Split::none) head += fmt::format("  split {}", name_of(step.split));

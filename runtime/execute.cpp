@@ -46,6 +46,12 @@ void execute_on_cpu(const Plan& plan, const Schedule& schedule, std::span<const 
                            cpu::contract(scheduled, data(contract.dst), data(contract.srcs[0]), data(contract.srcs[1]), memory.scratch());
                        },
                        [&](const Gemm& gemm) {
+                           const Strategy s = scheduled.strategy;
+                           if (s == Strategy::contract_elementwise || s == Strategy::contract_rows || s == Strategy::contract_accumulate) {
+                               // dot products, as the contraction they are
+                               const Contract dots = gemm_as_contraction(gemm);
+                               return cpu::contract(scheduled, data(dots.dst), data(dots.srcs[0]), data(dots.srcs[1]), memory.scratch());
+                           }
                            cpu::gemm(scheduled, gemm, plan.spec(gemm.a.buffer).dtype, memory.address(gemm.a.buffer, gemm.a.offset),
                                      memory.address(gemm.b.buffer, gemm.b.offset), memory.address(gemm.c.buffer, gemm.c.offset),
                                      memory.scratch());

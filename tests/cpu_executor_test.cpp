@@ -300,7 +300,7 @@ TEST_CASE("cpu executor: every CPU strategy of the schedule, small and split bet
     }
     for (const Strategy s : {Strategy::move, Strategy::convert, Strategy::transpose, Strategy::reduce_rows, Strategy::reduce_windows,
                              Strategy::reduce_accumulate, Strategy::contract_elementwise, Strategy::contract_rows, Strategy::library_gemv,
-                             Strategy::library_dot, Strategy::packed_gemm})
+                             Strategy::packed_gemm})
         CHECK_MESSAGE(strategies.contains(s), "no case was scheduled as ", name_of(s));
 #if EINC_HAS_BLAS
     CHECK(strategies.contains(Strategy::library_gemm));

@@ -6,6 +6,7 @@
 //   contract_accumulate   products folded into an accumulator array in the scratch (split between threads
 //                         over the outermost mode - with arrays of partials when that mode is summed), then
 //                         written out in the destination's dtype.
+#include <cstring>
 #include <fmt/format.h>
 
 #include "runtime/cpu/fold.hpp"
@@ -58,6 +59,25 @@ template <DType In, typename A>
 EINC_KERNEL A dot_row(const storage_t<In>* __restrict x, const storage_t<In>* __restrict y, std::int64_t count, std::int64_t xs,
                       std::int64_t ys) {
     const auto load = [](storage_t<In> v) { return static_cast<A>(Element<In>::load(v)); };
+    if constexpr (In == DType::f32 && std::is_same_v<A, double>) {
+        if (xs == 1 && ys == 1) {  // f32 products summed in f64: four chains of four-lane vectors
+            using F [[gnu::vector_size(16)]] = float;
+            using D [[gnu::vector_size(32)]] = double;
+            D sums[4] = {};
+            std::int64_t i = 0;
+            for (; i + 16 <= count; i += 16)
+                for (int j = 0; j < 4; ++j) {
+                    F u, v;
+                    std::memcpy(&u, x + i + 4 * j, sizeof u);
+                    std::memcpy(&v, y + i + 4 * j, sizeof v);
+                    sums[j] += __builtin_convertvector(u, D) * __builtin_convertvector(v, D);
+                }
+            const D total = (sums[0] + sums[1]) + (sums[2] + sums[3]);
+            A s = (total[0] + total[1]) + (total[2] + total[3]);
+            for (; i < count; ++i) s += load(x[i]) * load(y[i]);
+            return s;
+        }
+    }
     if (xs == 1 && ys == 1) {
         A s0{0}, s1{0}, s2{0}, s3{0};
         std::int64_t i = 0;
@@ -119,6 +139,11 @@ void contract_typed(const ScheduledStep& step, const Data& dst, const Data& src,
         for_each_run(local, begin, end, [](std::array<std::byte*, 3> p, std::int64_t count, const std::array<std::int64_t, 3>& stride) {
             A* a = reinterpret_cast<A*>(p[0]);
             const std::int64_t acc_step = stride[0] / static_cast<std::int64_t>(sizeof(A));
+            if (acc_step == 0) {  // a run of one output's terms: a dot product in vectors
+                constexpr auto size = static_cast<std::int64_t>(sizeof(S));
+                *a += dot_row<In, A>(reinterpret_cast<const S*>(p[1]), reinterpret_cast<const S*>(p[2]), count, stride[1] / size, stride[2] / size);
+                return;
+            }
             for (std::int64_t i = 0; i < count; ++i) {
                 const A x = static_cast<A>(Element<In>::load(load_at<S>(p[1] + i * stride[1])));
                 const A y = static_cast<A>(Element<In>::load(load_at<S>(p[2] + i * stride[2])));

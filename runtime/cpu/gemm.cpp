@@ -1,4 +1,4 @@
-// Gemm on the CPU, as the schedule decided: library_gemm, _gemv and _dot through CBLAS (OpenBLAS) with the
+// Gemm on the CPU, as the schedule decided: library_gemm and _gemv through CBLAS (OpenBLAS) with the
 // strides and transposes the planner chose; packed_gemm through row-major blocks of the accumulator type in the
 // scratch - f16 and bf16 in f32 (multiplied by sgemm where there is a CBLAS), integers in a blocked loop.
 #include <algorithm>
@@ -79,28 +79,24 @@ template <>
 struct Blas<float> {
     static constexpr auto gemm = cblas_sgemm;
     static constexpr auto gemv = cblas_sgemv;
-    static constexpr auto dot = cblas_sdot;
 };
 template <>
 struct Blas<double> {
     static constexpr auto gemm = cblas_dgemm;
     static constexpr auto gemv = cblas_dgemv;
-    static constexpr auto dot = cblas_ddot;
 };
 
 blasint blas_int(std::int64_t value) { return static_cast<blasint>(value); }
 
-// One CBLAS call per batch: a GEMM (a column-major C computed as C^T = B^T A^T), a matrix-vector product
-// where C has one column (C = A x) or one row (C = x B, as B^T x), or a dot product where it has both.
+// One CBLAS call per batch: a GEMM (a column-major C computed as C^T = B^T A^T), or a matrix-vector product
+// where C has one column (C = A x) or one row (C = x B, as B^T x).
 template <typename T>
 void blas_gemm(Strategy strategy, const Gemm& g, const T* a, const T* b, T* c) {
     for (std::int64_t batch = 0; batch < g.batch; ++batch) {
         const T* ab = a + batch * g.a.batch_stride;
         const T* bb = b + batch * g.b.batch_stride;
         T* cb = c + batch * g.c.batch_stride;
-        if (strategy == Strategy::library_dot) {
-            *cb = Blas<T>::dot(blas_int(g.k), ab, blas_int(g.a.col_stride), bb, blas_int(g.b.row_stride));
-        } else if (strategy == Strategy::library_gemv && g.n == 1) {  // C (m) = A (m x k) x, x a column of B
+        if (strategy == Strategy::library_gemv && g.n == 1) {  // C (m) = A (m x k) x, x a column of B
             const bool stored = g.a.row_major();
             Blas<T>::gemv(CblasRowMajor, stored ? CblasNoTrans : CblasTrans, blas_int(stored ? g.m : g.k), blas_int(stored ? g.k : g.m), T{1},
                           ab, blas_int(g.a.leading_dimension()), bb, blas_int(g.b.row_stride), T{0}, cb, blas_int(g.c.row_stride));
