@@ -316,7 +316,8 @@ int aot(std::span<const std::string> args, std::ostream& out, std::ostream& err,
             fmt::print(out, "{}: {}\n", entry.location, entry.text);
             for (const KernelSignature& k : entry.kernels) fmt::print(out, "  {}\n", k.name());
         }
-        fmt::print(out, "{} calls, {} distinct kernels\n", corpus.entries.size(), kernels.size());
+        fmt::print(out, "{}, {} distinct kernel{}\n", counted(static_cast<std::int64_t>(corpus.entries.size()), "call"), kernels.size(),
+                   kernels.size() == 1 ? "" : "s");
         return exit_ok;
     }
 
@@ -336,9 +337,10 @@ int aot(std::span<const std::string> args, std::ostream& out, std::ostream& err,
             binaries.push_back(b);
         }
     }
-    fmt::print(err, "einc aot: {} calls of {} need {} kernels: compiling {} modules of up to {} kernels for {} on {} threads\n",
-               corpus.entries.size(), options.corpus.string(), kernels.size(), binaries.size(), kernels_per_module, arch_summary(options),
-               std::min<std::size_t>(options.jobs, binaries.size()));
+    fmt::print(err, "einc aot: {} of {} need {}: compiling {} of up to {} kernels for {} on {}\n",
+               counted(static_cast<std::int64_t>(corpus.entries.size()), "call"), options.corpus.string(),
+               counted(static_cast<std::int64_t>(kernels.size()), "kernel"), counted(static_cast<std::int64_t>(binaries.size()), "module"),
+               kernels_per_module, arch_summary(options), counted(static_cast<std::int64_t>(std::min<std::size_t>(options.jobs, binaries.size())), "thread"));
     Progress progress(err, binaries.size(), err_is_terminal);
     compile_all(binaries, options.jobs, progress);
 
@@ -356,8 +358,9 @@ int aot(std::span<const std::string> args, std::ostream& out, std::ostream& err,
     write_file(options.output / (options.name + ".cpp"), source_text(options, corpus, binaries));
 
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    fmt::print(out, "einc aot: {} calls -> {} kernels -> {} modules for {}: {} ({} a kernel per architecture), in {:.1f} s\n",
-               corpus.entries.size(), kernels.size(), binaries.size(), arch_summary(options), byte_size(total_bytes),
+    fmt::print(out, "einc aot: {} -> {} -> {} for {}: {} ({} a kernel per architecture), in {:.1f} s\n",
+               counted(static_cast<std::int64_t>(corpus.entries.size()), "call"), counted(static_cast<std::int64_t>(kernels.size()), "kernel"),
+               counted(static_cast<std::int64_t>(binaries.size()), "module"), arch_summary(options), byte_size(total_bytes),
                byte_size(total_bytes / kernels.size() / (options.archs.size() + (options.ptx ? 1 : 0))), seconds);
     fmt::print(out, "  wrote {} and {} (and the binaries under {})\n", (options.output / (options.name + ".hpp")).string(),
                (options.output / (options.name + ".cpp")).string(), binary_dir.string());

@@ -9,24 +9,27 @@
 namespace einc::cli {
 namespace {
 
-std::int64_t parse_integer(std::string_view text, std::string_view what, bool allow_unknown) {
+// Which negative numbers a field takes: none (lengths), -1 alone (unpack's unknown length), any (strides).
+enum class Negatives { none, minus_one, any };
+
+std::int64_t parse_integer(std::string_view text, std::string_view what, Negatives negatives) {
     std::int64_t value = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (error == std::errc::result_out_of_range)
         throw UsageError(fmt::format("{} {} is too large for a 64-bit length", what, text));
     if (error != std::errc{} || end != text.data() + text.size() || text.empty())
         throw UsageError(fmt::format("'{}' is not {} {}", text, std::string_view("aeiou").find(what.front()) == std::string_view::npos ? "a" : "an", what));
-    if (value < 0 && !(allow_unknown && value == -1))
+    if (value < 0 && negatives != Negatives::any && !(negatives == Negatives::minus_one && value == -1))
         throw UsageError(fmt::format("{} {} is negative", what, text));
     return value;
 }
 
-std::vector<std::int64_t> parse_list(std::string_view text, char separator, std::string_view what, bool allow_unknown) {
+std::vector<std::int64_t> parse_list(std::string_view text, char separator, std::string_view what, Negatives negatives) {
     std::vector<std::int64_t> values;
     if (text.empty()) return values;
     for (std::size_t begin = 0;;) {
         const std::size_t end = text.find(separator, begin);
-        values.push_back(parse_integer(text.substr(begin, end - begin), what, allow_unknown));
+        values.push_back(parse_integer(text.substr(begin, end - begin), what, negatives));
         if (end == std::string_view::npos) break;
         begin = end + 1;
     }
@@ -40,12 +43,12 @@ OperandArg parse_layout(const std::string& text) {
     };
     const std::size_t close = text.find(')');
     if (text.front() != '(' || close == std::string::npos) throw fail();
-    OperandArg operand{text, parse_list(std::string_view(text).substr(1, close - 1), ',', "length", false), std::nullopt};
+    OperandArg operand{text, parse_list(std::string_view(text).substr(1, close - 1), ',', "length", Negatives::none), std::nullopt};
     const std::string_view rest = std::string_view(text).substr(close + 1);
     if (rest.empty()) return operand;
     if (rest.size() < 3 || rest.substr(0, 2) != ":(" || rest.back() != ')') throw fail();
     Shape strides;
-    for (const std::int64_t s : parse_list(rest.substr(2, rest.size() - 3), ',', "stride", false)) strides.push_back(s);
+    for (const std::int64_t s : parse_list(rest.substr(2, rest.size() - 3), ',', "stride", Negatives::any)) strides.push_back(s);
     if (strides.size() != operand.shape.size())
         throw UsageError(fmt::format("layout '{}' has {} lengths but {} strides", text, operand.shape.size(), strides.size()));
     operand.strides = std::move(strides);
@@ -62,7 +65,7 @@ AxisSize parse_axis_size(const std::string& text) {
     const std::size_t equals = text.find('=');
     if (equals == std::string::npos || equals == 0)
         throw UsageError(fmt::format("'-a {}' is not an axis size: write -a name=size, e.g. -a h=4", text));
-    return AxisSize{text.substr(0, equals), parse_integer(std::string_view(text).substr(equals + 1), "axis size", false)};
+    return AxisSize{text.substr(0, equals), parse_integer(std::string_view(text).substr(equals + 1), "axis size", Negatives::none)};
 }
 
 // `--print syntax,bound`: only those stages.
@@ -85,7 +88,7 @@ void set_stages(CallArgs& parsed, const std::string& list) {
 Shape parse_shape_literal(const std::string& text, bool allow_unknown) {
     if (text == "scalar") return {};
     if (text.empty()) throw UsageError("empty shape: write `2x3` for a 2-by-3 tensor, `scalar` for a 0-dim one");
-    return parse_list(text, 'x', "shape length", allow_unknown);
+    return parse_list(text, 'x', "shape length", allow_unknown ? Negatives::minus_one : Negatives::none);
 }
 
 CallArgs parse_call_args(std::span<const std::string> args) {
@@ -107,7 +110,7 @@ CallArgs parse_call_args(std::span<const std::string> args) {
         else if (arg == "--device") parsed.device = value();
         else if (arg == "--backend") parsed.backend = value();
         else if (arg == "--ptx") parsed.ptx = true;
-        else if (arg == "--arch") parsed.arch = static_cast<int>(parse_integer(value(), "GPU architecture", false));
+        else if (arg == "--arch") parsed.arch = static_cast<int>(parse_integer(value(), "GPU architecture", Negatives::none));
         else if (arg == "-o" || arg == "--output") parsed.outputs.push_back(value());
         else if (arg == "--print") set_stages(parsed, value());
         else if (arg == "--") { positional.insert(positional.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end()); break; }

@@ -7,6 +7,7 @@
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "cli/measure.hpp"
+#include "grammar/diagnostic.hpp"
 #include "runtime/cpu/parallel.hpp"
 
 namespace einc::cli {
@@ -81,14 +82,14 @@ int bench(std::span<const std::string> command_line, std::ostream& out) {
     for (std::size_t s = 0; s < plan.steps.size(); ++s)
         steps += fmt::format("{}{} ({})", steps.empty() ? "" : ", ", step_kind(plan.steps[s].step), name_of(m.schedule.steps[s].strategy));
     const std::string where = settings.backend == "cpu"
-                                  ? fmt::format("the CPU executor, {} threads", cpu::thread_count())
+                                  ? fmt::format("the CPU executor, {}", counted(cpu::thread_count(), "thread"))
                                   : std::string("the CUDA backend, device 0");
     fmt::print(out, "bench {}\n", call_key(args));
     fmt::print(out, "  backend    {} ({}): {} warm-up run{}, median of {}{}\n", settings.backend, where,
                settings.warmup, settings.warmup == 1 ? "" : "s", settings.repeat,
-               m.batch > 1 ? fmt::format(" samples of {} calls each", m.batch) : "");
-    fmt::print(out, "  plan       {} step{}: {}{}\n", plan.steps.size(), plan.steps.size() == 1 ? "" : "s",
-               steps, free ? " (nothing moves: the time is einc's dispatch)" : "");
+               m.batch > 1 ? fmt::format(" samples of {} each", counted(m.batch, "call")) : "");
+    fmt::print(out, "  plan       {}{}{}\n", counted(static_cast<std::int64_t>(plan.steps.size()), "step"), steps.empty() ? "" : ": " + steps,
+               free ? " (nothing moves: the time is einc's dispatch)" : "");
     fmt::print(out, "  time       {} per call (min {}, max {})\n", format_seconds(m.seconds),
                format_seconds(m.min_seconds), format_seconds(m.max_seconds));
     if (free) {

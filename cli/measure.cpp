@@ -102,8 +102,11 @@ Operands make_operands(const LoadedOperands& loaded, Device device) {
         }
         const Shape strides = spec.data != nullptr ? host.view().strides : spec.strides;
 #if EINC_HAS_CUDA
-        if (device == Device::cuda)
-            host = cuda::to_device(TensorView{host.data(), host.dtype(), {host.numel()}, {1}});
+        if (device == Device::cuda) try {  // the storage its strides address, flat
+                host = cuda::to_device(TensorView{host.data(), host.dtype(), {host.numel()}, {1}});
+            } catch (Error& e) {
+                throw std::move(e.note(fmt::format("for operand {}: {} {}", i, name_of(spec.dtype), format_shape(spec.shape))));
+            }
 #endif
         operands.views.push_back(TensorView{host.data(), spec.dtype, spec.shape, strides, device, 0});
         operands.storage.push_back(std::move(host));

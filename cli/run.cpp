@@ -61,7 +61,9 @@ Device execution_device(const std::string& backend) {
 int run_call(const CallArgs& args, std::ostream& out) {
     for (const OperandArg& operand : args.operands)
         if (!operand.is_file) throw UsageError(fmt::format("run needs .npy inputs, got '{}'", operand.text));
-    if (args.outputs.empty()) throw UsageError("run needs an output: -o result.npy");
+    const bool parse_shape = args.call.op == Op::parse_shape;  // prints the sizes; writes nothing
+    if (args.outputs.empty() && !parse_shape) throw UsageError("run needs an output: -o result.npy");
+    if (!args.outputs.empty() && parse_shape) throw UsageError("parse_shape prints the axis sizes and writes no file: drop -o");
     const Device device = execution_device(args.backend);
     const LoadedOperands loaded = load_operands(args);
     const std::vector<Tensor> operands = to_device(loaded.files, device);
@@ -71,8 +73,14 @@ int run_call(const CallArgs& args, std::ostream& out) {
     const Program program =
         Expression(args.call).bind(views, Options{.contiguous = false, .require_view = args.view});
     const std::vector<Tensor> results = program.run(inputs);
+    if (parse_shape) {
+        std::vector<std::string> sizes;
+        for (const AxisSize& size : parsed_shape(program.bound())) sizes.push_back(fmt::format("{}={}", size.name, size.size));
+        fmt::print(out, "{}\n", sizes.empty() ? "(no named axes)" : fmt::format("{}", fmt::join(sizes, " ")));
+        return exit_ok;
+    }
     if (args.outputs.size() != 1 && args.outputs.size() != results.size())
-        throw UsageError(fmt::format("{} -o given for {} results", args.outputs.size(), results.size()));
+        throw UsageError(fmt::format("{} -o given for {}", args.outputs.size(), counted(static_cast<std::int64_t>(results.size()), "result")));
     for (std::size_t k = 0; k < results.size(); ++k) {
         const std::string path = output_path(args, k, results.size());
         write_npy(path, to_host(results[k]).view());
@@ -80,9 +88,16 @@ int run_call(const CallArgs& args, std::ostream& out) {
         fmt::print(out, "wrote {}: {} {} ({}{})\n", path, name_of(results[k].dtype()),
                    format_shape(results[k].shape()),
                    source ? fmt::format("a view of input {}: no data moved before writing", *source)
-                          : fmt::format("{} step{}", program.plan().steps.size(),
-                                        program.plan().steps.size() == 1 ? "" : "s"),
+                          : counted(static_cast<std::int64_t>(program.plan().steps.size()), "step"),
                    device == Device::cuda ? ", on the GPU" : "");
+    }
+    if (args.call.op == Op::pack) {  // what unpack needs to split it again
+        std::vector<std::string> parts, flags;
+        for (const Shape& shape : packed_shapes(program.bound())) {
+            parts.push_back(format_shape(shape));
+            flags.push_back("--packed " + format_shape(shape));
+        }
+        fmt::print(out, "packed shapes: {} (unpack with {})\n", fmt::join(parts, ", "), fmt::join(flags, " "));
     }
     return exit_ok;
 }

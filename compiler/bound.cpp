@@ -17,6 +17,16 @@ AxisSizes parsed_shape(const Bound& bound) {
     return sizes;
 }
 
+std::vector<Shape> packed_shapes(const Bound& bound) {
+    std::vector<Shape> shapes;
+    for (const std::vector<AxisId>& part : bound.concat->parts) {
+        Shape shape;
+        for (const AxisId a : part) shape.push_back(bound.size(a));
+        shapes.push_back(std::move(shape));
+    }
+    return shapes;
+}
+
 namespace {
 
 std::string axis_list(const Bound& bound, const std::vector<AxisId>& axes) {

@@ -73,6 +73,10 @@ struct Bound {
 // The sizes parse_shape returns: named axes in pattern order (`_` and `...` are not returned).
 AxisSizes parsed_shape(const Bound& bound);
 
+// The shapes pack returns (of each tensor's part at `*`): what unpack needs to split the result again.
+// @pre bound.op is pack or unpack
+std::vector<Shape> packed_shapes(const Bound& bound);
+
 // The IR as `einc explain` prints it; stable for golden tests:
 //   bound rearrange
 //     axes  b=2  h=4  w=8  c=3

@@ -142,10 +142,13 @@ bool may_overlap(const Layout& layout) {
 }
 
 std::int64_t distinct_elements(const Layout& layout) {
-    std::int64_t n = 1;
+    Layout stepped;  // the modes that move (a broadcast reads its elements once)
     for (const Mode& m : layout.modes)
-        if (m.stride != 0 || m.extent == 0) n *= m.extent;
-    return n;
+        if (m.stride != 0 || m.extent == 0) stepped.modes.push_back(m);
+    const std::int64_t n = stepped.size();
+    if (n <= 1 || !may_overlap(stepped)) return n;
+    const OffsetRange range = offset_range(stepped);  // overlapping: at most every offset it spans
+    return std::min(n, range.end - range.begin);
 }
 
 }  // namespace einc

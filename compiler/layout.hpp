@@ -85,8 +85,9 @@ OffsetRange offset_range(const Layout& layout);
 // smaller ones); conservative (answers true) otherwise.
 bool may_overlap(const Layout& layout);
 
-// The number of distinct elements the layout reads, for non-overlapping layouts with broadcast modes:
-// the product of the extents of the modes with a non-zero stride.
+// The number of distinct elements the layout reads: the product of the extents of the modes with a
+// non-zero stride (broadcast modes read their elements once), exact where those do not overlap; where they
+// do (a sliding window), at most the offsets they span - exact for windows over one contiguous run.
 std::int64_t distinct_elements(const Layout& layout);
 
 }  // namespace einc

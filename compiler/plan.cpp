@@ -52,9 +52,10 @@ DType compute_dtype(const Plan& plan, const Step& step) {
 namespace detail {
 namespace {
 
-// Whether every offset a tensor of this shape and these strides reaches fits in 64 bits (an empty
-// tensor reaches none), so that no stride the plan derives from them overflows.
-bool offsets_fit(const Shape& shape, const Shape& strides) {
+// Whether every offset a tensor of this shape and these strides reaches fits in 64 bits, counted in bytes
+// (an empty tensor reaches none), so that no stride the plan derives from them, and no address an
+// executor computes from them, overflows.
+bool offsets_fit(const Shape& shape, const Shape& strides, std::size_t element_size) {
     if (checked_product(shape) == 0) return true;
     std::int64_t reach = 0;
     for (std::size_t d = 0; d < shape.size(); ++d) {
@@ -64,11 +65,11 @@ bool offsets_fit(const Shape& shape, const Shape& strides) {
         if (!sum) return false;
         reach = *sum;
     }
-    return true;
+    return checked_mul(reach, static_cast<std::int64_t>(element_size)).has_value();
 }
 
 void check_offsets_fit(const TensorSpec& spec, std::string_view what, std::size_t index) {
-    if (!offsets_fit(spec.shape, spec.strides))
+    if (!offsets_fit(spec.shape, spec.strides, size_of(spec.dtype)))
         throw Error(ErrorKind::usage, fmt::format("{} {} has strides that reach beyond 64 bits of offset: ({}):({})", what, index,
                                                   fmt::join(spec.shape, ","), fmt::join(spec.strides, ",")));
 }
@@ -92,7 +93,8 @@ PlanBuilder::PlanBuilder(const Bound& bound_, std::span<const TensorSpec> inputs
     }
     output_dtype = bound.op == Op::parse_shape ? input_dtype : result_dtype(bound.op, bound.reduction, input_dtype, !bound.reduced.empty());
     if (!options.output_strides.empty() && options.output_strides.size() != bound.outputs.size())
-        throw Error(ErrorKind::usage, fmt::format("{} outputs given for {} results", options.output_strides.size(), bound.outputs.size()));
+        throw Error(ErrorKind::usage, fmt::format("{} given for {}", counted(static_cast<std::int64_t>(options.output_strides.size()), "output"),
+                                                  counted(static_cast<std::int64_t>(bound.outputs.size()), "result")));
     for (std::size_t k = 0; k < bound.outputs.size(); ++k) {
         const Shape shape = bound.outputs[k].shape();
         Shape strides = options.output_strides.empty() ? row_major_strides(shape) : options.output_strides[k];

@@ -136,6 +136,10 @@ Error& Error::help(std::string text) & {
     return *this;
 }
 
+std::string counted(std::int64_t count, std::string_view noun) {
+    return fmt::format("{} {}{}", count, noun, count == 1 ? "" : "s");
+}
+
 const char* Error::what() const noexcept {
     try {
         if (rendered_.empty()) rendered_ = render(diagnostic_);

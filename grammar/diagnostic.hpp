@@ -79,6 +79,9 @@ public:
 
 [[noreturn]] void internal_error(const char* condition, const char* file, int line);
 
+// "1 result", "2 results", "0 results": a count and its noun, for messages.
+std::string counted(std::int64_t count, std::string_view noun);
+
 }  // namespace einc
 
 // An invariant of einc itself; failing it is a bug, reported as InternalError rather than a crash.

@@ -76,13 +76,7 @@ Tensor einsum(Subscripts subscripts, std::span<const Input> operands, const Opti
 Packed pack(std::span<const Input> tensors, std::string_view pattern, const Options& options) {
     static const AxisSizes none;
     const Program program = default_plan_cache().get(CallRef{Op::pack, pattern, Reduction::none, &none, false, nullptr}, tensors, options);
-    Packed packed{program.run(tensors, options.stream).front(), {}};
-    for (const auto& part : program.bound().concat->parts) {
-        Shape shape;
-        for (const AxisId a : part) shape.push_back(program.bound().size(a));
-        packed.packed_shapes.push_back(std::move(shape));
-    }
-    return packed;
+    return Packed{program.run(tensors, options.stream).front(), packed_shapes(program.bound())};
 }
 
 Packed pack(std::initializer_list<Input> tensors, std::string_view pattern, const Options& options) {

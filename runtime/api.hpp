@@ -15,6 +15,7 @@
 #include <array>
 #include <span>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "plan_cache.hpp"
@@ -42,8 +43,13 @@ Tensor reduce(const Input& x, std::string_view pattern, std::string_view reducti
 Tensor repeat(const Input& x, std::string_view pattern, const AxisSizes& sizes = {}, const Options& options = {});
 Tensor repeat(std::span<const Input> xs, std::string_view pattern, const AxisSizes& sizes = {}, const Options& options = {});
 
+// einsum(pattern, q, k); with options, einsum(pattern, {q, k}, options); or a span (a std::vector<Input>).
 Tensor einsum(std::string_view pattern, std::span<const Input> operands, const Options& options = {});
+inline Tensor einsum(std::string_view pattern, std::initializer_list<Input> operands, const Options& options = {}) {
+    return einsum(pattern, std::span<const Input>(operands.begin(), operands.size()), options);
+}
 template <typename... Operands>
+    requires(sizeof...(Operands) > 0 && (std::is_convertible_v<const Operands&, Input> && ...))
 Tensor einsum(std::string_view pattern, const Operands&... operands) {
     const std::array<Input, sizeof...(Operands)> inputs{Input(operands)...};
     return einsum(pattern, std::span<const Input>(inputs), Options{});
@@ -54,7 +60,11 @@ struct Subscripts {
     std::string_view text;
 };
 Tensor einsum(Subscripts subscripts, std::span<const Input> operands, const Options& options = {});
+inline Tensor einsum(Subscripts subscripts, std::initializer_list<Input> operands, const Options& options = {}) {
+    return einsum(subscripts, std::span<const Input>(operands.begin(), operands.size()), options);
+}
 template <typename... Operands>
+    requires(sizeof...(Operands) > 0 && (std::is_convertible_v<const Operands&, Input> && ...))
 Tensor einsum(Subscripts subscripts, const Operands&... operands) {
     const std::array<Input, sizeof...(Operands)> inputs{Input(operands)...};
     return einsum(subscripts, std::span<const Input>(inputs), Options{});

@@ -120,7 +120,8 @@ namespace {
 void check_inputs(const Program& program, std::span<const Input> inputs, Device device, int device_index) {
     const Plan& plan = program.plan();
     if (inputs.size() != plan.inputs.size())
-        throw Error(ErrorKind::usage, fmt::format("the program takes {} inputs, got {}", plan.inputs.size(), inputs.size()));
+        throw Error(ErrorKind::usage, fmt::format("the program takes {}, got {}", counted(static_cast<std::int64_t>(plan.inputs.size()), "input"),
+                                                  inputs.size()));
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         const TensorView& view = inputs[i].view();
         const TensorSpec& expected = plan.inputs[i];
@@ -176,7 +177,8 @@ void Program::run(std::span<const Input> inputs, std::span<const TensorView> out
     const State& s = *state_;
     check_inputs(*this, inputs, s.device, s.device_index);
     if (outputs.size() != s.plan.outputs.size())
-        throw Error(ErrorKind::usage, fmt::format("the program has {} results, got {} outputs", s.plan.outputs.size(), outputs.size()));
+        throw Error(ErrorKind::usage, fmt::format("the program has {}, got {}", counted(static_cast<std::int64_t>(s.plan.outputs.size()), "result"),
+                                                  counted(static_cast<std::int64_t>(outputs.size()), "output")));
     for (std::size_t k = 0; k < outputs.size(); ++k) {
         if (s.view_sources[k])
             throw Error(ErrorKind::usage, "this program's results are views of its inputs: there is nothing to write")

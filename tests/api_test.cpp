@@ -69,6 +69,14 @@ TEST_CASE("reduce, repeat and einsum in one line") {
     CHECK(values_of(s.view())[0] == 0 * 0 + 1 * 1 + 2 * 2 + 3 * 3);
     const Tensor compact = einsum(Subscripts{"bid,bjd->bij"}, q, k);
     CHECK(values_of(compact.view()) == values_of(s.view()));
+    // The same call with options, and with operands counted at run time.
+    const Tensor with_options = einsum("b i d, b j d -> b i j", {q, k}, {.contiguous = true});
+    CHECK(values_of(with_options.view()) == values_of(s.view()));
+    CHECK(values_of(einsum(Subscripts{"bid,bjd->bij"}, {q, k}, {}).view()) == values_of(s.view()));
+    const std::vector<Input> operands{q, k};
+    CHECK(values_of(einsum("b i d, b j d -> b i j", operands).view()) == values_of(s.view()));
+    CHECK(values_of(einsum(Subscripts{"bid,bjd->bij"}, operands).view()) == values_of(s.view()));
+    CHECK(values_of(einsum("i ->", iota(DType::f32, {4})).view()) == std::vector<double>{6});
 }
 
 TEST_CASE("rearrange of a list stacks it, as einops does") {

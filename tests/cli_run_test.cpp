@@ -128,3 +128,31 @@ TEST_CASE("run: --backend cuda without a usable GPU is an error that says so, an
     CHECK(einc_cli({"run", "rearrange", "a b -> b a", dir / "x.npy", "-o", dir / "y.npy", "--backend", "tpu"})
               .status == cli::exit_usage);
 }
+
+TEST_CASE("run: parse_shape prints the axis sizes and writes nothing; pack prints what unpack needs") {
+    TempDir dir;
+    write_npy(dir / "x.npy", reference::make_tensor(DType::f32, {2, 3, 4}, counting(24)).view());
+    Result result = einc_cli({"run", "parse_shape", "a _ c", dir / "x.npy"});
+    CHECK(result.status == cli::exit_ok);
+    CHECK(result.out == "a=2 c=4\n");
+    result = einc_cli({"run", "parse_shape", "_ _ _", dir / "x.npy"});
+    CHECK(result.out == "(no named axes)\n");
+    result = einc_cli({"run", "parse_shape", "a b c", dir / "x.npy", "-o", dir / "y.npy"});
+    CHECK(result.status == cli::exit_usage);
+    CHECK(result.err.find("parse_shape prints the axis sizes and writes no file: drop -o") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir / "y.npy"));
+
+    // pack, then unpack with the flags it printed: the parts come back.
+    write_npy(dir / "v.npy", reference::make_tensor(DType::f32, {2}, counting(2)).view());
+    write_npy(dir / "s.npy", reference::make_tensor(DType::f32, {}, {5}).view());
+    result = einc_cli({"run", "pack", "a *", dir / "x.npy", dir / "v.npy", "-o", dir / "p.npy"});
+    REQUIRE(result.status == cli::exit_ok);
+    CHECK(result.out.find("packed shapes: 3x4, scalar (unpack with --packed 3x4 --packed scalar)\n") != std::string::npos);
+    result = einc_cli({"run", "unpack", "a *", "--packed", "3x4", "--packed", "scalar", dir / "p.npy", "-o", dir / "u.npy"});
+    INFO(result.err);
+    REQUIRE(result.status == cli::exit_ok);
+    CHECK(reference::values_of(read_npy(dir / "u_0.npy").view()) == counting(24));
+    CHECK(reference::values_of(read_npy(dir / "u_1.npy").view()) == counting(2));
+    result = einc_cli({"run", "pack", "*", dir / "s.npy", dir / "v.npy", "-o", dir / "q.npy"});
+    CHECK(result.out.find("packed shapes: scalar, 2 (unpack with --packed scalar --packed 2)\n") != std::string::npos);
+}

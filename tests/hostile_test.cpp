@@ -236,13 +236,15 @@ TEST_CASE("hostile: sizes whose product overflows int64") {
     CHECK_EINC_ERROR(unpack(broadcast({6}), {{big, big}, {-1}}, "*"), "64 bits");
     // Strides that would reach beyond 64 bits of offset.
     CHECK_EINC_ERROR(rearrange(TensorView{&one, DType::f32, {3, 4}, {int64_max / 2, 1}}, "a (b c) -> c b a", {{"b", 2}}), "64 bits");
-    // Every operand fits, and so does the result, but the contraction's index space does not: planned
-    // (and costed) without overflow.
-    const Program program = compile(Op::einsum, "i j, j k -> i k")
-                                .bind({broadcast({std::int64_t{1} << 31, std::int64_t{1} << 31}),
-                                       broadcast({std::int64_t{1} << 31, std::int64_t{1} << 31})});
+    // Every operand fits, and so does the result (2^60 f32, 2^62 bytes), but the contraction's index space
+    // (2^91) does not: planned (and costed) without overflow.
+    const std::int64_t i = std::int64_t{1} << 30, j = std::int64_t{1} << 31;
+    const Program program = compile(Op::einsum, "i j, j k -> i k").bind({broadcast({i, j}), broadcast({j, i})});
     CHECK(program.plan().total.flops > 0);
     CHECK(program.explain().find("gemm") != std::string::npos);
+    // A result whose elements can be numbered in 64 bits but whose bytes cannot (2^62 f32 = 2^64 bytes).
+    CHECK_EINC_ERROR(compile(Op::einsum, "i j, j k -> i k").bind({broadcast({j, j}), broadcast({j, j})}), "beyond 64 bits");
+    CHECK_EINC_ERROR(rearrange(TensorView{&one, DType::f32, {2}, {int64_max}}, "a -> a"), "beyond 64 bits");
     // Negative lengths are refused, wherever they come from.
     CHECK_EINC_ERROR(rearrange(broadcast({-2, 3}), "a b -> b a"), "negative");
     CHECK_EINC_ERROR(repeat(broadcast({2}), "a -> a b", {{"b", -1}}), "negative");
@@ -407,7 +409,7 @@ TEST_CASE("hostile: caller outputs that alias the inputs, or have the wrong shap
     CHECK_EINC_ERROR(run_into(transpose, TensorView{y.data(), DType::f32, {4, 4}, {4, 1}, Device::cuda}), "error:");
     CHECK_EINC_ERROR(run_into(transpose, TensorView{nullptr, DType::f32, {4, 4}, {4, 1}}), "no data");
     CHECK_EINC_ERROR(run_into(transpose, TensorView{static_cast<std::byte*>(y.data()) + 1, DType::f32, {4, 4}, {4, 1}}), "aligned");
-    CHECK_EINC_ERROR(transpose.run(inputs, std::vector<TensorView>{}), "1 results");
+    CHECK_EINC_ERROR(transpose.run(inputs, std::vector<TensorView>{}), "the program has 1 result, got 0 outputs");
     // Two outputs of one program that overlap each other.
     const Tensor packed = iota(DType::f32, {6});
     const Program split = Expression(Call{Op::unpack, "*", Reduction::none, {}, false, {{2}, {4}}})
