@@ -24,8 +24,8 @@ std::int64_t parse_integer(std::string_view text, std::string_view what, Negativ
     return value;
 }
 
-std::vector<std::int64_t> parse_list(std::string_view text, char separator, std::string_view what, Negatives negatives) {
-    std::vector<std::int64_t> values;
+Shape parse_list(std::string_view text, char separator, std::string_view what, Negatives negatives) {
+    Shape values;
     if (text.empty()) return values;
     for (std::size_t begin = 0;;) {
         const std::size_t end = text.find(separator, begin);

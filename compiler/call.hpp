@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "shape.hpp"
+
 namespace einc {
 
 enum class Op : std::uint8_t { rearrange, reduce, repeat, einsum, pack, unpack, parse_shape };
@@ -20,8 +22,6 @@ std::optional<Reduction> reduction_named(std::string_view name);  // "sum" ... "
 std::vector<std::string_view> all_reduction_names();
 // The reduction a misspelt name most likely meant (`maen` -> `mean`, `average` -> nothing).
 std::optional<std::string_view> closest_reduction(std::string_view name);
-
-using Shape = std::vector<std::int64_t>;
 
 // `2x3x10`; a 0-dim shape prints as `scalar`.
 std::string format_shape(const Shape& shape);

@@ -22,14 +22,14 @@ std::int64_t Layout::size() const {
     return n;
 }
 
-std::vector<std::int64_t> Layout::extents() const {
-    std::vector<std::int64_t> out;
+Shape Layout::extents() const {
+    Shape out;
     for (const Mode& m : modes) out.push_back(m.extent);
     return out;
 }
 
-std::vector<std::int64_t> Layout::strides() const {
-    std::vector<std::int64_t> out;
+Shape Layout::strides() const {
+    Shape out;
     for (const Mode& m : modes) out.push_back(m.stride);
     return out;
 }

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "shape.hpp"
+
 namespace einc {
 
 struct Mode {
@@ -27,8 +29,8 @@ struct Layout {
 
     std::size_t rank() const { return modes.size(); }
     std::int64_t size() const;                        // number of indices: product of extents (INT64_MAX if it overflows)
-    std::vector<std::int64_t> extents() const;
-    std::vector<std::int64_t> strides() const;
+    Shape extents() const;
+    Shape strides() const;
     std::int64_t operator()(std::span<const std::int64_t> index) const;  // the offset of an index
     friend bool operator==(const Layout&, const Layout&) = default;
 };
@@ -43,7 +45,7 @@ Layout make_layout(std::span<const std::int64_t> extents, std::span<const std::i
 Layout row_major(std::span<const std::int64_t> extents);
 
 // The strides of a row-major (C order) tensor of this shape.
-inline std::vector<std::int64_t> row_major_strides(std::span<const std::int64_t> extents) { return row_major(extents).strides(); }
+inline Shape row_major_strides(std::span<const std::int64_t> extents) { return row_major(extents).strides(); }
 
 // Whether mode `outer` followed by mode `inner` walks memory as one mode of extent outer*inner.
 inline bool mergeable(Mode outer, Mode inner) { return outer.stride == inner.stride * inner.extent; }

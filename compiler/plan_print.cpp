@@ -110,7 +110,7 @@ public:
     Json& value(std::int64_t v) { separate(); text += fmt::format("{}", v); return *this; }
     Json& value(bool v) { separate(); text += v ? "true" : "false"; return *this; }
     Json& value(const char* s) { return value(std::string_view(s)); }  // not the bool overload
-    Json& array(const std::vector<std::int64_t>& values) {
+    Json& array(std::span<const std::int64_t> values) {
         open('[');
         for (const std::int64_t v : values) value(v);
         return close(']');
@@ -219,7 +219,7 @@ std::string plan_to_json(const Plan& plan, const Schedule& schedule, const Devic
     if (plan.path) {
         json.key("path").open('{').key("optimal").value(plan.path->optimal).key("pairs").open('[');
         for (const auto& [i, j] : plan.path->pairs)
-            json.array({static_cast<std::int64_t>(i), static_cast<std::int64_t>(j)});
+            json.array(Shape{static_cast<std::int64_t>(i), static_cast<std::int64_t>(j)});
         json.close(']').key("naive_flops").value(plan.path->naive_flops).key("optimized_flops").value(plan.path->optimized_flops);
         json.key("largest_intermediate").value(plan.path->largest_intermediate).close('}');
     }

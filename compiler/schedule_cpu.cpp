@@ -57,10 +57,10 @@ struct Traversal {
 Traversal traversal(const Layout& source, const Layout& destination) {
     Traversal t;
     t.acc = destination;
-    std::vector<std::int64_t> kept;
+    Shape kept;
     for (const Mode& m : destination.modes)
         if (m.stride != 0) kept.push_back(m.extent);
-    const std::vector<std::int64_t> strides = row_major_strides(kept);
+    const Shape strides = row_major_strides(kept);
     for (std::size_t k = 0, j = 0; k < destination.rank(); ++k)
         if (t.acc.modes[k].stride != 0) t.acc.modes[k].stride = strides[j++];
     t.size = *checked_product(kept);  // the destination's size, which fits

@@ -45,7 +45,7 @@ DLDataType dl_type_of(DType dtype) {
 // it keeps alive.
 struct Exported {
     DLManagedTensor managed{};
-    std::vector<std::int64_t> shape, strides;
+    Shape shape, strides;  // never moved: the DLTensor points into them
     std::shared_ptr<void> storage;
 };
 

@@ -14,7 +14,7 @@ using namespace einc;
 namespace {
 
 // Row-major unflattening of `flat` over `extents`.
-std::vector<std::int64_t> unflatten(std::int64_t flat, const std::vector<std::int64_t>& extents) {
+std::vector<std::int64_t> unflatten(std::int64_t flat, std::span<const std::int64_t> extents) {
     std::vector<std::int64_t> index(extents.size());
     for (std::size_t k = extents.size(); k-- > 0;) {
         index[k] = flat % extents[k];
@@ -50,7 +50,7 @@ Layout random_layout(std::mt19937& rng, bool allow_broadcast = true) {
 TEST_CASE("row_major: the last mode is contiguous") {
     CHECK(to_string(row_major(std::vector<std::int64_t>{2, 3, 4})) == "(2,3,4):(12,4,1)");
     CHECK(to_string(row_major(std::vector<std::int64_t>{})) == "():()");
-    CHECK(row_major_strides(std::vector<std::int64_t>{2, 0, 3}) == std::vector<std::int64_t>{3, 3, 1});
+    CHECK(row_major_strides(std::vector<std::int64_t>{2, 0, 3}) == Shape{3, 3, 1});
 }
 
 TEST_CASE("coalesce: examples") {

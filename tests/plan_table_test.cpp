@@ -45,8 +45,8 @@ struct Row {
     std::vector<Shape> packed = {};  // unpack only
 };
 
-std::vector<std::int64_t> numbers(std::string_view text) {
-    std::vector<std::int64_t> out;
+Shape numbers(std::string_view text) {
+    Shape out;
     while (!text.empty()) {
         std::int64_t n = 0;
         const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);

@@ -6,7 +6,6 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
 #include "compiler/layout.hpp"
 
@@ -14,8 +13,8 @@ namespace einc::cpu {
 
 template <std::size_t N>
 struct Nest {
-    std::vector<std::int64_t> extents;
-    std::array<std::vector<std::int64_t>, N> strides;  // bytes, per access, per mode
+    Shape extents;
+    std::array<Shape, N> strides;  // bytes, per access, per mode
     std::array<std::byte*, N> base{};
 
     std::size_t rank() const { return extents.size(); }
@@ -51,7 +50,7 @@ void for_each_run(const Nest<N>& nest, std::int64_t begin, std::int64_t end, Run
         return;
     }
     // An odometer over the outer modes; mode 0 runs over [begin, end).
-    std::vector<std::int64_t> index(rank - 1, 0);
+    Shape index(rank - 1, 0);
     index[0] = begin;
     std::array<std::byte*, N> p = nest.base;
     for (std::size_t a = 0; a < N; ++a) p[a] += begin * nest.strides[a][0];

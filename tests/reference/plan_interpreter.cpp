@@ -12,7 +12,7 @@ using namespace detail;
 // Calls visit(index) for every index of the layout's shape, row-major.
 template <typename Visit>
 void for_each_index(const Layout& layout, Visit visit) {
-    const std::vector<std::int64_t> extents = layout.extents();
+    const Shape extents = layout.extents();
     for (const std::int64_t e : extents)
         if (e == 0) return;
     std::vector<std::int64_t> index(extents.size(), 0);
