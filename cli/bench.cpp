@@ -31,20 +31,21 @@ std::string percent(double fraction) {
     return fmt::format("{:.3g}%", 100 * fraction);
 }
 
-// The cost-model device a measurement is compared with: the CPU entry for the CPU backend.
-const DeviceModel& bench_device(const CallArgs& args, const BenchSettings& settings) {
+// The cost-model device a measurement is compared with: --device; else this machine (its calibration, or
+// the development machine's entry) for the CPU backend, an H100 for cuda.
+const DeviceModel& bench_device(const CallArgs& args, const BenchSettings& settings, std::ostream& err) {
     if (!args.device.empty()) return parse_device(args.device);
-    return parse_device(settings.backend == "cuda" ? "h100" : "cpu");
+    return settings.backend == "cuda" ? parse_device("h100") : default_cpu_device(err);
 }
 
 }  // namespace
 
-int bench(std::span<const std::string> command_line, std::ostream& out) {
+int bench(std::span<const std::string> command_line, std::ostream& out, std::ostream& err) {
     std::vector<std::string> words(command_line.begin(), command_line.end());
     BenchSettings settings = take_bench_options(words);
     const CallArgs args = parse_call_args(words);
     settings.backend = args.backend.empty() ? "cpu" : args.backend;
-    const DeviceModel& device = bench_device(args, settings);
+    const DeviceModel& device = bench_device(args, settings, err);
     const Measurement m = measure(args, settings);
 
     const Plan& plan = m.plan;

@@ -28,11 +28,15 @@ commands:
         print the CUDA kernels the call's plan launches on a GPU (their source, or NVRTC's PTX)
   bench <op> <pattern> ... <operand>... [--repeat N] [--warmup N] [--backend cpu|cuda] [--json]
         time a call on random operands (or .npy data): median time, achieved FLOP/s and bandwidth,
-        MFU and the fraction of memory bandwidth, against the --device model (default cpu)
+        MFU and the fraction of memory bandwidth, against the --device model (on the CPU: local
+        where this machine is calibrated, else cpu)
   roofline <call>... [--calls FILE] [--device NAME] [--measure | --timings FILE] [-o chart.svg]
         draw the roofline chart of some calls as SVG: one point per plan step where the cost model
         puts it, an achieved point beside it when timed; each <call> is one quoted argument
         ('einsum "i, i ->" 1000 1000'), or give one call unquoted
+  calibrate [--quick] [--seconds N]
+        measure this machine (memory bandwidth, f32/f64 GEMM peaks, threads, caches; about 10 s)
+        and save it as the `local` device model, in $XDG_CONFIG_HOME/einc/ (or ~/.config/einc/)
   aot <corpus.txt> -o <dir> [--arch sm_80,sm_90] [--name NAME] [--no-ptx] [--jobs N] [--list]
         compile the kernels of a corpus of calls (one per line, as after `explain`; `?` for any size,
         --dtype a,b for several) ahead of time into a C++ source and header that embed them
@@ -58,8 +62,9 @@ options:
   --dtype DTYPE          element type of the operands (default f32)
   --compact              read einsum's pattern as numpy/torch subscripts (`bid,bjd->bij`)
   --packed SHAPE         unpack: the shape of one packed part (repeatable; one length may be -1)
-  --device NAME          cost model device: h100 (default; bench on cpu and roofline --measure: cpu),
-                         h200, a100, cpu
+  --device NAME          cost model device: h100 (default; bench on cpu and roofline --measure: local
+                         where calibrated, else cpu), h200, a100, cpu (einc's development machine),
+                         local (this machine, as `einc calibrate` measured it)
   --view                 require every result to be a view of an input (zero-copy), or fail saying why
   --json                 explain: print the plan and its costs as JSON; bench: one JSON object a line
   -o, --output FILE      run: where to write the result (unpack: once per part, or once: FILE_0.npy ...);
@@ -73,6 +78,8 @@ options:
   --calls FILE           roofline: calls, one per line as typed after `einc explain` (# comments)
   --measure              roofline: time each call on --backend and draw the achieved points
   --timings FILE         roofline: achieved points from `einc bench --json` output (one object a line)
+  --quick                calibrate: small buffers and GEMMs, rough numbers in under a second
+  --seconds N            calibrate: about how long to measure (default 10)
   -h, --help             this text
   --version              version and the features of this build
 
@@ -111,8 +118,9 @@ int run(std::span<const std::string> args, std::ostream& out, std::ostream& err)
         if (command == "explain") return explain(parse_call_args(rest), out);
         if (command == "run") return run_call(parse_call_args(rest), out);
         if (command == "emit") return emit(parse_call_args(rest), out);
-        if (command == "bench") return bench(rest, out);
-        if (command == "roofline") return roofline(rest, out);
+        if (command == "bench") return bench(rest, out, err);
+        if (command == "roofline") return roofline(rest, out, err);
+        if (command == "calibrate") return calibrate(rest, out, err);
         if (command == "aot") return aot(rest, out, err, &err == &std::cerr && ::isatty(STDERR_FILENO));
         throw UsageError(fmt::format("unknown command '{}'", command));
     } catch (const UsageError& e) {

@@ -15,9 +15,12 @@ namespace einc::cli {
 int explain(const CallArgs& args, std::ostream& out);
 int run_call(const CallArgs& args, std::ostream& out);
 int emit(const CallArgs& args, std::ostream& out);
-// bench and roofline read their own options (--repeat, --measure, -o, ...) before the call's.
-int bench(std::span<const std::string> args, std::ostream& out);
-int roofline(std::span<const std::string> args, std::ostream& out);
+// bench and roofline read their own options (--repeat, --measure, -o, ...) before the call's; notes that
+// are not their result (which device model they chose) go to `err`.
+int bench(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+int roofline(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+// calibrate measures this machine and saves the "local" device model; progress goes to `err`.
+int calibrate(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 // aot draws a progress bar on `err` when it is a terminal.
 int aot(std::span<const std::string> args, std::ostream& out, std::ostream& err, bool err_is_terminal);
 
@@ -33,7 +36,11 @@ DType parse_dtype(const std::string& name);
 // Where `--backend NAME` runs calls: cpu (also when NAME is empty), or cuda when this build has the GPU
 // backend and this machine a usable GPU (einc::Error otherwise; UsageError for another name).
 Device execution_device(const std::string& backend);
+// The cost model's device named by --device (h100 when empty); "local" reads this machine's calibration.
 const DeviceModel& parse_device(const std::string& key);
+// What CPU timings are compared with when no --device is given: this machine's saved calibration
+// ("local"), else the development machine's entry ("cpu"), with a note on `err` saying so.
+const DeviceModel& default_cpu_device(std::ostream& err);
 // The target `explain` and `emit` schedule for: --backend, else the device's kind; a GPU with the
 // device's multiprocessors (an H100's where the device is a CPU), the CPU as einc runs on this machine.
 Target schedule_target(const CallArgs& args, const DeviceModel& device);

@@ -8,6 +8,7 @@
 #include "compiler/schedule.hpp"
 #include "grammar/diagnostic.hpp"
 #include "grammar/print.hpp"
+#include "runtime/calibration.hpp"
 #include "runtime/execute.hpp"
 #include "runtime/npy.hpp"
 
@@ -21,8 +22,17 @@ DType parse_dtype(const std::string& name) {
 
 const DeviceModel& parse_device(const std::string& key) {
     const DeviceModel* device = device_model_named(key.empty() ? "h100" : key);
-    if (!device) throw UsageError(fmt::format("unknown device '{}' (h100 h200 a100 cpu)", key));
+    if (!device) throw UsageError(fmt::format("unknown device '{}' (h100 h200 a100 cpu local)", key));
     return *device;
+}
+
+const DeviceModel& default_cpu_device(std::ostream& err) {
+    if (has_saved_calibration()) return local_device_model();  // a malformed file is an error, not ignored
+    const DeviceModel& development = parse_device("cpu");
+    fmt::print(err,
+               "note: comparing with the `cpu` model, {}, not this machine: run `einc calibrate` to measure it\n",
+               development.name);
+    return development;
 }
 
 Target schedule_target(const CallArgs& args, const DeviceModel& device) {

@@ -180,7 +180,7 @@ RooflineChart roofline_chart(std::span<const CallArgs> calls, const DeviceModel&
     return chart;
 }
 
-int roofline(std::span<const std::string> command_line, std::ostream& out) {
+int roofline(std::span<const std::string> command_line, std::ostream& out, std::ostream& err) {
     std::vector<std::string> words(command_line.begin(), command_line.end());
     BenchSettings settings = take_bench_options(words);
     std::string output, device_key, calls_file, timings_file, default_dtype;
@@ -235,14 +235,18 @@ int roofline(std::span<const std::string> command_line, std::ostream& out) {
         throw UsageError("roofline needs calls: einc roofline 'einsum \"i, i ->\" 1000 1000' ... -o "
                          "roofline.svg, or --calls FILE");
 
+    // CPU timings go on this machine's chart (its calibration, else the development machine's).
+    const bool measure_cpu = measure_calls && settings.backend == "cpu";
+    const DeviceModel& device = !device_key.empty() ? parse_device(device_key)
+                                : measure_cpu       ? default_cpu_device(err)
+                                                    : parse_device("h100");
     // Achieved points on a GPU's chart from CPU timings (or the reverse) would mean nothing.
-    if (device_key.empty()) device_key = measure_calls && settings.backend == "cpu" ? "cpu" : "h100";
-    const DeviceModel& device = parse_device(device_key);
-    if (measure_calls && (settings.backend == "cpu") != (device.key == "cpu"))
+    const bool cpu_device = device.multiprocessors == 0;
+    if (measure_calls && (settings.backend == "cpu") != cpu_device)
         throw UsageError(
             fmt::format("--measure times the calls on the {} backend: draw them on {} (--device {})",
                         settings.backend, settings.backend == "cpu" ? "the CPU's chart" : "a GPU's chart",
-                        settings.backend == "cpu" ? "cpu" : "h100, h200 or a100"));
+                        settings.backend == "cpu" ? "local or cpu" : "h100, h200 or a100"));
 
     std::vector<std::optional<CallTiming>> timings(calls.size());
     if (measure_calls)

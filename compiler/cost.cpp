@@ -2,12 +2,17 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <fmt/format.h>
+#include <memory>
+#include <mutex>
+#include <vector>
 
 #include "compiler/checked.hpp"
 #include "compiler/schedule.hpp"
+#include "grammar/diagnostic.hpp"
 
 namespace einc {
 
@@ -45,6 +50,21 @@ const std::array devices{
                 193e9, 0},
 };
 
+std::atomic<LocalDeviceLoader> local_device_loader{nullptr};
+
+// A model with its own copies of its strings; never moved once made, so its views stay valid.
+struct KeptModel {
+    std::string key, name;
+    DeviceModel model;
+};
+
+bool same_model(const DeviceModel& a, const DeviceModel& b) {
+    return a.key == b.key && a.name == b.name && a.bandwidth == b.bandwidth && a.peak_f64 == b.peak_f64 &&
+           a.peak_f32 == b.peak_f32 && a.peak_tf32 == b.peak_tf32 && a.peak_bf16 == b.peak_bf16 &&
+           a.peak_f16 == b.peak_f16 && a.peak_fp8 == b.peak_fp8 && a.peak_i8 == b.peak_i8 &&
+           a.multiprocessors == b.multiprocessors;
+}
+
 }  // namespace
 
 std::span<const DeviceModel> device_models() { return devices; }
@@ -55,7 +75,35 @@ const DeviceModel* device_model_named(std::string_view key) {
     if (lower.ends_with("-sxm") || lower.ends_with("_sxm")) lower.resize(lower.size() - 4);
     for (const DeviceModel& device : devices)
         if (lower == device.key) return &device;
+    if (lower == "local") {
+        const LocalDeviceLoader loader = local_device_loader.load(std::memory_order_acquire);
+        if (!loader)
+            throw Error(ErrorKind::unsupported,
+                        "the local device model is read by einc's runtime, which this program does not include")
+                .help("include <einc/einc.hpp> (or runtime/calibration.hpp), which installs the reader");
+        return &loader();
+    }
     return nullptr;
+}
+
+void set_local_device_loader(LocalDeviceLoader loader) {
+    local_device_loader.store(loader, std::memory_order_release);
+}
+
+const DeviceModel& keep_device_model(const DeviceModel& model) {
+    // Every model kept stays until the process ends: callers hold references. A calibration read again
+    // finds its earlier copy, so only a changed file adds one.
+    static std::mutex mutex;
+    static std::vector<std::unique_ptr<KeptModel>> kept;
+    const std::lock_guard lock(mutex);
+    for (const auto& k : kept)
+        if (same_model(k->model, model)) return k->model;
+    auto copy =
+        std::make_unique<KeptModel>(KeptModel{std::string(model.key), std::string(model.name), model});
+    copy->model.key = copy->key;
+    copy->model.name = copy->name;
+    kept.push_back(std::move(copy));
+    return kept.back()->model;
 }
 
 double peak_flops(const DeviceModel& device, DType dtype, bool allow_tf32) {

@@ -34,16 +34,30 @@ struct Cost {
 // A device of the cost model's table: memory bandwidth and dense peaks per dtype (FLOP/s, 0 = not
 // supported). Sources are cited beside each entry in cost.cpp.
 struct DeviceModel {
-    std::string_view key;   // "h100", "h200", "a100", "cpu"
+    std::string_view key;   // "h100", "h200", "a100", "cpu", "local"
     std::string_view name;  // what the GPU or CPU is
     double bandwidth = 0;   // bytes per second, read + write
     double peak_f64 = 0, peak_f32 = 0, peak_tf32 = 0, peak_bf16 = 0, peak_f16 = 0, peak_fp8 = 0, peak_i8 = 0;
     int multiprocessors = 0;  // a GPU's streaming multiprocessors (what its schedule is made for); 0 for a CPU
 };
 
+// The fixed table: h100, h200, a100 and cpu (the development machine). Not "local".
 std::span<const DeviceModel> device_models();
-// "h100" (also "H100", "h100-sxm"), "h200", "a100", "cpu"
+// "h100" (also "H100", "h100-sxm"), "h200", "a100", "cpu"; null for an unknown key. "local" is this
+// machine as `einc calibrate` measured it, read from the saved calibration through the loader that the
+// runtime installs (runtime/calibration.hpp; the compiler reads no files): throws einc::Error when there
+// is no calibration, or it is malformed.
 const DeviceModel* device_model_named(std::string_view key);
+
+// Where device_model_named("local") gets its model: a function that returns one kept by
+// keep_device_model, or throws einc::Error saying why there is none.
+using LocalDeviceLoader = const DeviceModel& (*)();
+void set_local_device_loader(LocalDeviceLoader loader);
+
+// A copy of `model` whose key and name live as long as the process, for models made at run time (the
+// table's own point into string literals). Asking again for an identical model returns the same copy,
+// so reading one calibration many times keeps one model.
+const DeviceModel& keep_device_model(const DeviceModel& model);
 
 // The peak a step computing in `dtype` can reach: the tensor-core peak for bf16/f16/fp8/i8 (and for
 // f32 when tf32 is allowed), the vector peak for f32/f64; integers wider than 8 bits use the f32 rate.

@@ -20,16 +20,16 @@ using namespace einc;
 
 namespace {
 
-constexpr int thread_count = 8;
+constexpr int user_threads = 8;
 
-// Runs body(t) on `thread_count` threads released together; returns the failures they reported.
+// Runs body(t) on `user_threads` threads released together; returns the failures they reported.
 template <typename Body>
 std::vector<std::string> on_threads(Body body) {
     std::mutex mutex;
     std::vector<std::string> failures;
-    std::barrier start(thread_count);
+    std::barrier start(user_threads);
     std::vector<std::thread> threads;
-    for (int t = 0; t < thread_count; ++t)
+    for (int t = 0; t < user_threads; ++t)
         threads.emplace_back([&, t] {
             start.arrive_and_wait();
             try {
@@ -109,7 +109,7 @@ TEST_CASE("concurrency: one-line calls of the same and different patterns throug
         }
     });
     for (const std::string& failure : failures) FAIL_CHECK(failure);
-    CHECK(checked == thread_count * 60 * 2);
+    CHECK(checked == user_threads * 60 * 2);
     const PlanCache::Stats stats = default_plan_cache().stats();
     CHECK(stats.size <= stats.capacity);
     CHECK(stats.hits > 0);
@@ -146,7 +146,7 @@ TEST_CASE("concurrency: a small shared plan cache evicting while threads plan, r
     janitor.join();
     for (const std::string& failure : failures) FAIL_CHECK(failure);
     const PlanCache::Stats stats = cache.stats();
-    CHECK(stats.hits + stats.misses == thread_count * 80);
+    CHECK(stats.hits + stats.misses == user_threads * 80);
     CHECK(stats.evictions > 0);
     CHECK(stats.size <= stats.capacity);
 }
@@ -180,12 +180,12 @@ TEST_CASE("concurrency: one compiled Program and one Expression shared by every 
         }
     });
     for (const std::string& failure : failures) FAIL_CHECK(failure);
-    CHECK(checked == thread_count * 40);
+    CHECK(checked == user_threads * 40);
 }
 
 TEST_CASE("concurrency: kernels large enough for the CPU thread pool, called from every thread at once") {
     // 2 MiB and more per call: above the pool's threshold, so parallel_for hands chunks to its workers
-    // while the other user threads wait for the pool or run their own.
+    // while the other user threads run jobs of their own beside them.
     const Shape shape{512, 1024};
     std::vector<double> values(512 * 1024);
     for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(i % 251) - 125;
@@ -212,7 +212,7 @@ TEST_CASE("concurrency: kernels large enough for the CPU thread pool, called fro
         }
     });
     for (const std::string& failure : failures) FAIL_CHECK(failure);
-    CHECK(checked == thread_count * 3);
+    CHECK(checked == user_threads * 3);
 }
 
 TEST_CASE("concurrency: errors thrown and rendered on every thread at once") {
@@ -230,5 +230,5 @@ TEST_CASE("concurrency: errors thrown and rendered on every thread at once") {
         }
     });
     for (const std::string& failure : failures) FAIL_CHECK(failure);
-    CHECK(caught == thread_count * 50);
+    CHECK(caught == user_threads * 50);
 }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/cli.hpp"
+#include "tests/environment.hpp"
 #include "tests/shell_words.hpp"
 
 namespace fs = std::filesystem;
@@ -84,6 +85,8 @@ int main(int argc, char** argv) {
     // they are checked.
     ::setenv("EINC_NUM_THREADS", "2", 1);
     ::setenv("EINC_CPU_ISA", "baseline", 1);
+    // Nor may a calibration saved in the developer's home change what the cases print.
+    const einc::testing::IsolatedConfigHome config;
     const fs::path root = argv[1];
     const bool update = argc > 2 && std::string(argv[2]) == "--update";
     std::vector<fs::path> files;

@@ -10,11 +10,13 @@
 #include "compiler/plan.hpp"
 #include "grammar/diagnostic.hpp"
 #include "runtime/api.hpp"
+#include "runtime/calibration.hpp"
 #include "runtime/dims.hpp"
 #include "runtime/npy.hpp"
 #include "runtime/plan_cache.hpp"
 #include "runtime/program.hpp"
 #include "runtime/tensor.hpp"
+#include "runtime/threads.hpp"
 #if EINC_HAS_DLPACK
 #include "runtime/dlpack.hpp"
 #endif
