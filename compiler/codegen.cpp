@@ -142,7 +142,34 @@ struct Text {
     const KernelSignature& s;
     std::string idx() const { return s.wide_index ? "einc_i64" : "int"; }
     std::string acc() const { return compute(s.accumulator); }
-    bool moves_bits() const { return s.op == Reduction::none && s.sources.size() == 1 && s.sources[0] == s.destination; }
+    bool moves_bits() const {
+        return s.op == Reduction::none && s.sources.size() == 1 && s.sources[0] == s.destination &&
+               s.epilogue.identity();
+    }
+
+    // The statement storing `value` (of the accumulator type) into the destination at o0, through the
+    // epilogue: alpha * value + beta * out in the accumulator, the output read only where beta != 0.
+    // Integer accumulators multiply in unsigned 64 bits, wrapping as the folds do.
+    std::string store_result(const std::string& value) const {
+        const Epilogue& e = s.epilogue;
+        if (e.identity()) return store(s.destination, "dst + o0", value);
+        const std::string old = load(s.destination, "dst + o0");
+        std::string scaled;
+        if (!is_floating(s.accumulator)) {
+            const auto integer = [](double x) {
+                return fmt::format("(unsigned long long)({}ll)", static_cast<std::int64_t>(x));
+            };
+            scaled = fmt::format("{} * (unsigned long long)({})", integer(e.alpha), value);
+            if (e.reads_output())
+                scaled += fmt::format(" + {} * (unsigned long long)({})", integer(e.beta), old);
+            scaled = fmt::format("(einc_i64)({})", scaled);
+        } else {
+            scaled = fmt::format("({0})({1:.17g}) * ({2})", acc(), e.alpha, value);
+            if (e.reads_output()) scaled += fmt::format(" + ({0})({1:.17g}) * ({0}){2}", acc(), e.beta, old);
+            scaled = fmt::format("({})", scaled);
+        }
+        return store(s.destination, "dst + o0", scaled);
+    }
 
     std::string parameters(bool with_partials) const {
         std::string out = fmt::format("einc_params p, {}* EINC_RESTRICT dst", storage(s.destination));
@@ -200,13 +227,17 @@ struct Text {
         if (s.reduced_rank > 0) {
             body += fmt::format("        const {0} terms = ({0})p.reduced_count;\n        {1} acc = {2};\n", idx(), acc(), identity(s.op, s.accumulator));
             body += fold_terms("0", "terms", "1");
-            body += "        " + store(s.destination, "dst + o0", finish(s.op, "acc", acc())) + "\n";
+            body += "        " + store_result(finish(s.op, "acc", acc())) + "\n";
         } else if (moves_bits()) {
             body += "        dst[o0] = src0[o1];\n";
         } else {
             const std::vector<std::string> offsets{"o1", "o2"};
             const std::string value = s.sources.size() == 1 ? load(s.sources[0], "src0 + o1") : term(offsets);
-            body += "        " + store(s.destination, "dst + o0", fmt::format("({}){}", compute(s.destination), value)) + "\n";
+            body += "        " +
+                    (s.epilogue.identity() ? store(s.destination, "dst + o0",
+                                                   fmt::format("({}){}", compute(s.destination), value))
+                                           : store_result(fmt::format("({}){}", acc(), value))) +
+                    "\n";
         }
         body += "    }\n";
         return fmt::format("EINC_KERNEL_ENTRY {}({}) {{\n{}}}\n", s.name(), parameters(false), body);
@@ -256,7 +287,7 @@ struct Text {
     // The end of one output's reduction: the result, or this chunk's partial.
     std::string result(const std::string& indent) const {
         if (s.partials) return fmt::format("{}partials[(einc_i64)part * outputs + out] = acc;\n", indent);
-        return indent + store(s.destination, "dst + o0", finish(s.op, "acc", acc())) + "\n";
+        return indent + store_result(finish(s.op, "acc", acc())) + "\n";
     }
 
     std::string reduce_prologue(const std::string& item, const std::string& item_step) const {
@@ -304,7 +335,7 @@ struct Text {
         body += fmt::format("        {} acc = {};\n", acc(), identity(s.op, s.accumulator));
         body += fmt::format("        for ({} c = 0; c < split; ++c) {{\n            const {} x = partials[(einc_i64)c * outputs + out];\n"
                             "            acc = {};\n        }}\n", idx(), acc(), fold(s.op, "acc", "x"));
-        body += "        " + store(s.destination, "dst + o0", finish(s.op, "acc", acc())) + "\n    }\n";
+        body += "        " + store_result(finish(s.op, "acc", acc())) + "\n    }\n";
         const std::string parameters = fmt::format("einc_params p, {}* EINC_RESTRICT dst, const {}* EINC_RESTRICT partials",
                                                    storage(s.destination), acc());
         return fmt::format("EINC_KERNEL_ENTRY {}({}) {{\n{}}}\n", s.name(), parameters, body);
@@ -315,6 +346,9 @@ struct Text {
 
 std::string kernel_source(const KernelSignature& s) {
     const Text text{s};
+    // (Those two move bits: the schedule gives a step with an epilogue elementwise kernels.)
+    EINC_ASSERT(s.epilogue.identity() ||
+                (s.kind != KernelKind::vector_copy && s.kind != KernelKind::transpose));
     std::string kernel;
     switch (s.kind) {
     case KernelKind::elementwise: kernel = text.elementwise(); break;

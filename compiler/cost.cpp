@@ -182,7 +182,7 @@ Cost step_cost(const Plan& plan, const Step& step) {
         const TensorSpec& t = plan.spec(dst);
         return static_cast<double>(*checked_product(t.shape)) * static_cast<double>(size_of(t.dtype));
     };
-    return std::visit(
+    Cost cost = std::visit(
         Overloaded{
             [](const View&) { return Cost{}; },
             [&](const Copy& copy) {
@@ -219,6 +219,16 @@ Cost step_cost(const Plan& plan, const Step& step) {
             },
         },
         step);
+    // out = alpha * r + beta * out: 2 FLOPs per element written; beta != 0 reads the output as well.
+    if (const Epilogue e = epilogue_of(step); !e.identity()) {
+        const Buffer dst = std::visit(Overloaded{[](const View& v) { return v.source.buffer; },
+                                                 [](const Gemm& g) { return g.c.buffer; },
+                                                 [](const auto& s) { return s.dst.buffer; }},
+                                      step);
+        cost.flops += 2 * cost.bytes_written / static_cast<double>(size_of(dtype(dst)));
+        if (e.reads_output()) cost.bytes_read += cost.bytes_written;
+    }
+    return cost;
 }
 
 Cost scheduled_cost(const Plan& plan, const Schedule& schedule) {

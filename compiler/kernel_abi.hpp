@@ -23,6 +23,7 @@
 
 #include "call.hpp"
 #include "dtype.hpp"
+#include "epilogue.hpp"
 
 namespace einc {
 
@@ -42,9 +43,14 @@ struct KernelSignature {
     int kept_rank = 0, reduced_rank = 0;
     bool wide_index = false;  // 64-bit index arithmetic (some extent or offset needs it)
     bool partials = false;    // reduce kinds: write per-chunk partial results
+    // out = alpha * value + beta * out, baked into the source as constants (so the name, the caches' key,
+    // and `einc aot`'s corpus carry it); only kernels that store into an output have one (not partials).
+    Epilogue epilogue;
     friend bool operator==(const KernelSignature&, const KernelSignature&) = default;
 
-    std::string name() const;  // a readable, unique C identifier: "einc_reduce_rows_sum_f32_to_f32_k1_r1_i32"
+    // A readable, unique C identifier: "einc_reduce_rows_sum_f32_to_f32_k1_r1_i32", with an epilogue
+    // "..._i32_alpha0p5_betam2" (alpha 0.5, beta -2).
+    std::string name() const;
 };
 
 // Launch-time arguments, passed by value to every kernel; mirrors `einc_params` in kernel_source().

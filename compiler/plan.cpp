@@ -1,6 +1,7 @@
 #include "compiler/plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 #include <limits>
 
@@ -30,6 +31,11 @@ const TensorSpec& Plan::spec(Buffer buffer) const {
 
 std::int64_t TensorSpec::bytes() const {
     return saturating_mul(checked_product(shape).value_or(INT64_MAX), static_cast<std::int64_t>(size_of(dtype)));
+}
+
+Epilogue epilogue_of(const Step& step) {
+    return std::visit(
+        Overloaded{[](const View&) { return Epilogue{}; }, [](const auto& s) { return s.epilogue; }}, step);
 }
 
 std::string_view step_kind(const Step& step) {
@@ -92,6 +98,17 @@ PlanBuilder::PlanBuilder(const Bound& bound_, std::span<const TensorSpec> inputs
         check_offsets_fit(inputs[i], "input", i);
     }
     output_dtype = bound.op == Op::parse_shape ? input_dtype : result_dtype(bound.op, bound.reduction, input_dtype, !bound.reduced.empty());
+    const Epilogue& e = options.epilogue;
+    if (!std::isfinite(e.alpha) || !std::isfinite(e.beta))
+        throw Error(ErrorKind::usage,
+                    fmt::format("alpha ({}) and beta ({}) must be finite", e.alpha, e.beta));
+    // Integer results are computed in integers: a fractional factor has no exact meaning there.
+    if (!is_floating(output_dtype) && (e.alpha != std::trunc(e.alpha) || e.beta != std::trunc(e.beta) ||
+                                       std::fabs(e.alpha) >= 0x1p63 || std::fabs(e.beta) >= 0x1p63))
+        throw Error(ErrorKind::usage,
+                    fmt::format("alpha ({}) and beta ({}) must be whole numbers for a {} result", e.alpha,
+                                e.beta, name_of(output_dtype)))
+            .help("convert the inputs to a floating dtype first, or scale by whole numbers");
     if (!options.output_strides.empty() && options.output_strides.size() != bound.outputs.size())
         throw Error(ErrorKind::usage, fmt::format("{} given for {}", counted(static_cast<std::int64_t>(options.output_strides.size()), "output"),
                                                   counted(static_cast<std::int64_t>(bound.outputs.size()), "result")));
@@ -195,6 +212,17 @@ std::string PlanBuilder::axis_names(std::span<const AxisId> axes) const {
 const TensorSpec& PlanBuilder::spec(Buffer buffer) const { return plan.spec(buffer); }
 
 void PlanBuilder::add(Step step, std::string why) {
+    // The one place the caller's epilogue is attached: to every step that writes an output (each output
+    // element is written by exactly one step), never to one writing a temporary.
+    std::visit(Overloaded{[](View&) {},
+                          [&](Gemm& gemm) {
+                              if (gemm.c.buffer.kind == Buffer::Kind::output)
+                                  gemm.epilogue = options.epilogue;
+                          },
+                          [&](auto& s) {
+                              if (s.dst.buffer.kind == Buffer::Kind::output) s.epilogue = options.epilogue;
+                          }},
+               step);
     const Cost cost = step_cost(plan, step);
     plan.total += cost;
     plan.steps.push_back(PlanStep{std::move(step), cost, std::move(why)});
@@ -205,7 +233,7 @@ void PlanBuilder::copy(Access src, Access dst, std::string why) {
     canonicalize(layouts);
     dst.layout = std::move(layouts[0]);
     src.layout = std::move(layouts[1]);
-    add(Copy{std::move(src), std::move(dst)}, std::move(why));
+    add(Copy{std::move(src), std::move(dst), {}}, std::move(why));
 }
 
 void PlanBuilder::reduce(Reduction op, Access src, Access dst, std::string why) {
@@ -213,7 +241,7 @@ void PlanBuilder::reduce(Reduction op, Access src, Access dst, std::string why) 
     canonicalize(layouts);
     dst.layout = std::move(layouts[0]);
     src.layout = std::move(layouts[1]);
-    add(Reduce{op, std::move(src), std::move(dst)}, std::move(why));
+    add(Reduce{op, std::move(src), std::move(dst), {}}, std::move(why));
 }
 
 void PlanBuilder::contract(std::vector<Access> srcs, Access dst, std::string why) {
@@ -222,7 +250,7 @@ void PlanBuilder::contract(std::vector<Access> srcs, Access dst, std::string why
     canonicalize(layouts);
     dst.layout = std::move(layouts[0]);
     for (std::size_t k = 0; k < srcs.size(); ++k) srcs[k].layout = std::move(layouts[k + 1]);
-    add(Contract{std::move(srcs), std::move(dst)}, std::move(why));
+    add(Contract{std::move(srcs), std::move(dst), {}}, std::move(why));
 }
 
 // ---- data movement --------------------------------------------------------------------------------
@@ -244,8 +272,9 @@ void move_to_output(PlanBuilder& b, const Operand& source, std::uint32_t k, cons
         }
         view.modes.push_back(Mode{out.dims[d].extent, out.dims[d].extent == 1 ? 0 : mode->stride});
     }
-    const bool can_view = !blocking_dim && source.buffer.kind == Buffer::Kind::input && source.dtype == b.output_dtype &&
-                          b.options.output_strides.empty();
+    const bool can_view = !blocking_dim && source.buffer.kind == Buffer::Kind::input &&
+                          source.dtype == b.output_dtype && b.options.output_strides.empty() &&
+                          b.options.epilogue.identity();
     const auto describe_blocking = [&] {
         const std::vector<AxisId>& dim = dim_axes[*blocking_dim];
         std::vector<std::string> strides;
@@ -262,6 +291,8 @@ void move_to_output(PlanBuilder& b, const Operand& source, std::uint32_t k, cons
             error.help("the result is computed, not moved");
         } else if (source.dtype != b.output_dtype) {
             error.help(fmt::format("the result's dtype ({}) differs from the input's ({})", name_of(b.output_dtype), name_of(source.dtype)));
+        } else if (!b.options.epilogue.identity()) {
+            error.help("alpha and beta scale the result into its output: it is written");
         } else {
             error.help("an output was given: the result is written into it");
         }
@@ -276,7 +307,8 @@ void move_to_output(PlanBuilder& b, const Operand& source, std::uint32_t k, cons
     if (blocking_dim) why += ": " + describe_blocking();
     else if (!b.bound.broadcast.empty()) why += fmt::format(": materialise the repetition along {}", b.axis_names(b.bound.broadcast));
     else if (source.buffer.kind == Buffer::Kind::input && source.dtype == b.output_dtype && b.options.output_strides.empty())
-        why += ": a fresh result was asked for (contiguous)";
+        why += b.options.epilogue.identity() ? ": a fresh result was asked for (contiguous)"
+                                             : ": scaled into its output (alpha, beta)";
     const Operand dst = b.output(k);
     b.copy(Access{source.buffer, source.offset, b.layout_of(axes, source)}, Access{dst.buffer, dst.offset, b.layout_of(axes, dst)},
            std::move(why));

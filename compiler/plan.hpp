@@ -9,6 +9,9 @@
 //
 // Copy, Reduce and Contract are loop nests: their accesses share one index space (the layouts' common
 // shape); a destination stride of 0 marks a mode that is reduced (or summed).
+//
+// A step that writes an output carries the caller's epilogue (Options::alpha, beta): what it stores is
+// alpha * value + beta * out (epilogue.hpp). Steps writing temporaries always carry the identity.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +25,7 @@
 #include "bound.hpp"
 #include "cost.hpp"
 #include "dtype.hpp"
+#include "epilogue.hpp"
 #include "layout.hpp"
 
 namespace einc {
@@ -50,6 +54,7 @@ struct View {
 // dst[i] = src[i] for every index i; src stride 0 broadcasts. Converts the dtype where the buffers differ.
 struct Copy {
     Access src, dst;
+    Epilogue epilogue;
 };
 
 // dst[i] = op(src[j] for every j that agrees with i on the modes where dst's stride is non-zero).
@@ -57,12 +62,14 @@ struct Copy {
 struct Reduce {
     Reduction op = Reduction::sum;
     Access src, dst;
+    Epilogue epilogue;  // applied after the reduction (after mean's division)
 };
 
 // dst[i] = sum over the modes where dst's stride is 0 of the product of srcs[k][i].
 struct Contract {
     std::vector<Access> srcs;
     Access dst;
+    Epilogue epilogue;
 };
 
 // One matrix of a GEMM: element (b, row, col) at offset + b*batch_stride + row*row_stride + col*col_stride.
@@ -84,6 +91,7 @@ struct GemmMatrix {
 struct Gemm {
     std::int64_t batch = 1, m = 1, n = 1, k = 1;
     GemmMatrix a, b, c;
+    Epilogue epilogue;  // C = alpha * A B + beta * C, as BLAS's own alpha and beta
 };
 
 using Step = std::variant<View, Copy, Reduce, Contract, Gemm>;
@@ -142,6 +150,9 @@ struct Plan {
 // (counted in cost.cpp).
 Cost step_cost(const Plan& plan, const Step& step);
 
+// The epilogue of a step (the identity for a View).
+Epilogue epilogue_of(const Step& step);
+
 // "view", "copy", "reduce", "contract" or "gemm".
 std::string_view step_kind(const Step& step);
 // The dtype a step computes in (its source's): what decides its peak FLOP/s.
@@ -151,6 +162,8 @@ struct PlanOptions {
     bool require_view = false;  // fail unless every result is a view of an input
     bool contiguous = false;    // never return a view: materialise every result
     std::vector<Shape> output_strides;  // strides of caller-provided outputs; empty: row-major results
+    Epilogue
+        epilogue;  // out = alpha * result + beta * out for every output; not the identity: no View results
     std::size_t optimal_operand_limit = 8;  // exhaustive contraction-order search up to this many operands
 };
 

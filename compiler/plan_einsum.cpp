@@ -240,7 +240,7 @@ Operand contract_pair(PlanBuilder& b, const Operand& a, const Operand& x, const 
     if (through_temporary) choice.c = blas_matrix(c, *matrix_modes(b, c, g.batch, g.m, g.n));
     EINC_ASSERT(choice.c.has_value());
 
-    Gemm gemm{b.size_of_axes(g.batch), b.size_of_axes(g.m), b.size_of_axes(g.n), b.size_of_axes(g.k), *choice.a, *choice.b, *choice.c};
+    Gemm gemm{b.size_of_axes(g.batch), b.size_of_axes(g.m), b.size_of_axes(g.n), b.size_of_axes(g.k), *choice.a, *choice.b, *choice.c, {}};
     b.add(gemm,
           fmt::format("{} -> {}: batch ({}), M ({}), N ({}), K ({})", what, label(c), b.axis_names(g.batch),
                       b.axis_names(g.m), b.axis_names(g.n), b.axis_names(g.k)));

@@ -1,5 +1,7 @@
 // Printing plans: the text `einc explain` shows, and its JSON form.
+#include <cmath>
 #include <fmt/format.h>
+#include <optional>
 
 #include "compiler/schedule.hpp"
 #include "grammar/diagnostic.hpp"
@@ -27,8 +29,21 @@ std::string matrix_line(char role, const Gemm& gemm, const GemmMatrix& m, std::i
                        m.offset != 0 ? fmt::format("  offset {}", m.offset) : "");
 }
 
+// "out 0 = 0.5 * result + 1 * out 0": what a step with an epilogue stores (nothing for the identity).
+std::optional<std::string> epilogue_line(const Step& step) {
+    const Epilogue e = epilogue_of(step);
+    if (e.identity()) return std::nullopt;
+    const std::string out = buffer_name(std::visit(Overloaded{[](const View& v) { return v.source.buffer; },
+                                                              [](const Gemm& g) { return g.c.buffer; },
+                                                              [](const auto& s) { return s.dst.buffer; }},
+                                                   step));
+    if (!e.reads_output()) return fmt::format("{} = {} * result", out, e.alpha);
+    return fmt::format("{} = {} * result {} {} * {}", out, e.alpha, e.beta < 0 ? '-' : '+', std::fabs(e.beta),
+                       out);
+}
+
 std::vector<std::string> step_details(const Step& step) {
-    return std::visit(
+    std::vector<std::string> lines = std::visit(
         Overloaded{
             [](const View& view) { return std::vector<std::string>{fmt::format("out {} = {}", view.output, access_line("", view.source).substr(5))}; },
             [](const Copy& copy) { return std::vector<std::string>{access_line("src", copy.src), access_line("dst", copy.dst)}; },
@@ -49,6 +64,8 @@ std::vector<std::string> step_details(const Step& step) {
             },
         },
         step);
+    if (auto line = epilogue_line(step)) lines.push_back(std::move(*line));
+    return lines;
 }
 
 std::string cost_line(const Cost& cost, const DeviceModel& device, DType dtype) {
@@ -171,6 +188,8 @@ std::string plan_to_json(const Plan& plan, const Schedule& schedule, const Devic
         json.open('{').key("kind").value(step_kind(step.step)).key("why").value(step.why);
         json.key("strategy").value(name_of(scheduled.strategy)).key("accumulator").value(name_of(scheduled.accumulator));
         json.key("scratch_bytes").value(scheduled.scratch_bytes);
+        if (const Epilogue e = epilogue_of(step.step); !e.identity())
+            json.key("epilogue").open('{').key("alpha").value(e.alpha).key("beta").value(e.beta).close('}');
         if (!scheduled.launches.empty()) {
             json.key("kernels").open('[');
             for (const KernelLaunch& launch : scheduled.launches) json.value(launch.signature.name());

@@ -66,6 +66,7 @@ Contract gemm_as_contraction(const Gemm& g) {
     contraction.srcs.push_back(Access{g.a.buffer, g.a.offset, Layout{{a.modes[0], a.modes[1], Mode{g.n, 0}, a.modes[2]}}});
     contraction.srcs.push_back(Access{g.b.buffer, g.b.offset, Layout{{b.modes[0], Mode{g.m, 0}, b.modes[2], b.modes[1]}}});
     contraction.dst = Access{g.c.buffer, g.c.offset, Layout{{c.modes[0], c.modes[1], c.modes[2], Mode{g.k, 0}}}};
+    contraction.epilogue = g.epilogue;
     return contraction;
 }
 
@@ -85,9 +86,11 @@ std::optional<std::size_t> transpose_mode(const Layout& dst, const Layout& src, 
 
 Schedule schedule(const Plan& plan, const Target& target) {
     Schedule result{target, {}, {}, 0, 0};
-    for (const PlanStep& step : plan.steps)
+    for (const PlanStep& step : plan.steps) {
         result.steps.push_back(target.backend == Backend::cpu ? detail::schedule_cpu_step(plan, step.step, target)
                                                               : detail::schedule_gpu_step(plan, step.step, target));
+        result.steps.back().epilogue = epilogue_of(step.step);
+    }
     // The workspace: every temporary (they live across steps), then the scratch of the step that needs the
     // most (steps run one at a time); each piece on a 256-byte boundary.
     // (Sizes saturate: a workspace too large for 64 bits is one no allocation satisfies.)

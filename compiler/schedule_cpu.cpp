@@ -27,9 +27,13 @@ ScheduledStep schedule_copy(const Plan& plan, const Copy& copy, const Target& ta
     ScheduledStep step = scheduled(from == to ? Strategy::move : Strategy::convert, accumulator_dtype(Reduction::none, from, 1, Backend::cpu));
     step.nest.dst = copy.dst.layout;
     step.nest.src = copy.src.layout;
+    // An epilogue does arithmetic on every element: the converting loop, never a bit move or a transpose.
+    if (!copy.epilogue.identity()) step.strategy = Strategy::convert;
     const std::int64_t bytes = bytes_of(copy.dst.layout, to);
     const bool parallel = bytes >= parallel_threshold_bytes && target.threads >= 2;
-    const std::optional<std::size_t> p = from == to ? transpose_mode(copy.dst.layout, copy.src.layout, 4) : std::nullopt;
+    const std::optional<std::size_t> p = from == to && copy.epilogue.identity()
+                                             ? transpose_mode(copy.dst.layout, copy.src.layout, 4)
+                                             : std::nullopt;
     if (!p) {
         step.split = parallel && copy.dst.layout.rank() > 0 && copy.dst.layout.modes[0].extent >= 2 ? Split::outer : Split::none;
         return step;
@@ -106,14 +110,16 @@ ScheduledStep schedule_reduce(const Plan& plan, const Reduce& reduce, const Targ
     const std::int64_t nest_extent = rank > 2 ? nest.src.modes[0].extent : 1;
     const bool outer_kept = std::all_of(nest.acc.modes.begin(), nest.acc.modes.end() - 2, [](Mode m) { return m.stride != 0 || m.extent == 1; });
 
-    // Each output's terms all in one row of the block: fold rows straight into the destination.
-    if (row.stride == 0 && (rows.stride != 0 || rows.extent == 1) && outer_kept && size > 0) {
+    // Each output's terms all in one row of the block: fold rows straight into the destination. (With an
+    // epilogue, always the accumulator array: its write-out is the one place the kernel applies it.)
+    const bool plain = reduce.epilogue.identity();
+    if (plain && row.stride == 0 && (rows.stride != 0 || rows.extent == 1) && outer_kept && size > 0) {
         step.strategy = Strategy::reduce_rows;
         step.split = !parallel ? Split::none : nest_extent >= 2 ? Split::outer : Split::rows;
         return step;
     }
     // Few terms per output (pooling windows, tiny reduced dims): fold each output's window directly.
-    if (terms <= max_window && size > 0) {
+    if (plain && terms <= max_window && size > 0) {
         step.strategy = Strategy::reduce_windows;
         step.window = terms;
         step.nest = CpuNest{reduce.dst.layout, reduce.src.layout, {}, {}};
@@ -150,7 +156,9 @@ ScheduledStep schedule_contract(const Plan& plan, const Contract& contract, cons
     const std::int64_t terms = t.size == 0 ? 0 : size / t.size;
     ScheduledStep step = scheduled(Strategy::contract_accumulate, accumulator_dtype(Reduction::sum, in, terms, Backend::cpu));
     const bool parallel = saturating_mul(bytes_of(contract.dst.layout, in), 2) >= parallel_threshold_bytes && target.threads >= 2;
-    if (terms == 1 && size > 0) {  // every mode is kept (the canonical nest has no extent-1 mode)
+    const bool plain =
+        contract.epilogue.identity();       // else the accumulator array, whose write-out applies it
+    if (plain && terms == 1 && size > 0) {  // every mode is kept (the canonical nest has no extent-1 mode)
         step.strategy = Strategy::contract_elementwise;
         step.nest = CpuNest{contract.dst.layout, contract.srcs[0].layout, contract.srcs[1].layout, {}};
         step.split = parallel && step.nest.dst.rank() > 0 && step.nest.dst.modes[0].extent >= 2 ? Split::outer : Split::none;
@@ -165,7 +173,7 @@ ScheduledStep schedule_contract(const Plan& plan, const Contract& contract, cons
         const std::size_t rank = nest.src.rank();
         const Mode rows = nest.acc.modes[rank - 2], row = nest.acc.modes[rank - 1];
         const bool outer_kept = std::all_of(nest.acc.modes.begin(), nest.acc.modes.end() - 2, [](Mode m) { return m.stride != 0 || m.extent == 1; });
-        if (row.stride == 0 && (rows.stride != 0 || rows.extent == 1) && outer_kept) {
+        if (plain && row.stride == 0 && (rows.stride != 0 || rows.extent == 1) && outer_kept) {
             step.strategy = Strategy::contract_rows;
             const std::int64_t nest_extent = rank > 2 ? nest.src.modes[0].extent : 1;
             step.split = !parallel ? Split::none : nest_extent >= 2 ? Split::outer : rows.extent >= 2 ? Split::rows : Split::none;

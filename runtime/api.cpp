@@ -14,6 +14,15 @@ std::vector<Tensor> call(const CallRef& ref, std::span<const Input> inputs, cons
     return program.run(inputs, options.stream);
 }
 
+// A call run into `out`, with any strides: planned for out's layout, found in the cache by it and by the
+// options (alpha and beta are part of the plan).
+void into(const CallRef& ref, std::span<const Input> inputs, const TensorView& out, const Options& options) {
+    Options written = options;
+    written.contiguous = true;
+    const Program program = default_plan_cache().get(ref, inputs, written, std::span<const TensorView>(&out, 1));
+    program.run(inputs, std::span<const TensorView>(&out, 1), options.stream);
+}
+
 // A list of tensors as einops takes it: stacked along a new first axis. Stacking is packing with `*`
 // first: each tensor contributes no dims to it, so it becomes the new axis.
 Tensor stack(std::span<const Input> xs, std::string_view op) {
@@ -86,6 +95,33 @@ Packed pack(std::initializer_list<Input> tensors, std::string_view pattern, cons
 std::vector<Tensor> unpack(const Input& x, const std::vector<Shape>& packed_shapes, std::string_view pattern, const Options& options) {
     static const AxisSizes none;
     return call(CallRef{Op::unpack, pattern, Reduction::none, &none, false, &packed_shapes}, {&x, 1}, options);
+}
+
+void rearrange_into(const Input& x, std::string_view pattern, const TensorView& out, const AxisSizes& sizes,
+                    const Options& options) {
+    into(CallRef{Op::rearrange, pattern, Reduction::none, &sizes, false, nullptr}, {&x, 1}, out, options);
+}
+
+void reduce_into(const Input& x, std::string_view pattern, Reduction reduction, const TensorView& out,
+                 const AxisSizes& sizes, const Options& options) {
+    into(CallRef{Op::reduce, pattern, reduction, &sizes, false, nullptr}, {&x, 1}, out, options);
+}
+
+void repeat_into(const Input& x, std::string_view pattern, const TensorView& out, const AxisSizes& sizes,
+                 const Options& options) {
+    into(CallRef{Op::repeat, pattern, Reduction::none, &sizes, false, nullptr}, {&x, 1}, out, options);
+}
+
+void einsum_into(std::string_view pattern, std::span<const Input> operands, const TensorView& out,
+                 const Options& options) {
+    static const AxisSizes none;
+    into(CallRef{Op::einsum, pattern, Reduction::none, &none, false, nullptr}, operands, out, options);
+}
+
+void pack_into(std::span<const Input> tensors, std::string_view pattern, const TensorView& out,
+               const Options& options) {
+    static const AxisSizes none;
+    into(CallRef{Op::pack, pattern, Reduction::none, &none, false, nullptr}, tensors, out, options);
 }
 
 AxisSizes parse_shape(const TensorView& x, std::string_view pattern) {

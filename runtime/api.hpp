@@ -79,6 +79,26 @@ Packed pack(std::initializer_list<Input> tensors, std::string_view pattern, cons
 std::vector<Tensor> unpack(const Input& x, const std::vector<Shape>& packed_shapes, std::string_view pattern,
                            const Options& options = {});
 
+// The same calls writing into a tensor of yours - `out` of the result's dtype and shape, any strides (a
+// slice, a column block, a KV-cache slot; the plan is made and cached for them) - as
+// out = alpha * result + beta * out with Options::alpha and beta (defaults: out = result), e.g. a
+// residual add: einc::einsum_into("b i d, d e -> b i e", {x, w}, y.view(), {.beta = 1}). The result is always
+// written (never a view); beta == 0 never reads `out`. The plan (with alpha and beta) is cached as above.
+void rearrange_into(const Input& x, std::string_view pattern, const TensorView& out,
+                    const AxisSizes& sizes = {}, const Options& options = {});
+void reduce_into(const Input& x, std::string_view pattern, Reduction reduction, const TensorView& out,
+                 const AxisSizes& sizes = {}, const Options& options = {});
+void repeat_into(const Input& x, std::string_view pattern, const TensorView& out, const AxisSizes& sizes = {},
+                 const Options& options = {});
+void einsum_into(std::string_view pattern, std::span<const Input> operands, const TensorView& out,
+                 const Options& options = {});
+inline void einsum_into(std::string_view pattern, std::initializer_list<Input> operands,
+                        const TensorView& out, const Options& options = {}) {
+    einsum_into(pattern, std::span<const Input>(operands.begin(), operands.size()), out, options);
+}
+void pack_into(std::span<const Input> tensors, std::string_view pattern, const TensorView& out,
+               const Options& options = {});
+
 // The sizes of the named axes, in pattern order (`_` skips a dim): pass them on as axis sizes.
 AxisSizes parse_shape(const TensorView& x, std::string_view pattern);
 

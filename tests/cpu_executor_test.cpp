@@ -202,9 +202,13 @@ TEST_CASE("cpu kernels: tiled transposes at every edge width, every element size
                     plan.inputs = {TensorSpec{dtype, {batch, cols, rows}, {rows * cols, rows, 1}}};
                     plan.outputs = {TensorSpec{dtype, {batch, rows, cols}, {rows * cols, cols, 1}}};
                     const Shape extents{batch, rows, cols};
-                    plan.steps.push_back(PlanStep{Copy{Access{Buffer{Buffer::Kind::input, 0}, 0, make_layout(extents, Shape{rows * cols, 1, rows})},
-                                                       Access{Buffer{Buffer::Kind::output, 0}, 0, row_major(extents)}},
-                                                  {}, ""});
+                    plan.steps.push_back(
+                        PlanStep{Copy{Access{Buffer{Buffer::Kind::input, 0}, 0,
+                                             make_layout(extents, Shape{rows * cols, 1, rows})},
+                                      Access{Buffer{Buffer::Kind::output, 0}, 0, row_major(extents)},
+                                      {}},
+                                 {},
+                                 ""});
                     const ScheduledStep step = schedule(plan, Target::cpu(2, isa.vector_bytes, false)).steps[0];
                     REQUIRE(step.strategy == Strategy::transpose);
                     kinds.insert(step.transpose_kind);
@@ -290,8 +294,10 @@ TEST_CASE("cpu executor: every CPU strategy of the schedule, small and split bet
         plan.inputs = {TensorSpec{DType::i32, {n}, {1}}};
         plan.outputs = {TensorSpec{DType::bf16, {n}, {1}}};
         plan.steps.push_back(PlanStep{Copy{Access{Buffer{Buffer::Kind::input, 0}, 0, row_major(Shape{n})},
-                                           Access{Buffer{Buffer::Kind::output, 0}, 0, row_major(Shape{n})}},
-                                      {}, ""});
+                                           Access{Buffer{Buffer::Kind::output, 0}, 0, row_major(Shape{n})},
+                                           {}},
+                                      {},
+                                      ""});
         const Schedule scheduled = schedule(plan, cpu_target());
         strategies.insert(scheduled.steps[0].strategy);
         std::vector<TensorView> outputs{out.view()};

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fmt/format.h>
 
+#include "runtime/cpu/epilogue.hpp"
 #include "runtime/cpu/fold.hpp"
 #include "runtime/cpu/kernels.hpp"
 #include "runtime/cpu/nest.hpp"
@@ -172,9 +173,26 @@ void contract_typed(const ScheduledStep& step, const Data& dst, const Data& src,
     }
     const auto [dst_kept, acc_kept] = kept_modes(nest.dst, nest.acc);
     const Nest<2> out = make_nest<2>({&dst_kept, &acc_kept}, {dst.base, reinterpret_cast<std::byte*>(array(0))}, {sizeof(D), sizeof(A)});
-    for_each_run(out, 0, out.rank() == 0 ? 1 : out.extents[0], [](std::array<std::byte*, 2> p, std::int64_t n, const std::array<std::int64_t, 2>& stride) {
-        for (std::int64_t i = 0; i < n; ++i)
-            store_at<D>(p[0] + i * stride[0], Element<In>::store(convert<compute_t<In>>(load_at<A>(p[1] + i * stride[1]))));
+    const std::int64_t outer_out = out.rank() == 0 ? 1 : out.extents[0];
+    if (step.epilogue.identity()) {
+        for_each_run(
+            out, 0, outer_out,
+            [](std::array<std::byte*, 2> p, std::int64_t n, const std::array<std::int64_t, 2>& stride) {
+                for (std::int64_t i = 0; i < n; ++i)
+                    store_at<D>(p[0] + i * stride[0],
+                                Element<In>::store(convert<compute_t<In>>(load_at<A>(p[1] + i * stride[1]))));
+            });
+        return;
+    }
+    const Scale<A> scale(step.epilogue);  // in the accumulator, as the products were summed
+    with_reads(scale, [&](auto reads) {
+        for_each_run(
+            out, 0, outer_out,
+            [&](std::array<std::byte*, 2> p, std::int64_t n, const std::array<std::int64_t, 2>& stride) {
+                for (std::int64_t i = 0; i < n; ++i)
+                    store_scaled<In, decltype(reads)::value>(p[0] + i * stride[0],
+                                                             load_at<A>(p[1] + i * stride[1]), scale);
+            });
     });
 }
 

@@ -8,6 +8,7 @@
 #endif
 
 #include "runtime/cpu/element.hpp"
+#include "runtime/cpu/epilogue.hpp"
 #include "runtime/cpu/isa.hpp"
 #include "runtime/cpu/kernels.hpp"
 #include "runtime/cpu/nest.hpp"
@@ -227,10 +228,52 @@ void convert_copy(const ScheduledStep& step, const Data& dst, const Data& src) {
     });
 }
 
+// A run of source elements as accumulator values, and a run of those stored with the epilogue: two
+// passes over a short chunk, so that the loops are instantiated per dtype and not per pair of them.
+template <DType From, typename A>
+EINC_KERNEL void load_values(A* out, const std::byte* src, std::int64_t count, std::int64_t stride) {
+    for (std::int64_t i = 0; i < count; ++i)
+        out[i] = static_cast<A>(Element<From>::load(load_at<storage_t<From>>(src + i * stride)));
+}
+
+template <DType To, bool Reads, typename A>
+EINC_KERNEL void store_values(std::byte* dst, const A* values, std::int64_t count, std::int64_t stride,
+                              const Scale<A>& scale) {
+    for (std::int64_t i = 0; i < count; ++i) store_scaled<To, Reads>(dst + i * stride, values[i], scale);
+}
+
+// dst = alpha * src + beta * dst, in the step's accumulator (the schedule makes such a copy `convert`).
+template <typename A>
+void scaled_copy(const ScheduledStep& step, const Data& dst, const Data& src) {
+    const Scale<A> scale(step.epilogue);
+    const Nest<2> nest = make_nest<2>({&step.nest.dst, &step.nest.src}, {dst.base, src.base},
+                                      {size_of(dst.dtype), size_of(src.dtype)});
+    walk(nest, step.split,
+         [&](std::array<std::byte*, 2> p, std::int64_t count, const std::array<std::int64_t, 2>& stride) {
+             constexpr std::int64_t chunk = 256;
+             A values[chunk];
+             for (std::int64_t i0 = 0; i0 < count; i0 += chunk) {
+                 const std::int64_t n = std::min(chunk, count - i0);
+                 dispatch(src.dtype, [&](auto from) {
+                     load_values<decltype(from)::value>(values, p[1] + i0 * stride[1], n, stride[1]);
+                 });
+                 dispatch(dst.dtype, [&](auto to) {
+                     with_reads(scale, [&](auto reads) {
+                         store_values<decltype(to)::value, decltype(reads)::value>(
+                             p[0] + i0 * stride[0], values, n, stride[0], scale);
+                     });
+                 });
+             }
+         });
+}
+
 }  // namespace
 
 void copy(const ScheduledStep& step, const Data& dst, const Data& src) {
     if (step.nest.dst.size() == 0) return;
+    if (!step.epilogue.identity())
+        return with_accumulator_type(step.accumulator,
+                                     [&](auto a) { scaled_copy<decltype(a)>(step, dst, src); });
     if (step.strategy == Strategy::convert) {
         dispatch(src.dtype, [&](auto from) {
             dispatch(dst.dtype, [&](auto to) { convert_copy<decltype(from)::value, decltype(to)::value>(step, dst, src); });

@@ -7,6 +7,7 @@
 
 #include "einc_build_info.hpp"
 #include "runtime/cpu/element.hpp"
+#include "runtime/cpu/epilogue.hpp"
 #include "runtime/cpu/kernels.hpp"
 
 #if EINC_HAS_BLAS
@@ -28,9 +29,20 @@ void pack(const std::byte* base, const GemmMatrix& m, std::int64_t b, std::int64
 }
 
 template <DType D, typename T>
-void unpack(const T* in, const GemmMatrix& m, std::int64_t b, std::int64_t rows, std::int64_t cols, std::byte* base) {
+void unpack(const T* in, const GemmMatrix& m, std::int64_t b, std::int64_t rows, std::int64_t cols,
+            std::byte* base, const Epilogue& epilogue) {
     using S = storage_t<D>;
     std::byte* matrix = base + b * m.batch_stride * static_cast<std::int64_t>(sizeof(S));
+    if (!epilogue.identity()) {  // in the accumulator T, before the one conversion
+        const Scale<T> scale(epilogue);
+        return with_reads(scale, [&](auto reads) {
+            for (std::int64_t r = 0; r < rows; ++r)
+                for (std::int64_t c = 0; c < cols; ++c)
+                    store_scaled<D, decltype(reads)::value>(matrix + (r * m.row_stride + c * m.col_stride) *
+                                                                         static_cast<std::int64_t>(sizeof(S)),
+                                                            in[r * cols + c], scale);
+        });
+    }
     for (std::int64_t r = 0; r < rows; ++r)
         for (std::int64_t c = 0; c < cols; ++c)
             store_at<S>(matrix + (r * m.row_stride + c * m.col_stride) * static_cast<std::int64_t>(sizeof(S)),
@@ -92,26 +104,30 @@ blasint blas_int(std::int64_t value) { return static_cast<blasint>(value); }
 // where C has one column (C = A x) or one row (C = x B, as B^T x).
 template <typename T>
 void blas_gemm(Strategy strategy, const Gemm& g, const T* a, const T* b, T* c) {
+    // The epilogue in BLAS's own alpha and beta (beta == 0: C is not read, as BLAS specifies).
+    const T alpha = static_cast<T>(g.epilogue.alpha), beta = static_cast<T>(g.epilogue.beta);
     for (std::int64_t batch = 0; batch < g.batch; ++batch) {
         const T* ab = a + batch * g.a.batch_stride;
         const T* bb = b + batch * g.b.batch_stride;
         T* cb = c + batch * g.c.batch_stride;
         if (strategy == Strategy::library_gemv && g.n == 1) {  // C (m) = A (m x k) x, x a column of B
             const bool stored = g.a.row_major();
-            Blas<T>::gemv(CblasRowMajor, stored ? CblasNoTrans : CblasTrans, blas_int(stored ? g.m : g.k), blas_int(stored ? g.k : g.m), T{1},
-                          ab, blas_int(g.a.leading_dimension()), bb, blas_int(g.b.row_stride), T{0}, cb, blas_int(g.c.row_stride));
+            Blas<T>::gemv(CblasRowMajor, stored ? CblasNoTrans : CblasTrans, blas_int(stored ? g.m : g.k),
+                          blas_int(stored ? g.k : g.m), alpha, ab, blas_int(g.a.leading_dimension()), bb,
+                          blas_int(g.b.row_stride), beta, cb, blas_int(g.c.row_stride));
         } else if (strategy == Strategy::library_gemv) {  // C (n) = B^T (n x k) x, x the row of A
             const bool stored = g.b.row_major();
-            Blas<T>::gemv(CblasRowMajor, stored ? CblasTrans : CblasNoTrans, blas_int(stored ? g.k : g.n), blas_int(stored ? g.n : g.k), T{1},
-                          bb, blas_int(g.b.leading_dimension()), ab, blas_int(g.a.col_stride), T{0}, cb, blas_int(g.c.col_stride));
+            Blas<T>::gemv(CblasRowMajor, stored ? CblasTrans : CblasNoTrans, blas_int(stored ? g.k : g.n),
+                          blas_int(stored ? g.n : g.k), alpha, bb, blas_int(g.b.leading_dimension()), ab,
+                          blas_int(g.a.col_stride), beta, cb, blas_int(g.c.col_stride));
         } else if (g.c.row_major()) {
             const BlasOperand x = as_stored(g.a), y = as_stored(g.b);
-            Blas<T>::gemm(CblasRowMajor, x.trans, y.trans, blas_int(g.m), blas_int(g.n), blas_int(g.k), T{1}, ab, x.ld, bb, y.ld, T{0}, cb,
-                          blas_int(g.c.row_stride));
+            Blas<T>::gemm(CblasRowMajor, x.trans, y.trans, blas_int(g.m), blas_int(g.n), blas_int(g.k), alpha,
+                          ab, x.ld, bb, y.ld, beta, cb, blas_int(g.c.row_stride));
         } else {
             const BlasOperand x = as_transposed(g.b), y = as_transposed(g.a);
-            Blas<T>::gemm(CblasRowMajor, x.trans, y.trans, blas_int(g.n), blas_int(g.m), blas_int(g.k), T{1}, bb, x.ld, ab, y.ld, T{0}, cb,
-                          blas_int(g.c.col_stride));
+            Blas<T>::gemm(CblasRowMajor, x.trans, y.trans, blas_int(g.n), blas_int(g.m), blas_int(g.k), alpha,
+                          bb, x.ld, ab, y.ld, beta, cb, blas_int(g.c.col_stride));
         }
     }
 }
@@ -141,7 +157,7 @@ void packed_gemm(const Gemm& g, const std::byte* a, const std::byte* b, std::byt
 #else
         blocked_gemm(pa, pb, pc, g.m, g.n, g.k);
 #endif
-        unpack<D>(pc, g.c, batch, g.m, g.n, c);
+        unpack<D>(pc, g.c, batch, g.m, g.n, c, g.epilogue);
     }
 }
 

@@ -9,6 +9,7 @@
 // accumulator array of its own, combined at the end.
 #include <fmt/format.h>
 
+#include "runtime/cpu/epilogue.hpp"
 #include "runtime/cpu/fold.hpp"
 #include "runtime/cpu/kernels.hpp"
 #include "runtime/cpu/nest.hpp"
@@ -153,8 +154,30 @@ void reduce_accumulate(const ScheduledStep& step, const Data& dst, const Data& s
     const std::int64_t count = step.accumulators == 0 ? 0 : nest.src.size() / step.accumulators;
     const auto [dst_kept, acc_kept] = kept_modes(nest.dst, nest.acc);
     const Nest<2> out = make_nest<2>({&dst_kept, &acc_kept}, {dst.base, reinterpret_cast<std::byte*>(array(0))}, {sizeof(D), sizeof(A)});
-    for_each_run(out, 0, out.rank() == 0 ? 1 : out.extents[0], [&](std::array<std::byte*, 2> p, std::int64_t n, const std::array<std::int64_t, 2>& stride) {
-        for (std::int64_t i = 0; i < n; ++i) store_at<D>(p[0] + i * stride[0], finish<Op, Out>(load_at<A>(p[1] + i * stride[1]), count));
+    const std::int64_t outer = out.rank() == 0 ? 1 : out.extents[0];
+    if (step.epilogue.identity()) {
+        for_each_run(
+            out, 0, outer,
+            [&](std::array<std::byte*, 2> p, std::int64_t n, const std::array<std::int64_t, 2>& stride) {
+                for (std::int64_t i = 0; i < n; ++i)
+                    store_at<D>(p[0] + i * stride[0],
+                                finish<Op, Out>(load_at<A>(p[1] + i * stride[1]), count));
+            });
+        return;
+    }
+    // The epilogue after the reduction (and after mean's division), in the accumulator.
+    const Scale<A> scale(step.epilogue);
+    with_reads(scale, [&](auto reads) {
+        for_each_run(
+            out, 0, outer,
+            [&](std::array<std::byte*, 2> p, std::int64_t n, const std::array<std::int64_t, 2>& stride) {
+                for (std::int64_t i = 0; i < n; ++i) {
+                    A value = load_at<A>(p[1] + i * stride[1]);
+                    if constexpr (Op == Reduction::mean)
+                        value = count == 0 ? A(NAN) : value / static_cast<A>(count);
+                    store_scaled<Out, decltype(reads)::value>(p[0] + i * stride[0], value, scale);
+                }
+            });
     });
 }
 
