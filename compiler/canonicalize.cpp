@@ -34,7 +34,7 @@ void canonicalize(std::span<Layout> accesses) {
     for (const std::size_t k : order_by_stride(accesses))
         if (accesses[0].modes[k].extent != 1) order.push_back(k);
     // Merge neighbours that walk memory as one mode in every access.
-    std::vector<std::vector<Mode>> merged(accesses.size());
+    std::vector<SmallVector<Mode, 8>> merged(accesses.size());
     for (const std::size_t k : order) {
         const bool merge_all = !merged[0].empty() && std::all_of(accesses.begin(), accesses.end(), [&](const Layout& l) {
             const std::size_t a = static_cast<std::size_t>(&l - accesses.data());

@@ -97,7 +97,10 @@ std::vector<Mode> split(Mode mode, std::span<const std::int64_t> extents) {
 Layout permute(const Layout& layout, std::span<const std::size_t> order) {
     EINC_ASSERT(order.size() <= layout.rank());
     Layout result;
-    for (const std::size_t k : order) result.modes.push_back(layout.modes.at(k));
+    for (const std::size_t k : order) {
+        EINC_ASSERT(k < layout.rank());
+        result.modes.push_back(layout.modes[k]);
+    }
     return result;
 }
 
@@ -129,7 +132,7 @@ OffsetRange offset_range(const Layout& layout) {
 
 bool may_overlap(const Layout& layout) {
     if (layout.size() <= 1) return false;
-    std::vector<Mode> modes;
+    SmallVector<Mode, 8> modes;
     for (const Mode& m : layout.modes)
         if (m.extent > 1) modes.push_back(Mode{m.extent, m.stride < 0 ? -m.stride : m.stride});
     std::sort(modes.begin(), modes.end(), [](Mode a, Mode b) { return a.stride < b.stride; });

@@ -25,7 +25,7 @@ struct Mode {
 };
 
 struct Layout {
-    std::vector<Mode> modes;
+    SmallVector<Mode, 8> modes;  // inline up to rank 8: making and copying a layout allocates nothing
 
     std::size_t rank() const { return modes.size(); }
     std::int64_t size() const;                        // number of indices: product of extents (INT64_MAX if it overflows)

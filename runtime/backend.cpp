@@ -27,7 +27,7 @@ struct ByteRange {
 };
 
 ByteRange bytes_of(const TensorView& view) {
-    const OffsetRange range = offset_range(make_layout(view.shape, view.strides));
+    const OffsetRange range = offset_range(make_layout(view.shape, view.strides));  // (no allocation to rank 8)
     const auto size = static_cast<std::int64_t>(size_of(view.dtype));
     const auto* base = static_cast<const std::byte*>(view.data);
     return {base + range.begin * size, base + range.end * size};
@@ -66,9 +66,9 @@ std::shared_ptr<const void> prepare(const Schedule& schedule, Device device, int
 }
 
 void execute(const Plan& plan, const Schedule& schedule, const void* prepared, std::span<const TensorView> inputs,
-             std::span<TensorView> outputs, Device device, void* stream) {
-    if (device == Device::cpu) execute_on_cpu(plan, schedule, inputs, outputs);
-    else require_gpu().execute(plan, schedule, prepared, inputs, outputs, stream);
+             std::span<TensorView> outputs, Device device, void* stream, void* workspace) {
+    if (device == Device::cpu) execute_on_cpu(plan, schedule, inputs, outputs, static_cast<std::byte*>(workspace));
+    else require_gpu().execute(plan, schedule, prepared, inputs, outputs, stream, workspace);
 }
 
 void check_no_aliasing(std::span<const Input> inputs, std::span<const TensorView> outputs) {

@@ -27,13 +27,18 @@ void check_aligned(const TensorView& view, const char* what, std::size_t index) 
 
 Target cpu_target() { return Target::cpu(cpu::thread_count(), cpu::kernel_vector_bytes(), EINC_HAS_BLAS != 0); }
 
-void execute_on_cpu(const Plan& plan, const Schedule& schedule, std::span<const TensorView> inputs, std::span<TensorView> outputs) {
+void execute_on_cpu(const Plan& plan, const Schedule& schedule, std::span<const TensorView> inputs, std::span<TensorView> outputs,
+                    std::byte* workspace) {
     EINC_ASSERT(inputs.size() == plan.inputs.size() && outputs.size() == plan.outputs.size());
     EINC_ASSERT(schedule.target.backend == Backend::cpu && schedule.steps.size() == plan.steps.size());
     for (std::size_t i = 0; i < inputs.size(); ++i) check_aligned(inputs[i], "input", i);
     for (std::size_t k = 0; k < outputs.size(); ++k) check_aligned(outputs[k], "output", k);
-    const Tensor workspace = Tensor::empty(DType::i8, {schedule.workspace_bytes});  // 64-byte aligned
-    const RunMemory memory(plan, schedule, inputs, outputs, static_cast<std::byte*>(workspace.data()));
+    Tensor allocated;  // 64-byte aligned
+    if (workspace == nullptr && schedule.workspace_bytes > 0) {
+        allocated = Tensor::empty(DType::i8, {schedule.workspace_bytes});
+        workspace = static_cast<std::byte*>(allocated.data());
+    }
+    const RunMemory memory(plan, schedule, inputs, outputs, workspace);
     const auto data = [&](const Access& access) { return cpu::Data{memory.address(access.buffer, access.offset), plan.spec(access.buffer).dtype}; };
 
     for (std::size_t s = 0; s < plan.steps.size(); ++s) {
@@ -48,9 +53,9 @@ void execute_on_cpu(const Plan& plan, const Schedule& schedule, std::span<const 
                        [&](const Gemm& gemm) {
                            const Strategy s = scheduled.strategy;
                            if (s == Strategy::contract_elementwise || s == Strategy::contract_rows || s == Strategy::contract_accumulate) {
-                               // dot products, as the contraction they are
-                               const Contract dots = gemm_as_contraction(gemm);
-                               return cpu::contract(scheduled, data(dots.dst), data(dots.srcs[0]), data(dots.srcs[1]), memory.scratch());
+                               // dot products, as the contraction they are (the nest is gemm_as_contraction()'s)
+                               const auto matrix = [&](const GemmMatrix& m) { return data(Access{m.buffer, m.offset, {}}); };
+                               return cpu::contract(scheduled, matrix(gemm.c), matrix(gemm.a), matrix(gemm.b), memory.scratch());
                            }
                            cpu::gemm(scheduled, gemm, plan.spec(gemm.a.buffer).dtype, memory.address(gemm.a.buffer, gemm.a.offset),
                                      memory.address(gemm.b.buffer, gemm.b.offset), memory.address(gemm.c.buffer, gemm.c.offset),

@@ -1,5 +1,6 @@
 // A bounded, thread-safe LRU cache of programs, keyed by everything a plan depends on: the operation,
-// the pattern, the reduction, the axis sizes given, and each input's dtype, shape, strides and device.
+// the pattern, the reduction, the axis sizes given, the options that shape the plan (contiguous,
+// require_view, alpha and beta), and each input's dtype, shape, strides and device.
 // It is what makes the one-line calls (einc::rearrange & co.) cost a hash and a lookup when they repeat.
 #pragma once
 
@@ -34,9 +35,10 @@ public:
     PlanCache(const PlanCache&) = delete;
     PlanCache& operator=(const PlanCache&) = delete;
 
-    // The program for this call on tensors laid out like `inputs`: found, or parsed, bound and planned
-    // (outside the lock) and kept, evicting the least recently used beyond the capacity.
-    Program get(const CallRef& call, std::span<const Input> inputs, const Options& options);
+    // The program for this call on tensors laid out like `inputs` (and, where given, writing outputs laid
+    // out like `outputs`: Expression::bind(inputs, outputs)): found, or parsed, bound and planned (outside
+    // the lock) and kept, evicting the least recently used beyond the capacity.
+    Program get(const CallRef& call, std::span<const Input> inputs, const Options& options, std::span<const TensorView> outputs = {});
 
     struct Stats {
         std::uint64_t hits = 0, misses = 0, evictions = 0;

@@ -1,6 +1,8 @@
 #include "runtime/program.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <fmt/format.h>
 
 #include "compiler/bind.hpp"
@@ -53,11 +55,56 @@ bool has_layout(const TensorView& view, const TensorSpec& spec) {
     if (view.dtype != spec.dtype || view.shape != spec.shape || view.strides.size() != spec.strides.size()) return false;
     const bool empty = view.numel() == 0;
     for (std::size_t d = 0; d < view.shape.size(); ++d)
-        if (planned_stride(view, d, empty) != spec.strides[d]) return false;
+        if (planned_stride(view, d, empty) != (empty || spec.shape[d] == 1 ? 0 : spec.strides[d])) return false;
     return true;
 }
 
-Program Expression::bind(std::span<const TensorView> inputs, const Options& options) const {
+namespace {
+
+// The strides the plan writes caller outputs with, once their count, shapes and devices are checked
+// against the bound call; an output that would write an element twice is refused here, once.
+std::vector<Shape> output_strides(const Bound& bound, std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
+    if (outputs.size() != bound.outputs.size())
+        throw Error(ErrorKind::usage, fmt::format("the call has {}, got {}", counted(static_cast<std::int64_t>(bound.outputs.size()), "result"),
+                                                  counted(static_cast<std::int64_t>(outputs.size()), "output")));
+    std::vector<Shape> strides;
+    for (std::size_t k = 0; k < outputs.size(); ++k) {
+        const TensorView& out = outputs[k];
+        const Shape shape = bound.outputs[k].shape();
+        if (out.shape != shape || out.strides.size() != out.shape.size())
+            throw Error(ErrorKind::shape, fmt::format("output {} has shape {}, the call's result {}", k, format_shape(out.shape), format_shape(shape)))
+                .note(fmt::format("got {}", describe(out)));
+        if (!inputs.empty() && (out.device != inputs[0].device || out.device_index != inputs[0].device_index))
+            throw Error(ErrorKind::usage, fmt::format("output {} is on {} {}, the inputs on {} {}", k, name_of(out.device), out.device_index,
+                                                      name_of(inputs[0].device), inputs[0].device_index));
+        if (out.numel() > 1 && may_overlap(make_layout(out.shape, out.strides)))
+            throw Error(ErrorKind::usage, fmt::format("output {} has strides that write some elements twice: {}", k, describe(out)))
+                .help("give every element of an output its own address (no stride 0 along a dim longer than 1)");
+        strides.push_back(spec_of(out).strides);
+    }
+    return strides;
+}
+
+// The dtypes the plan writes are the outputs' (the layouts are theirs by construction).
+void check_bound_outputs(const Plan& plan, std::span<const TensorView> inputs, std::span<const TensorView> outputs) {
+    for (std::size_t k = 0; k < outputs.size(); ++k)
+        if (outputs[k].dtype != plan.outputs[k].dtype)
+            throw Error(ErrorKind::shape, fmt::format("output {} is {}, the call's result {}", k, name_of(outputs[k].dtype),
+                                                      name_of(plan.outputs[k].dtype)))
+                .note(fmt::format("the inputs are {}", inputs.empty() ? "none" : describe(inputs[0])));
+}
+
+}  // namespace
+
+Program Expression::bind(std::span<const TensorView> inputs, const Options& options) const { return bind_to(inputs, nullptr, options); }
+
+Program Expression::bind(std::span<const TensorView> inputs, std::span<const TensorView> outputs, const Options& options) const {
+    Options writing = options;
+    writing.contiguous = true;
+    return bind_to(inputs, &outputs, writing);
+}
+
+Program Expression::bind_to(std::span<const TensorView> inputs, const std::span<const TensorView>* outputs, const Options& options) const {
     auto state = std::make_shared<Program::State>();
     std::vector<Shape> shapes;
     std::vector<TensorSpec> specs;
@@ -73,9 +120,12 @@ Program Expression::bind(std::span<const TensorView> inputs, const Options& opti
     }
     state->bound = einc::bind(state_->syntax, state_->call, shapes);
     PlanOptions plan_options;
+    if (outputs) plan_options.output_strides = output_strides(state->bound, inputs, *outputs);
     plan_options.require_view = options.require_view;
     plan_options.contiguous = options.contiguous;
+    plan_options.epilogue = Epilogue{options.alpha, options.beta};
     state->plan = einc::plan(state->bound, specs, plan_options);
+    if (outputs) check_bound_outputs(state->plan, inputs, *outputs);
     state->options = options;
     for (std::size_t k = 0; k < state->plan.outputs.size(); ++k) state->view_sources.push_back(state->plan.view_source(k));
     // (A plan without steps - a pack of empty tensors - still has results to allocate.)
@@ -102,6 +152,11 @@ Program Expression::bind(std::span<const TensorView> inputs, const Options& opti
 
 Program Expression::bind(std::initializer_list<TensorView> inputs, const Options& options) const {
     return bind(std::span<const TensorView>(inputs.begin(), inputs.size()), options);
+}
+
+Program Expression::bind(std::initializer_list<TensorView> inputs, std::initializer_list<TensorView> outputs, const Options& options) const {
+    return bind(std::span<const TensorView>(inputs.begin(), inputs.size()), std::span<const TensorView>(outputs.begin(), outputs.size()),
+                options);
 }
 
 const Bound& Program::bound() const { return state_->bound; }
@@ -135,17 +190,76 @@ void check_inputs(const Program& program, std::span<const Input> inputs, Device 
     }
 }
 
-std::vector<TensorView> views_of(std::span<const Input> inputs) {
-    std::vector<TensorView> views;
-    views.reserve(inputs.size());
-    for (const Input& input : inputs) views.push_back(input.view());
-    return views;
+// (Out of line: the check on the hot path is one comparison.)
+[[noreturn]] void throw_beta_without_outputs() {
+    throw Error(ErrorKind::usage, "beta reads the outputs: this program was bound with beta != 0, so run it into outputs")
+        .help("call run(inputs, outputs) (or einc::einsum_into & co.) with the tensors to accumulate into");
+}
+
+// Views for the executors, held on the stack up to 8 (the hot path allocates nothing; a pack of more
+// inputs goes to the heap).
+class Views {
+public:
+    explicit Views(std::span<const Input> inputs) : Views(inputs.size()) {
+        for (std::size_t i = 0; i < inputs.size(); ++i) views_[i] = inputs[i].view();
+    }
+    explicit Views(std::span<const TensorView> views) : Views(views.size()) { std::copy(views.begin(), views.end(), views_.begin()); }
+    explicit Views(std::size_t count) {
+        if (count > inline_.size()) heap_.resize(count);
+        views_ = {count > inline_.size() ? heap_.data() : inline_.data(), count};
+    }
+    Views(const Views&) = delete;  // views_ may point into inline_
+    Views& operator=(const Views&) = delete;
+
+    TensorView& operator[](std::size_t i) { return views_[i]; }
+    operator std::span<TensorView>() { return views_; }              // NOLINT: implicit by design
+    operator std::span<const TensorView>() const { return views_; }  // NOLINT
+
+private:
+    std::array<TensorView, 8> inline_;
+    std::vector<TensorView> heap_;
+    std::span<TensorView> views_;
+};
+
+// `view_sources`: per output, the input it is a view of.
+void check_outputs(const Plan& plan, std::span<const std::optional<std::uint32_t>> view_sources, Device device, int device_index,
+                   std::span<const Input> inputs, std::span<const TensorView> outputs) {
+    if (outputs.size() != plan.outputs.size())
+        throw Error(ErrorKind::usage, fmt::format("the program has {}, got {}", counted(static_cast<std::int64_t>(plan.outputs.size()), "result"),
+                                                  counted(static_cast<std::int64_t>(outputs.size()), "output")));
+    for (std::size_t k = 0; k < outputs.size(); ++k) {
+        if (view_sources[k])
+            throw Error(ErrorKind::usage, "this program's results are views of its inputs: there is nothing to write")
+                .help("bind with Options::contiguous, or to the outputs, to have the results written into outputs");
+        const TensorSpec& expected = plan.outputs[k];
+        const TensorView& out = outputs[k];
+        if (!has_layout(out, expected) || out.device != device || out.device_index != device_index)
+            throw Error(ErrorKind::shape, fmt::format("output {} is not what the program writes", k))
+                .note(fmt::format("the program writes {} ({}):({}) on {}", name_of(expected.dtype), fmt::join(expected.shape, ","),
+                                  fmt::join(expected.strides, ","), name_of(device)))
+                .note(fmt::format("got {}", describe(out)))
+                .help("bind the expression to outputs like these: expression.bind(inputs, outputs)");
+        if (out.data == nullptr && out.numel() > 0) throw Error(ErrorKind::usage, fmt::format("output {} has no data", k));
+    }
+    check_no_aliasing(inputs, outputs);
+}
+
+void check_workspace(std::size_t needed, Device device, Workspace workspace) {
+    const std::size_t alignment = device == Device::cpu ? 64 : 256;
+    if (workspace.bytes < needed)
+        throw Error(ErrorKind::usage, fmt::format("the workspace holds {} B, the program needs {} B", workspace.bytes, needed))
+            .help("allocate program.workspace_bytes() bytes");
+    if (needed > 0 && (workspace.data == nullptr || reinterpret_cast<std::uintptr_t>(workspace.data) % alignment != 0))
+        throw Error(ErrorKind::usage, fmt::format("the workspace at {} is not aligned to {} bytes", workspace.data, alignment))
+            .help(device == Device::cpu ? "allocate it with std::aligned_alloc(64, ...) or operator new(bytes, std::align_val_t{64})"
+                                          : "allocate it with cudaMalloc, which aligns to 256 bytes");
 }
 
 }  // namespace
 
 std::vector<Tensor> Program::run(std::span<const Input> inputs, void* stream) const {
     const State& s = *state_;
+    if (s.options.beta != 0) throw_beta_without_outputs();
     check_inputs(*this, inputs, s.device, s.device_index);
     if (s.only_views) {  // the hot path of a rearrange that is free: no allocation but the results
         std::vector<Tensor> results(s.plan.outputs.size());
@@ -162,7 +276,7 @@ std::vector<Tensor> Program::run(std::span<const Input> inputs, void* stream) co
         results[k] = allocate(s.plan.outputs[k].dtype, s.plan.outputs[k].shape, s.device, s.device_index, stream);
         outputs[k] = results[k].view();
     }
-    const std::vector<TensorView> input_views = views_of(inputs);
+    const Views input_views(inputs);
     execute(s.plan, s.schedule, s.prepared.get(), input_views, outputs, s.device, stream);
     for (std::size_t k = 0; k < outputs.size(); ++k)
         if (const auto source = s.view_sources[k]) results[k] = Tensor(outputs[k], inputs[*source].storage());
@@ -176,28 +290,22 @@ std::vector<Tensor> Program::run(std::initializer_list<Input> inputs, void* stre
 void Program::run(std::span<const Input> inputs, std::span<const TensorView> outputs, void* stream) const {
     const State& s = *state_;
     check_inputs(*this, inputs, s.device, s.device_index);
-    if (outputs.size() != s.plan.outputs.size())
-        throw Error(ErrorKind::usage, fmt::format("the program has {}, got {}", counted(static_cast<std::int64_t>(s.plan.outputs.size()), "result"),
-                                                  counted(static_cast<std::int64_t>(outputs.size()), "output")));
-    for (std::size_t k = 0; k < outputs.size(); ++k) {
-        if (s.view_sources[k])
-            throw Error(ErrorKind::usage, "this program's results are views of its inputs: there is nothing to write")
-                .help("bind with Options::contiguous to have the results written into outputs");
-        const TensorSpec& expected = s.plan.outputs[k];
-        const TensorView& out = outputs[k];
-        const TensorView planned{nullptr, expected.dtype, expected.shape, expected.strides};
-        if (out.dtype != expected.dtype || out.shape != expected.shape || spec_of(out).strides != spec_of(planned).strides ||
-            out.device != s.device)
-            throw Error(ErrorKind::shape, fmt::format("output {} is not what the program writes", k))
-                .note(fmt::format("the program writes {} ({}):({}) on {}", name_of(expected.dtype), fmt::join(expected.shape, ","),
-                                  fmt::join(expected.strides, ","), name_of(s.device)))
-                .note(fmt::format("got {}", describe(out)));
-        if (out.data == nullptr && out.numel() > 0) throw Error(ErrorKind::usage, fmt::format("output {} has no data", k));
-    }
-    check_no_aliasing(inputs, outputs);
-    std::vector<TensorView> output_views(outputs.begin(), outputs.end());
-    const std::vector<TensorView> input_views = views_of(inputs);
+    check_outputs(s.plan, s.view_sources, s.device, s.device_index, inputs, outputs);
+    const Views input_views(inputs);
+    Views output_views(outputs);
     execute(s.plan, s.schedule, s.prepared.get(), input_views, output_views, s.device, stream);
 }
+
+void Program::run(std::span<const Input> inputs, std::span<const TensorView> outputs, Workspace workspace, void* stream) const {
+    const State& s = *state_;
+    check_inputs(*this, inputs, s.device, s.device_index);
+    check_outputs(s.plan, s.view_sources, s.device, s.device_index, inputs, outputs);
+    check_workspace(workspace_bytes(), s.device, workspace);
+    const Views input_views(inputs);
+    Views output_views(outputs);
+    execute(s.plan, s.schedule, s.prepared.get(), input_views, output_views, s.device, stream, workspace.data);
+}
+
+std::size_t Program::workspace_bytes() const { return static_cast<std::size_t>(state_->schedule.workspace_bytes); }
 
 }  // namespace einc

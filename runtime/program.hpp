@@ -39,9 +39,20 @@ struct Options {
     bool contiguous = false;    // always return fresh memory, never a view of an input
     bool require_view = false;  // fail unless every result is a view of an input (zero-copy)
     void* stream = nullptr;     // one-line calls on GPU tensors: the CUDA stream (cudaStream_t); null: default
+    double alpha = 1.0;         // results are stored as out = alpha * result + beta * out (bound, as BLAS's GEMM)
+    double beta = 0.0;          // != 0 reads the outputs: run into them (Program::run(inputs, outputs), einc::*_into)
 };
 
 class Program;
+
+// Scratch memory the caller owns, for Program::run: at least program.workspace_bytes() bytes on the
+// program's device, aligned to 64 bytes on the CPU and 256 on a GPU. With one, a run into caller outputs
+// allocates nothing (no heap, no device memory), and on a GPU is capturable in a CUDA graph. The same
+// workspace must not be used by two runs at once.
+struct Workspace {
+    void* data = nullptr;
+    std::size_t bytes = 0;
+};
 
 class Expression {
 public:
@@ -52,8 +63,15 @@ public:
     // Binds to tensors like these (their dtype, shape, strides and device; data pointers are not kept).
     Program bind(std::span<const TensorView> inputs, const Options& options = {}) const;
     Program bind(std::initializer_list<TensorView> inputs, const Options& options = {}) const;
+    // Binds to inputs and to the outputs the program will write: any strides (a slice, a column block, a
+    // KV-cache slot; negative or 0 strides are refused where two elements would land on one address),
+    // as Program::run(inputs, outputs) then requires. Every result is written (Options::contiguous).
+    Program bind(std::span<const TensorView> inputs, std::span<const TensorView> outputs, const Options& options = {}) const;
+    Program bind(std::initializer_list<TensorView> inputs, std::initializer_list<TensorView> outputs, const Options& options = {}) const;
 
 private:
+    // `outputs`: the caller's outputs to plan for, or null for row-major results.
+    Program bind_to(std::span<const TensorView> inputs, const std::span<const TensorView>* outputs, const Options& options) const;
     struct State;
     std::shared_ptr<const State> state_;
     friend class Program;
@@ -85,9 +103,15 @@ public:
     // GPU work is queued on `stream` (a cudaStream_t; null: the default stream) without synchronising.
     std::vector<Tensor> run(std::span<const Input> inputs, void* stream = nullptr) const;
     std::vector<Tensor> run(std::initializer_list<Input> inputs, void* stream = nullptr) const;
-    // Runs writing into caller-provided results (row-major, of the planned dtype and shape); a program whose
-    // plan returns views must be bound with Options::contiguous to write into outputs.
+    // Runs writing into caller-provided results, of the planned dtype, shape and strides (row-major, or
+    // those of the outputs given to bind); a program whose plan returns views must be bound with
+    // Options::contiguous (or to outputs) to write into outputs. Outputs must not overlap the inputs.
     void run(std::span<const Input> inputs, std::span<const TensorView> outputs, void* stream = nullptr) const;
+    // The same with the caller's scratch: no heap or device allocation at all (the hot path of an
+    // inference engine; bind once, run millions of times).
+    void run(std::span<const Input> inputs, std::span<const TensorView> outputs, Workspace workspace, void* stream = nullptr) const;
+    // Bytes of scratch a run needs (temporaries and kernel scratch; 0 for most calls), on the program's device.
+    std::size_t workspace_bytes() const;
 
 private:
     struct State;

@@ -94,7 +94,7 @@ TEST_CASE("split: row-major sub-modes that merge back") {
     const std::vector<Mode> parts = split(Mode{30, 7}, extents);
     CHECK(parts == std::vector<Mode>{{2, 105}, {3, 35}, {5, 7}});
     CHECK(merge(parts) == Mode{30, 7});
-    for (std::int64_t i = 0; i < 30; ++i) CHECK(offset_at(Layout{parts}, i) == 7 * i);
+    for (std::int64_t i = 0; i < 30; ++i) CHECK(offset_at(Layout{{parts.begin(), parts.end()}}, i) == 7 * i);
 }
 
 TEST_CASE("permute: mode k of the result is mode order[k]") {
