@@ -92,6 +92,7 @@ struct ScheduledStep {
     Strategy strategy = Strategy::view;
     DType accumulator = DType::f32;  // what values are carried in: folds, products, conversions
     std::int64_t scratch_bytes = 0;  // this step's scratch, at Schedule::scratch_offset of the workspace
+    Epilogue epilogue;  // the plan step's: what the CPU kernels apply as they store into an output
 
     // CPU
     CpuNest nest;
@@ -140,6 +141,10 @@ DType accumulator_dtype(Reduction op, DType input, std::int64_t terms, Backend b
 
 // Whether a Gemm step runs in the vendor library (CBLAS, cuBLAS) rather than as packed blocks or kernels.
 bool gemm_in_library(const Plan& plan, const Gemm& gemm, const Target& target);
+
+// The scratch of a cuBLAS GEMM step (cublasSetWorkspace): the size NVIDIA recommends for Hopper (4 MiB
+// elsewhere), so that with a caller's workspace cuBLAS allocates nothing - as a captured CUDA graph needs.
+inline constexpr std::int64_t cublas_workspace_bytes = std::int64_t{32} << 20;
 
 // A Gemm as a contraction over (batch, m, n, k): what runs where no library takes the dtype.
 Contract gemm_as_contraction(const Gemm& gemm);

@@ -87,6 +87,7 @@ struct CopyShape {
     DType from, to;
     std::optional<std::size_t> tile_mode;  // transpose_mode(): tiled from 8 elements, or from 1 for any extents
     bool unit_inner = false;               // the innermost mode is unit-stride on both sides
+    Epilogue epilogue;                     // the step's: arithmetic on every element, so never moved as bits
 };
 // The size-dependent facts: the tiled modes are long enough; the rows split into whole aligned 16-byte
 // words (the buffers' own alignment is checked at run time: unaligned_launches); a count needs 64 bits.
@@ -95,6 +96,7 @@ struct CopyFacts {
 };
 
 KernelKind copy_kind(const CopyShape& shape, const CopyFacts& facts) {
+    if (!shape.epilogue.identity()) return KernelKind::elementwise;
     if (shape.from == shape.to && shape.tile_mode && facts.long_enough) return KernelKind::transpose;
     if (shape.from == shape.to && shape.unit_inner && facts.whole_words) return KernelKind::vector_copy;
     return KernelKind::elementwise;
@@ -108,12 +110,13 @@ KernelSignature copy_signature(const CopyShape& shape, KernelKind kind, bool wid
     s.accumulator = accumulator_dtype(Reduction::none, shape.from, 1, Backend::cuda);
     s.kept_rank = static_cast<int>(shape.nest.kept_rank());
     s.wide_index = wide;
+    s.epilogue = shape.epilogue;
     return s;
 }
 
 CopyShape copy_shape(const Plan& plan, const Copy& copy, std::int64_t min_tile_extent) {
     CopyShape shape{split_modes({&copy.dst.layout, &copy.src.layout}), plan.spec(copy.src.buffer).dtype, plan.spec(copy.dst.buffer).dtype,
-                    transpose_mode(copy.dst.layout, copy.src.layout, min_tile_extent), false};
+                    transpose_mode(copy.dst.layout, copy.src.layout, min_tile_extent), false, copy.epilogue};
     const std::size_t rank = shape.nest.kept_rank();
     shape.unit_inner = rank >= 1 && shape.nest.kept[0].modes[rank - 1].stride == 1 && shape.nest.kept[1].modes[rank - 1].stride == 1;
     return shape;
@@ -176,6 +179,7 @@ struct ReduceShape {
     std::vector<DType> sources;
     DType to;
     bool unit_reduced = false;
+    Epilogue epilogue;  // the step's: applied by the kernel that stores the results (not by partials)
 };
 // The size-dependent facts: enough terms per output to give them a warp or a thread's loop; few enough
 // outputs that the terms are split across blocks (partial results, then a finalize); a count needs 64 bits.
@@ -199,12 +203,14 @@ KernelSignature reduce_signature(const ReduceShape& shape, KernelKind kind, bool
     s.reduced_rank = static_cast<int>(shape.nest.reduced_rank());
     s.partials = partials;
     s.wide_index = wide;
+    if (!partials) s.epilogue = shape.epilogue;
     return s;
 }
 
 // The finalize kernel that folds a split reduction's partial results.
-KernelSignature finalize_signature(const KernelSignature& partial) {
+KernelSignature finalize_signature(const KernelSignature& partial, const Epilogue& epilogue) {
     KernelSignature s = partial;
+    s.epilogue = epilogue;
     s.kind = KernelKind::finalize;
     s.sources.clear();
     s.reduced_rank = 0;
@@ -212,9 +218,10 @@ KernelSignature finalize_signature(const KernelSignature& partial) {
     return s;
 }
 
-ReduceShape reduce_shape(const Plan& plan, Reduction op, const std::vector<const Access*>& sources, const Access& destination) {
+ReduceShape reduce_shape(const Plan& plan, Reduction op, const std::vector<const Access*>& sources, const Access& destination,
+                         const Epilogue& epilogue) {
     std::vector<const Layout*> layouts{&destination.layout};
-    ReduceShape shape{{}, op == Reduction::none ? Reduction::sum : op, {}, plan.spec(destination.buffer).dtype};
+    ReduceShape shape{{}, op == Reduction::none ? Reduction::sum : op, {}, plan.spec(destination.buffer).dtype, false, epilogue};
     for (const Access* s : sources) {
         layouts.push_back(&s->layout);
         shape.sources.push_back(plan.spec(s->buffer).dtype);
@@ -229,8 +236,8 @@ ReduceShape reduce_shape(const Plan& plan, Reduction op, const std::vector<const
 }
 
 ScheduledStep schedule_reduction(const Plan& plan, Reduction op, const std::vector<const Access*>& sources, const Access& destination,
-                                 const Target& target) {
-    ReduceShape shape = reduce_shape(plan, op, sources, destination);
+                                 const Epilogue& epilogue, const Target& target) {
+    ReduceShape shape = reduce_shape(plan, op, sources, destination, epilogue);
     ScheduledStep step = scheduled(Strategy::kernels, reduce_signature(shape, KernelKind::elementwise, false, false).accumulator);
     const std::int64_t outputs = shape.nest.outputs(), terms = shape.nest.terms();
     if (outputs == 0) return step;
@@ -260,7 +267,7 @@ ScheduledStep schedule_reduction(const Plan& plan, Reduction op, const std::vect
     if (facts.split) launch.arguments.push_back(KernelArgument::scratch);
     step.launches.push_back(launch);
     if (facts.split) {
-        KernelLaunch final_launch{finalize_signature(launch.signature), {}, {256}, launch.params,
+        KernelLaunch final_launch{finalize_signature(launch.signature, shape.epilogue), {}, {256}, launch.params,
                                   {KernelArgument::destination, KernelArgument::scratch}};
         final_launch.grid.x = blocks_for(outputs, 256, target);
         step.launches.push_back(final_launch);
@@ -286,16 +293,20 @@ ScheduledStep schedule_gpu_step(const Plan& plan, const Step& step, const Target
             } else if constexpr (std::is_same_v<S, Copy>) {
                 return schedule_copy(plan, s, target);
             } else if constexpr (std::is_same_v<S, Reduce>) {
-                return schedule_reduction(plan, s.op, {&s.src}, s.dst, target);
+                return schedule_reduction(plan, s.op, {&s.src}, s.dst, s.epilogue, target);
             } else if constexpr (std::is_same_v<S, Contract>) {
-                return schedule_reduction(plan, Reduction::none, sources_of(s), s.dst, target);
+                return schedule_reduction(plan, Reduction::none, sources_of(s), s.dst, s.epilogue, target);
             } else {
                 static_assert(std::is_same_v<S, Gemm>);
-                if (gemm_in_library(plan, s, target))
-                    return scheduled(Strategy::library_gemm,
-                                         accumulator_dtype(Reduction::none, plan.spec(s.a.buffer).dtype, 1, Backend::cuda));
+                if (gemm_in_library(plan, s, target)) {
+                    ScheduledStep gemm = scheduled(
+                        Strategy::library_gemm,
+                        accumulator_dtype(Reduction::none, plan.spec(s.a.buffer).dtype, 1, Backend::cuda));
+                    gemm.scratch_bytes = cublas_workspace_bytes;
+                    return gemm;
+                }
                 const Contract contraction = gemm_as_contraction(s);  // integers: the contraction kernel
-                return schedule_reduction(plan, Reduction::none, sources_of(contraction), contraction.dst, target);
+                return schedule_reduction(plan, Reduction::none, sources_of(contraction), contraction.dst, contraction.epilogue, target);
             }
         },
         step);
@@ -306,8 +317,8 @@ std::vector<KernelSignature> possible_gpu_kernels(const Plan& plan, const Step& 
     const auto add = [&](const KernelSignature& s) {
         if (std::find(kernels.begin(), kernels.end(), s) == kernels.end()) kernels.push_back(s);
     };
-    const auto reduction = [&](Reduction op, const std::vector<const Access*>& sources, const Access& destination) {
-        const ReduceShape shape = reduce_shape(plan, op, sources, destination);
+    const auto reduction = [&](Reduction op, const std::vector<const Access*>& sources, const Access& destination, const Epilogue& epilogue) {
+        const ReduceShape shape = reduce_shape(plan, op, sources, destination, epilogue);
         check_ranks(shape.nest);
         if (shape.nest.outputs() == 0) return;
         for (const bool many_terms : {false, true})
@@ -317,7 +328,7 @@ std::vector<KernelSignature> possible_gpu_kernels(const Plan& plan, const Step& 
                     const bool partials = split && kind != KernelKind::elementwise;
                     const KernelSignature s = reduce_signature(shape, kind, partials, wide);
                     add(s);
-                    if (partials) add(finalize_signature(s));
+                    if (partials) add(finalize_signature(s, epilogue));
                 }
     };
     std::visit(
@@ -331,13 +342,13 @@ std::vector<KernelSignature> possible_gpu_kernels(const Plan& plan, const Step& 
                     for (const bool whole_words : {false, true})
                         for (const bool wide : {false, true}) add(copy_signature(shape, copy_kind(shape, {long_enough, whole_words, wide}), wide));
             } else if constexpr (std::is_same_v<S, Reduce>) {
-                reduction(s.op, {&s.src}, s.dst);
+                reduction(s.op, {&s.src}, s.dst, s.epilogue);
             } else if constexpr (std::is_same_v<S, Contract>) {
-                reduction(Reduction::none, sources_of(s), s.dst);
+                reduction(Reduction::none, sources_of(s), s.dst, s.epilogue);
             } else if constexpr (std::is_same_v<S, Gemm>) {
                 if (gemm_in_library(plan, s, Target::gpu(1))) return;
                 const Contract contraction = gemm_as_contraction(s);
-                reduction(Reduction::none, sources_of(contraction), contraction.dst);
+                reduction(Reduction::none, sources_of(contraction), contraction.dst, contraction.epilogue);
             }
         },
         step);

@@ -1,6 +1,8 @@
 // The CUDA implementation of einc's GPU backend: device memory, plan preparation (kernels compiled or
 // found in the caches, and loaded, when a program is bound), and execution on the caller's stream with no
 // hidden synchronisation. Registered when the program starts.
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <fmt/format.h>
 #include <map>
@@ -92,17 +94,23 @@ public:
     }
     void release(void* memory) override { cudaFreeAsync(memory, stream_); }
 
+    // No allocation, lookup that could miss, or module load here: what a captured graph may contain.
     void launch(const KernelLaunch& launch, std::span<void* const> pointers) override {
-        const CUfunction function = prepared_.functions.at(&launch);
-        std::vector<void*> arguments{const_cast<KernelParams*>(&launch.params)};
-        for (void* const& p : pointers) arguments.push_back(const_cast<void**>(&p));
-        check(driver().launch_kernel(function, launch.grid.x, launch.grid.y, launch.grid.z, launch.block.x, launch.block.y, launch.block.z,
-                                     0, stream_, arguments.data(), nullptr),
+        const auto found = prepared_.functions.find(&launch);
+        EINC_ASSERT(found != prepared_.functions.end());  // prepare() loaded every launch, unaligned ones too
+        std::array<void*, 1 + 4> arguments{
+            const_cast<KernelParams*>(&launch.params)};  // params, then <= 4 pointers
+        EINC_ASSERT(pointers.size() < arguments.size());
+        for (std::size_t i = 0; i < pointers.size(); ++i) arguments[1 + i] = const_cast<void**>(&pointers[i]);
+        check(driver().launch_kernel(found->second, launch.grid.x, launch.grid.y, launch.grid.z,
+                                     launch.block.x, launch.block.y, launch.block.z, 0, stream_,
+                                     arguments.data(), nullptr),
               "cuLaunchKernel");
     }
 
-    void gemm(const Gemm& g, DType dtype, const void* a, const void* b, void* c) override {
-        cuda::gemm(g, dtype, a, b, c, stream_, allow_tf32.load());
+    void gemm(const Gemm& g, DType dtype, const void* a, const void* b, void* c, void* workspace,
+              std::size_t workspace_bytes) override {
+        cuda::gemm(g, dtype, a, b, c, stream_, allow_tf32.load(), workspace, workspace_bytes);
     }
 
 private:
@@ -142,9 +150,12 @@ public:
         auto prepared = std::make_shared<CudaPreparedPlan>();
         // Open cuBLAS if a GEMM needs it, and compile (or find) and load every kernel the schedule may
         // launch, now: a failure shows when binding, not in a hot loop.
-        for (const ScheduledStep& step : schedule.steps)
-            if (step.strategy == Strategy::library_gemm) (void)cublas();
+        const bool gemm =
+            std::any_of(schedule.steps.begin(), schedule.steps.end(),
+                        [](const ScheduledStep& step) { return step.strategy == Strategy::library_gemm; });
+        if (gemm) (void)cublas();
         on_device(device, [&] {
+            if (gemm) open_gemm(device);  // the handle, now: creating it during a run could not be captured
             for (const ScheduledStep& step : schedule.steps)
                 for (const auto* launches : {&step.launches, &step.unaligned_launches})
                     for (const KernelLaunch& launch : *launches)
@@ -154,14 +165,14 @@ public:
     }
 
     void execute(const Plan& plan, const Schedule& schedule, const void* prepared, std::span<const TensorView> inputs,
-                 std::span<TensorView> outputs, void* stream) override {
+                 std::span<TensorView> outputs, void* stream, void* workspace) override {
         const int device = !inputs.empty() ? inputs[0].device_index : !outputs.empty() ? outputs[0].device_index : 0;
         for (const TensorView& output : outputs)
             if (output.data && (output.device != Device::cuda || output.device_index != device))
                 throw Error(ErrorKind::usage, "outputs must be on the GPU of the inputs");
         on_device(device, [&] {
             StreamOps ops(static_cast<cudaStream_t>(stream), *static_cast<const CudaPreparedPlan*>(prepared));
-            run_gpu_plan(plan, schedule, inputs, outputs, ops);
+            run_gpu_plan(plan, schedule, inputs, outputs, ops, static_cast<std::byte*>(workspace));
             check(cudaGetLastError(), "a kernel launch");
         });
     }

@@ -19,26 +19,20 @@ void check(cublasStatus_t status, const char* what) {
     throw error;
 }
 
-// A cuBLAS handle per device, with the workspace it owns. Calls are serialised per handle: cuBLAS keeps
-// the stream in the handle, and einc is called from many threads.
+// A cuBLAS handle per device. Calls are serialised per handle: cuBLAS keeps the stream (and the
+// workspace) in the handle, and einc is called from many threads.
 struct Handle {
     cublasHandle_t handle = nullptr;
-    void* workspace = nullptr;
     std::mutex mutex;
 };
 
-constexpr std::size_t workspace_bytes = 32u << 20;
-
+// (A hit allocates nothing; the handle is created by open_gemm() when a program is bound.)
 Handle& handle_for(int device) {
     static std::mutex mutex;
     static std::map<int, Handle> handles;
     std::lock_guard lock(mutex);
     Handle& h = handles[device];
-    if (!h.handle) {
-        check(cublas().create(&h.handle), "cublasCreate");
-        einc::cuda::check(cudaMalloc(&h.workspace, workspace_bytes), "cudaMalloc (cuBLAS workspace)");
-        check(cublas().set_workspace(h.handle, h.workspace, workspace_bytes), "cublasSetWorkspace");
-    }
+    if (!h.handle) check(cublas().create(&h.handle), "cublasCreate");
     return h;
 }
 
@@ -56,7 +50,12 @@ Operand as_transposed(const GemmMatrix& m) {  // op(X) = X^T
 
 }  // namespace
 
-void gemm(const Gemm& g, DType dtype, const void* a, const void* b, void* c, cudaStream_t stream, bool allow_tf32) {
+void open_gemm(int device) {
+    (void)handle_for(device);
+}
+
+void gemm(const Gemm& g, DType dtype, const void* a, const void* b, void* c, cudaStream_t stream,
+          bool allow_tf32, void* workspace, std::size_t workspace_bytes) {
     cudaDataType_t type{};
     cublasComputeType_t compute{};
     switch (dtype) {
@@ -66,15 +65,18 @@ void gemm(const Gemm& g, DType dtype, const void* a, const void* b, void* c, cud
     case DType::bf16: type = CUDA_R_16BF, compute = CUBLAS_COMPUTE_32F; break;
     default: throw Error(ErrorKind::unsupported, fmt::format("cuBLAS GEMM of {}", name_of(dtype)));
     }
-    const double one64 = 1, zero64 = 0;
-    const float one32 = 1, zero32 = 0;
-    const void* alpha = dtype == DType::f64 ? static_cast<const void*>(&one64) : &one32;
-    const void* beta = dtype == DType::f64 ? static_cast<const void*>(&zero64) : &zero32;
+    // The step's epilogue, in the compute type's scalars (f32 for f16/bf16); beta == 0: C is not read.
+    const double alpha64 = g.epilogue.alpha, beta64 = g.epilogue.beta;
+    const float alpha32 = static_cast<float>(alpha64), beta32 = static_cast<float>(beta64);
+    const void* alpha = dtype == DType::f64 ? static_cast<const void*>(&alpha64) : &alpha32;
+    const void* beta = dtype == DType::f64 ? static_cast<const void*>(&beta64) : &beta32;
     int device = 0;
     einc::cuda::check(cudaGetDevice(&device), "cudaGetDevice");
     Handle& h = handle_for(device);
     std::lock_guard lock(h.mutex);
+    // cublasSetStream puts the handle back on cuBLAS's own workspace pool: the caller's comes after it.
     check(cublas().set_stream(h.handle, stream), "cublasSetStream");
+    if (workspace) check(cublas().set_workspace(h.handle, workspace, workspace_bytes), "cublasSetWorkspace");
     if (g.c.row_major()) {  // C^T (n x m, column-major) = B^T A^T
         const Operand x = as_transposed(g.b), y = as_transposed(g.a);
         check(cublas().gemm_strided_batched(h.handle, x.op, y.op, g.n, g.m, g.k, alpha, b, type, x.ld,

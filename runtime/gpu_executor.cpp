@@ -1,7 +1,10 @@
 #include "runtime/gpu_executor.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 
+#include "compiler/checked.hpp"
 #include "grammar/diagnostic.hpp"
 #include "runtime/run_memory.hpp"
 
@@ -9,6 +12,54 @@ namespace einc {
 namespace {
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+// The addresses of the buffers a step's kernels take, in kernel_accesses() order, found without building
+// the accesses (their layouts): a run allocates nothing.
+struct KernelBuffers {
+    std::array<void*, 1 + max_kernel_sources> address{};
+    std::size_t count = 0;
+};
+
+KernelBuffers kernel_buffers(const Step& step, const RunMemory& memory) {
+    KernelBuffers buffers;
+    const auto add = [&](Buffer buffer, std::int64_t offset) {
+        EINC_ASSERT(buffers.count < buffers.address.size());
+        buffers.address[buffers.count++] = memory.address(buffer, offset);
+    };
+    std::visit(Overloaded{
+                   [](const View&) {},
+                   [&](const Copy& copy) {
+                       add(copy.dst.buffer, copy.dst.offset);
+                       add(copy.src.buffer, copy.src.offset);
+                   },
+                   [&](const Reduce& reduce) {
+                       add(reduce.dst.buffer, reduce.dst.offset);
+                       add(reduce.src.buffer, reduce.src.offset);
+                   },
+                   [&](const Contract& contract) {
+                       add(contract.dst.buffer, contract.dst.offset);
+                       for (const Access& src : contract.srcs) add(src.buffer, src.offset);
+                   },
+                   // as gemm_as_contraction() orders them: C, then A and B
+                   [&](const Gemm& gemm) {
+                       add(gemm.c.buffer, gemm.c.offset);
+                       add(gemm.a.buffer, gemm.a.offset);
+                       add(gemm.b.buffer, gemm.b.offset);
+                   },
+               },
+               step);
+    return buffers;
+}
+
+// What a run without a caller workspace allocates: the temporaries and the kernels' scratch, not cuBLAS's
+// part - cuBLAS's own pool serves it then, rather than 32 MiB mapped per run (and in a captured graph,
+// cuBLAS 12.2+ allocates that in stream order too).
+std::int64_t allocated_bytes(const Schedule& schedule) {
+    std::int64_t scratch = 0;
+    for (const ScheduledStep& step : schedule.steps)
+        if (step.strategy != Strategy::library_gemm) scratch = std::max(scratch, step.scratch_bytes);
+    return saturating_add(schedule.scratch_offset, scratch);
+}
 
 }  // namespace
 
@@ -27,18 +78,24 @@ std::vector<Access> kernel_accesses(const Step& step) {
                       step);
 }
 
-void run_gpu_plan(const Plan& plan, const Schedule& schedule, std::span<const TensorView> inputs, std::span<TensorView> outputs,
-                  DeviceOps& device) {
+void run_gpu_plan(const Plan& plan, const Schedule& schedule, std::span<const TensorView> inputs,
+                  std::span<TensorView> outputs, DeviceOps& device, std::byte* workspace) {
     EINC_ASSERT(schedule.target.backend == Backend::cuda && schedule.steps.size() == plan.steps.size());
-    void* workspace = schedule.workspace_bytes > 0 ? device.allocate(static_cast<std::size_t>(schedule.workspace_bytes)) : nullptr;
+    // cuBLAS gets its part of the workspace only from a caller's.
+    const bool library_workspace = workspace != nullptr;
+    void* allocated = nullptr;
+    if (workspace == nullptr && schedule.workspace_bytes > 0)
+        if (const std::int64_t bytes = allocated_bytes(schedule); bytes > 0)
+            allocated = device.allocate(static_cast<std::size_t>(bytes));
     struct Release {
         DeviceOps& device;
         void* memory;
         ~Release() {
             if (memory) device.release(memory);
         }
-    } release{device, workspace};
-    const RunMemory memory(plan, schedule, inputs, outputs, static_cast<std::byte*>(workspace));
+    } release{device, allocated};
+    if (allocated) workspace = static_cast<std::byte*>(allocated);
+    const RunMemory memory(plan, schedule, inputs, outputs, workspace);
 
     for (std::size_t s = 0; s < plan.steps.size(); ++s) {
         const Step& step = plan.steps[s].step;
@@ -51,26 +108,32 @@ void run_gpu_plan(const Plan& plan, const Schedule& schedule, std::span<const Te
         }
         case Strategy::library_gemm: {
             const Gemm& gemm = std::get<Gemm>(step);
+            const bool scratch = library_workspace && scheduled.scratch_bytes > 0;
             device.gemm(gemm, plan.spec(gemm.a.buffer).dtype, memory.address(gemm.a.buffer, gemm.a.offset),
-                        memory.address(gemm.b.buffer, gemm.b.offset), memory.address(gemm.c.buffer, gemm.c.offset));
+                        memory.address(gemm.b.buffer, gemm.b.offset),
+                        memory.address(gemm.c.buffer, gemm.c.offset), scratch ? memory.scratch() : nullptr,
+                        scratch ? static_cast<std::size_t>(scheduled.scratch_bytes) : 0);
             break;
         }
         case Strategy::kernels: {
-            std::vector<void*> buffers;
-            for (const Access& access : kernel_accesses(step)) buffers.push_back(memory.address(access.buffer, access.offset));
+            const KernelBuffers buffers = kernel_buffers(step, memory);
+            EINC_ASSERT(buffers.count >= 2);
             // Vector copies need 16-byte aligned buffers; the schedule has the launches for others.
-            const bool unaligned = !scheduled.unaligned_launches.empty() && !(aligned16(buffers[0]) && aligned16(buffers[1]));
+            const bool unaligned = !scheduled.unaligned_launches.empty() &&
+                                   !(aligned16(buffers.address[0]) && aligned16(buffers.address[1]));
             for (const KernelLaunch& launch : unaligned ? scheduled.unaligned_launches : scheduled.launches) {
-                std::vector<void*> pointers;
+                std::array<void*, 4> pointers{};  // one per KernelArgument at most
+                EINC_ASSERT(launch.arguments.size() <= pointers.size());
+                std::size_t count = 0;
                 for (const KernelArgument argument : launch.arguments) {
-                    switch (argument) {
-                    case KernelArgument::destination: pointers.push_back(buffers.at(0)); break;
-                    case KernelArgument::source0: pointers.push_back(buffers.at(1)); break;
-                    case KernelArgument::source1: pointers.push_back(buffers.at(2)); break;
-                    case KernelArgument::scratch: pointers.push_back(memory.scratch()); break;
-                    }
+                    const std::size_t source = argument == KernelArgument::source0   ? 1
+                                               : argument == KernelArgument::source1 ? 2
+                                                                                     : 0;
+                    EINC_ASSERT(argument == KernelArgument::scratch || source < buffers.count);
+                    pointers[count++] =
+                        argument == KernelArgument::scratch ? memory.scratch() : buffers.address[source];
                 }
-                device.launch(launch, pointers);
+                device.launch(launch, std::span<void* const>(pointers.data(), count));
             }
             break;
         }

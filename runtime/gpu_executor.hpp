@@ -20,7 +20,10 @@ public:
     // Launches a kernel; pointers[i] is the buffer launch.arguments[i] names.
     virtual void launch(const KernelLaunch& launch, std::span<void* const> pointers) = 0;
     // A floating-point GEMM (f64, f32, f16, bf16) through the vendor library, on matrices already offset.
-    virtual void gemm(const Gemm& gemm, DType dtype, const void* a, const void* b, void* c) = 0;
+    // `workspace`: the library's scratch for this call, `workspace_bytes` long, carved from the caller's
+    // workspace (null: the library's own pool, from which it may allocate).
+    virtual void gemm(const Gemm& gemm, DType dtype, const void* a, const void* b, void* c, void* workspace,
+                      std::size_t workspace_bytes) = 0;
 };
 
 // The accesses a step's kernel arguments name, in order: the destination, then the sources (a Gemm's
@@ -29,8 +32,12 @@ std::vector<Access> kernel_accesses(const Step& step);
 
 // @pre schedule = einc::schedule(plan, a GPU target); inputs and outputs are device memory with the plan's
 //      layouts (outputs made by Views excepted)
+//      `workspace`: device memory of schedule.workspace_bytes, 256-byte aligned (null: the temporaries and
+//      the kernels' scratch are allocated for this run through `device`, and cuBLAS uses its own pool)
 // @post outputs made by View steps are set to alias their input
+// With a workspace, a run calls nothing but device.launch() and device.gemm() (and allocates no host
+// memory): what a CUDA graph can capture.
 void run_gpu_plan(const Plan& plan, const Schedule& schedule, std::span<const TensorView> inputs, std::span<TensorView> outputs,
-                  DeviceOps& device);
+                  DeviceOps& device, std::byte* workspace = nullptr);
 
 }  // namespace einc

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
 #include <doctest/doctest.h>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <unistd.h>
 
 #include "compiler/bind.hpp"
@@ -94,7 +96,10 @@ public:
     void release(void* memory) override { std::free(memory); }
     void launch(const KernelLaunch& launch, std::span<void* const> pointers) override { kernels_.run(launch, pointers); }
     // cuBLAS's part, by the CPU's packed GEMM (in the accumulator cuBLAS uses).
-    void gemm(const Gemm& g, DType dtype, const void* a, const void* b, void* c) override {
+    // cuBLAS may write anywhere in the workspace it is given: scribbled over here, so that a workspace
+    // that overlapped a live buffer would show in the results.
+    void gemm(const Gemm& g, DType dtype, const void* a, const void* b, void* c, void* workspace, std::size_t workspace_bytes) override {
+        if (workspace) std::memset(workspace, 0xA5, workspace_bytes);
         ScheduledStep step;
         step.strategy = Strategy::packed_gemm;
         step.accumulator = dtype == DType::f64 ? DType::f64 : DType::f32;
@@ -287,4 +292,268 @@ TEST_CASE("accumulators: f32 sums on the CPU (f64) and on the emulated GPU (f32)
         CHECK(worst_cpu <= 1);
         CHECK(worst_gpu <= 1);
     }
+}
+
+// The epilogue (out = alpha * result + beta * out) in the generated kernels: copies (what would be a
+// transpose or a vector copy becomes an elementwise kernel), reductions unsplit, split (applied by the
+// finalize kernel only) and elementwise, contractions, and a GEMM (the emulated cuBLAS: the CPU's packed
+// GEMM with the same alpha and beta). The output holds NaN where beta == 0 (never read) and old values
+// otherwise; small integers keep every result exact.
+TEST_CASE("emulated GPU kernels apply the epilogue (alpha, beta) of copies, reductions and contractions") {
+    struct Case {
+        Call call;
+        std::vector<Shape> shapes;
+        DType dtype;
+    };
+    const auto call = [](Op op, const char* pattern, Reduction reduction = Reduction::none) {
+        return Call{op, pattern, reduction, {}, false, {}};
+    };
+    const Case cases[] = {
+        {call(Op::rearrange, "a b -> b a"), {{40, 72}}, DType::f32},        // a transpose without epilogue
+        {call(Op::rearrange, "b a c -> a b c"), {{6, 5, 32}}, DType::f32},  // a vector copy without epilogue
+        {call(Op::rearrange, "a b -> b a"), {{5, 7}}, DType::i32},
+        {call(Op::rearrange, "a b -> b a"), {{5, 7}}, DType::bf16},
+        {call(Op::reduce, "a b -> b", Reduction::sum), {{3000, 4}}, DType::f32},  // columns, split: finalize
+        {call(Op::reduce, "a b -> a", Reduction::max), {{3, 5000}}, DType::f32},  // rows, split
+        {call(Op::reduce, "a b -> a", Reduction::sum), {{300, 40}}, DType::f32},  // rows, unsplit
+        {call(Op::reduce, "a b ->", Reduction::mean), {{100, 90}}, DType::f64},   // alpha after the mean
+        {call(Op::reduce, "a b c -> a c", Reduction::sum),
+         {{4, 100, 40}},
+         DType::i32},  // columns; i64 result
+        {call(Op::reduce, "(a 2) (b 2) -> a b", Reduction::mean), {{20, 16}}, DType::f32},  // elementwise
+        {call(Op::einsum, "i j, i j -> i"), {{37, 300}, {37, 300}}, DType::f32},            // contraction
+        {call(Op::einsum, "i j, i j -> i j"), {{7, 9}, {7, 9}}, DType::bf16},               // products
+        {call(Op::einsum, "i k, k j -> i j"),
+         {{6, 5}, {5, 4}},
+         DType::i32},  // integer GEMM: contraction kernel
+        {call(Op::einsum, "b i k, b k j -> b i j"), {{2, 6, 5}, {2, 5, 4}}, DType::f32},  // cuBLAS
+    };
+    const std::pair<double, double> factors[] = {{0.5, -2}, {2, 0}, {1, 1}};
+    std::mt19937 rng(23);
+    std::vector<Tensor> storage;
+    struct Run {
+        const Case* c;
+        std::vector<TensorView> inputs;
+        double alpha, beta;
+        Prepared prepared;
+    };
+    std::vector<Run> runs;
+    std::vector<KernelSignature> kernels;
+    for (const Case& c : cases) {
+        std::vector<TensorView> inputs;
+        for (const Shape& s : c.shapes) {
+            std::vector<double> values(static_cast<std::size_t>(
+                std::accumulate(s.begin(), s.end(), std::int64_t{1}, std::multiplies<>())));
+            for (double& v : values) v = static_cast<double>(static_cast<int>(rng() % 7) - 3);
+            storage.push_back(reference::make_tensor(c.dtype, s, values));
+            inputs.push_back(storage.back().view());
+        }
+        for (const auto& [alpha, beta] : factors) {
+            const double a =
+                is_floating(c.dtype) ? alpha : std::round(alpha + 1);  // whole factors for integers
+            PlanOptions options;
+            options.epilogue = Epilogue{a, beta};
+            Plan plan = testing::bind_and_plan(c.call, inputs, options).plan;
+            Schedule gpu = schedule(plan, Target::gpu(132));
+            for (const KernelSignature& k : kernels_of(gpu)) {
+                CHECK(k.kind != KernelKind::vector_copy);
+                CHECK(k.kind != KernelKind::transpose);
+                if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
+            }
+            runs.push_back(Run{&c, inputs, a, beta, Prepared{std::move(plan), std::move(gpu)}});
+        }
+    }
+    const EmulatedKernels emulated(kernels);
+    EmulatedDevice device(emulated);
+    std::map<KernelKind, int> kinds_run;
+    for (const Run& r : runs) {
+        const std::string description = fmt::format("{} \"{}\" {} alpha {} beta {}", name_of(r.c->call.op),
+                                                    r.c->call.pattern, name_of(r.c->dtype), r.alpha, r.beta);
+        CAPTURE(description);
+        std::vector<Shape> shapes;
+        for (const TensorView& input : r.inputs) shapes.push_back(input.shape);
+        const Tensor expected_result = reference::evaluate(bind(r.c->call, shapes), r.inputs)[0];
+        const std::vector<double> ref = reference::values_of(expected_result.view());
+        const TensorSpec& spec = r.prepared.plan.outputs[0];
+        std::vector<double> old(ref.size());
+        for (std::size_t i = 0; i < old.size(); ++i)
+            old[i] = r.beta == 0 && is_floating(spec.dtype)
+                         ? NAN
+                         : static_cast<double>(static_cast<int>(i % 5) - 2);
+        const Tensor out = reference::make_tensor(spec.dtype, spec.shape, old);
+        std::vector<TensorView> outputs{out.view()};
+        run_gpu_plan(r.prepared.plan, r.prepared.gpu, r.inputs, outputs, device);
+        for (const ScheduledStep& step : r.prepared.gpu.steps)
+            for (const KernelLaunch& launch : step.launches) ++kinds_run[launch.signature.kind];
+        std::vector<double> want(ref.size());
+        for (std::size_t i = 0; i < ref.size(); ++i)
+            want[i] = r.alpha * ref[i] + (r.beta != 0 ? r.beta * old[i] : 0.0);
+        const Tensor expected = reference::make_tensor(spec.dtype, spec.shape, want);
+        std::string difference;
+        CHECK_MESSAGE(testing::same_values(out.view(), expected.view(), &difference), difference);
+    }
+    for (const KernelKind kind :
+         {KernelKind::elementwise, KernelKind::reduce_rows, KernelKind::reduce_columns, KernelKind::finalize})
+        CHECK_MESSAGE(kinds_run[kind] > 0, "no case ran a ", name_of(kind), " kernel");
+}
+
+namespace {
+
+// Device operations that count what a run asks for, around the emulated device.
+class CountingDevice final : public DeviceOps {
+public:
+    explicit CountingDevice(DeviceOps& inner) : inner_(inner) {}
+    void* allocate(std::size_t bytes) override {
+        ++allocations;
+        allocated_bytes += bytes;
+        return inner_.allocate(bytes);
+    }
+    void release(void* memory) override {
+        ++releases;
+        inner_.release(memory);
+    }
+    void launch(const KernelLaunch& launch, std::span<void* const> pointers) override { inner_.launch(launch, pointers); }
+    void gemm(const Gemm& g, DType dtype, const void* a, const void* b, void* c, void* workspace, std::size_t workspace_bytes) override {
+        gemm_workspaces.emplace_back(static_cast<std::byte*>(workspace), workspace_bytes);
+        inner_.gemm(g, dtype, a, b, c, workspace, workspace_bytes);
+    }
+    int allocations = 0, releases = 0;
+    std::size_t allocated_bytes = 0;
+    std::vector<std::pair<std::byte*, std::size_t>> gemm_workspaces;
+
+private:
+    DeviceOps& inner_;
+};
+
+}  // namespace
+
+// What makes a GPU run capturable in a CUDA graph, checked without a GPU: with the caller's workspace,
+// run_gpu_plan allocates nothing for any step kind (copies, aligned and not, transposes, split
+// reductions with their scratch, contractions, cuBLAS GEMMs, GEMM chains with temporaries, views), and
+// gives cuBLAS its part of that workspace (which the emulated cuBLAS scribbles over); run twice on one
+// workspace, it gives the same results. Without one, it allocates the temporaries and the kernels'
+// scratch only, and leaves cuBLAS to its own pool.
+TEST_CASE("emulated GPU runs: with a workspace nothing is allocated, for every step kind; cuBLAS gets its part") {
+    struct Case {
+        Call call;
+        std::vector<Shape> shapes;
+        DType dtype;
+        bool contiguous;
+        std::size_t misalign = 0;  // elements the first input starts past its storage's (aligned) start
+    };
+    const auto call = [](Op op, const char* pattern, Reduction reduction = Reduction::none) {
+        return Call{op, pattern, reduction, {}, false, {}};
+    };
+    const Case cases[] = {
+        {call(Op::rearrange, "a b -> b a"), {{40, 72}}, DType::f32, false},                           // a view
+        {call(Op::rearrange, "a b -> b a"), {{40, 72}}, DType::f32, true},                            // transpose
+        {call(Op::rearrange, "b a c -> a b c"), {{6, 5, 32}}, DType::f32, true},                      // vector copy
+        {call(Op::rearrange, "b a c -> a b c"), {{6, 5, 32}}, DType::f32, true, 1},                   // its unaligned launches
+        {call(Op::reduce, "a b -> b", Reduction::sum), {{3000, 4}}, DType::f32, false},               // columns, split: scratch
+        {call(Op::reduce, "a b -> a", Reduction::max), {{3, 5000}}, DType::f32, false},               // rows, split
+        {call(Op::einsum, "i j, i j -> i"), {{37, 300}, {37, 300}}, DType::f32, false},               // contraction
+        {call(Op::einsum, "b i k, b k j -> b i j"), {{2, 6, 5}, {2, 5, 4}}, DType::f32, false},       // cuBLAS
+        {call(Op::einsum, "i k, k j -> i j"), {{6, 5}, {5, 4}}, DType::i32, false},                   // integer GEMM: kernels
+        {call(Op::einsum, "i j, j k, k l -> i l"), {{8, 12}, {12, 10}, {10, 6}}, DType::f32, false},  // temporary
+        {call(Op::einsum, "b i j, b j k, k -> b i"), {{3, 40, 30}, {3, 30, 20}, {20}}, DType::f32, false},
+    };
+    std::mt19937 rng(31);
+    std::vector<Tensor> storage;
+    std::vector<std::vector<TensorView>> inputs;
+    std::vector<Prepared> plans;
+    std::vector<KernelSignature> kernels;
+    for (const Case& c : cases) {
+        std::vector<TensorView> views;
+        for (const Shape& s : c.shapes) {
+            std::int64_t n = 1;
+            for (const std::int64_t e : s) n *= e;
+            const bool first = views.empty();
+            std::vector<double> values(static_cast<std::size_t>(n) + (first ? c.misalign : 0));
+            for (double& v : values) v = static_cast<double>(static_cast<int>(rng() % 7) - 3);
+            storage.push_back(reference::make_tensor(c.dtype, {static_cast<std::int64_t>(values.size())}, values));
+            TensorView view{static_cast<std::byte*>(storage.back().data()) + (first ? c.misalign : 0) * size_of(c.dtype), c.dtype, s,
+                            row_major_strides(s)};
+            views.push_back(view);
+        }
+        inputs.push_back(views);
+        plans.push_back(prepare(c.call, views, c.contiguous));
+        for (const KernelSignature& k : kernels_of(plans.back().gpu))
+            if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
+    }
+    const EmulatedKernels emulated(kernels);
+    EmulatedDevice device(emulated);
+
+    bool ran_view = false, ran_gemm = false, ran_unaligned = false, ran_scratch = false, ran_temporary = false;
+    for (std::size_t i = 0; i < std::size(cases); ++i) {
+        const Case& c = cases[i];
+        const Plan& plan = plans[i].plan;
+        const Schedule& gpu = plans[i].gpu;
+        CAPTURE(c.call.pattern);
+        CAPTURE(c.contiguous);
+        CAPTURE(c.misalign);
+        std::vector<Shape> shapes;
+        for (const TensorView& input : inputs[i]) shapes.push_back(input.shape);
+        const std::vector<Tensor> expected = reference::evaluate(bind(c.call, shapes), inputs[i]);
+        std::int64_t kernel_scratch = 0;
+        bool gemm = false;
+        for (const ScheduledStep& step : gpu.steps) {
+            ran_view |= step.strategy == Strategy::view;
+            gemm |= step.strategy == Strategy::library_gemm;
+            if (step.strategy == Strategy::library_gemm) CHECK(step.scratch_bytes == cublas_workspace_bytes);
+            if (step.strategy == Strategy::kernels) kernel_scratch = std::max(kernel_scratch, step.scratch_bytes);
+        }
+        ran_gemm |= gemm;
+        ran_scratch |= kernel_scratch > 0;
+        ran_temporary |= !plan.temporaries.empty();
+        ran_unaligned |= c.misalign > 0 && std::any_of(gpu.steps.begin(), gpu.steps.end(),
+                                                       [](const ScheduledStep& s) { return !s.unaligned_launches.empty(); });
+        // Garbage in the caller's workspace, as a reused one holds: nothing may rely on it being zero.
+        const std::size_t bytes = static_cast<std::size_t>(gpu.workspace_bytes);
+        const std::unique_ptr<std::byte, decltype(&std::free)> caller_workspace(
+            bytes > 0 ? static_cast<std::byte*>(std::aligned_alloc(256, (bytes + 255) / 256 * 256)) : nullptr, &std::free);
+        if (caller_workspace) std::memset(caller_workspace.get(), 0x7F, bytes);
+        // No workspace; the caller's, twice (what a graph replays).
+        for (const int mode : {0, 1, 2}) {
+            CAPTURE(mode);
+            const bool caller = mode > 0;
+            std::byte* const workspace = caller ? caller_workspace.get() : nullptr;
+            std::vector<Tensor> results;
+            std::vector<TensorView> outputs(plan.outputs.size());
+            for (std::size_t k = 0; k < outputs.size(); ++k) {
+                if (plan.view_source(k)) continue;
+                results.push_back(Tensor::empty(plan.outputs[k].dtype, plan.outputs[k].shape));
+                outputs[k] = results.back().view();
+            }
+            CountingDevice counting(device);
+            run_gpu_plan(plan, gpu, inputs[i], outputs, counting, workspace);
+            CHECK(counting.releases == counting.allocations);
+            if (caller) {
+                CHECK(counting.allocations == 0);
+            } else {
+                CHECK(counting.allocations == (gpu.scratch_offset + kernel_scratch > 0 ? 1 : 0));
+                CHECK(counting.allocated_bytes == static_cast<std::size_t>(gpu.scratch_offset + kernel_scratch));
+            }
+            for (const auto& [at, size] : counting.gemm_workspaces) {
+                if (caller) {  // the scratch of the caller's workspace, nothing before it
+                    CHECK(at == workspace + gpu.scratch_offset);
+                    CHECK(gpu.scratch_offset + static_cast<std::int64_t>(size) <= gpu.workspace_bytes);
+                    CHECK(size == static_cast<std::size_t>(cublas_workspace_bytes));
+                    CHECK(reinterpret_cast<std::uintptr_t>(at) % 256 == 0);
+                } else {
+                    CHECK(at == nullptr);
+                }
+            }
+            CHECK(counting.gemm_workspaces.empty() != gemm);
+            REQUIRE(outputs.size() == expected.size());
+            for (std::size_t k = 0; k < expected.size(); ++k) {
+                std::string difference;
+                CHECK_MESSAGE(testing::same_values(outputs[k], expected[k].view(), &difference), difference);
+            }
+        }
+    }
+    CHECK(ran_view);
+    CHECK(ran_gemm);
+    CHECK(ran_unaligned);
+    CHECK(ran_scratch);
+    CHECK(ran_temporary);
 }

@@ -123,6 +123,58 @@ Printed run_einc(const std::string& environment, const std::string& arguments) {
     return printed;
 }
 
+// A row-major host tensor of -1, 0 and 1 at random (exact in every dtype and every sum the tests make).
+Tensor random_host(DType dtype, const Shape& shape, std::mt19937& rng) {
+    std::int64_t n = 1;
+    for (const std::int64_t e : shape) n *= e;
+    std::uniform_int_distribution<int> value(-1, 1);
+    std::vector<double> values(static_cast<std::size_t>(n));
+    for (double& v : values) v = value(rng);
+    return reference::make_tensor(dtype, shape, values);
+}
+
+// A CUDA graph captured from `work` on `stream` (in global mode: any call that is illegal during capture,
+// from any thread, fails it), then instantiated.
+struct CapturedGraph {
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    CapturedGraph() = default;
+    CapturedGraph(const CapturedGraph&) = delete;
+    CapturedGraph& operator=(const CapturedGraph&) = delete;
+    ~CapturedGraph() {
+        if (exec) cudaGraphExecDestroy(exec);
+        if (graph) cudaGraphDestroy(graph);
+    }
+    // The kinds of its nodes.
+    std::vector<cudaGraphNodeType> node_types() const {
+        std::size_t count = 0;
+        REQUIRE(cudaGraphGetNodes(graph, nullptr, &count) == cudaSuccess);
+        std::vector<cudaGraphNode_t> nodes(count);
+        REQUIRE(cudaGraphGetNodes(graph, nodes.data(), &count) == cudaSuccess);
+        std::vector<cudaGraphNodeType> types(count);
+        for (std::size_t i = 0; i < count; ++i)
+            REQUIRE(cudaGraphNodeGetType(nodes[i], &types[i]) == cudaSuccess);
+        return types;
+    }
+};
+
+template <typename Work>
+void capture(CapturedGraph& captured, cudaStream_t stream, Work work) {
+    REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal) == cudaSuccess);
+    std::string failure;
+    try {
+        work();
+    } catch (const Error& e) {
+        failure = e.what();
+    }
+    const cudaError_t ended = cudaStreamEndCapture(stream, &captured.graph);
+    cudaGetLastError();
+    REQUIRE_MESSAGE(failure.empty(), "the run failed during capture: ", failure);
+    REQUIRE_MESSAGE(ended == cudaSuccess, "cudaStreamEndCapture: ", cudaGetErrorString(ended));
+    const cudaError_t instantiated = cudaGraphInstantiate(&captured.exec, captured.graph, 0);
+    REQUIRE_MESSAGE(instantiated == cudaSuccess, "cudaGraphInstantiate: ", cudaGetErrorString(instantiated));
+}
+
 #endif
 
 }  // namespace
@@ -302,5 +354,129 @@ TEST_CASE("gpu: cuBLAS is loaded at the first GEMM; where it cannot be, binding 
     CHECK(run_einc("EINC_CUBLAS=/no-such-dir/libcublas.so",
                    "bench reduce 'a b -> a' sum 64x64 --backend cuda --repeat 1")
               .status == 0);
+#endif
+}
+
+// What an inference engine does: bind once, allocate the outputs and the workspace, capture
+// Program::run(inputs, outputs, workspace, stream) in a CUDA graph, then replay it on new data copied
+// into the same inputs. Binding did everything that cannot be captured (kernels compiled and loaded,
+// cuBLAS opened); the captured run allocates nothing - its graph has no memory-allocation node, and
+// cuBLAS works in its part of the workspace. Without a workspace, einc's own allocations are
+// stream-ordered, so such a run is captured too (as allocation nodes).
+TEST_CASE("gpu: a bound program with a workspace runs in a captured CUDA graph, replayed on new data") {
+    if (!gpu_present("gpu graph capture")) return;
+#if EINC_HAS_CUDA
+    struct Case {
+        Op op;
+        const char* pattern;
+        Reduction reduction;
+        std::vector<Shape> shapes;
+        DType dtype;
+        bool gemm;  // a cuBLAS GEMM is among its steps
+    };
+    const Case cases[] = {
+        {Op::einsum, "b i k, b k j -> b i j", Reduction::none, {{4, 64, 32}, {4, 32, 48}}, DType::f32, true},
+        {Op::einsum, "b i d, b j d -> b i j", Reduction::none, {{2, 40, 32}, {2, 24, 32}}, DType::bf16, true},
+        {Op::reduce, "a b -> b", Reduction::sum, {{3000, 4}}, DType::f32, false},  // split: kernel scratch
+        {Op::reduce, "a b -> a", Reduction::max, {{3, 5000}}, DType::f32, false},
+        {Op::rearrange, "a b c -> c a b", Reduction::none, {{64, 48, 40}}, DType::f32, false},  // a transpose
+                                                                                                // copy
+        {Op::einsum,
+         "i j, j k, k l -> i l",
+         Reduction::none,
+         {{64, 48}, {48, 80}, {80, 32}},
+         DType::f32,
+         true},  // a temporary
+    };
+    cudaStream_t stream = nullptr;
+    REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+    int device = 0;
+    REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+    cudaMemPool_t pool = nullptr;
+    REQUIRE(cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess);
+    std::mt19937 rng(515);
+    for (const Case& c : cases) {
+        CAPTURE(c.pattern);
+        const Expression expression = compile(c.op, c.pattern, {}, c.reduction);
+        std::vector<Tensor> host, on_device;
+        std::vector<Input> device_inputs;
+        std::vector<TensorView> host_views, device_views;
+        for (const Shape& shape : c.shapes) {
+            host.push_back(random_host(c.dtype, shape, rng));
+            on_device.push_back(cuda::to_device(host.back()));
+            host_views.push_back(host.back().view());
+            device_views.push_back(on_device.back().view());
+            device_inputs.emplace_back(on_device.back());
+        }
+        const Program cpu = expression.bind(host_views, Options{.contiguous = true});
+        const Program gpu = expression.bind(device_views, Options{.contiguous = true});
+        std::vector<Tensor> results;
+        std::vector<TensorView> outputs;
+        for (const TensorSpec& out : gpu.plan().outputs) {
+            results.push_back(Tensor::empty(out.dtype, out.shape, Device::cuda));
+            outputs.push_back(results.back().view());
+        }
+        const std::size_t bytes = gpu.workspace_bytes();
+        if (c.gemm) CHECK(bytes >= static_cast<std::size_t>(cublas_workspace_bytes));
+        MESSAGE(c.pattern, ": workspace ", bytes, " bytes");
+        const Tensor workspace_memory =
+            bytes > 0 ? Tensor::empty(DType::i8, {static_cast<std::int64_t>(bytes)}, Device::cuda) : Tensor();
+        const Workspace workspace{bytes > 0 ? workspace_memory.data() : nullptr, bytes};
+
+        CapturedGraph captured;
+        capture(captured, stream, [&] { gpu.run(device_inputs, outputs, workspace, stream); });
+        const std::vector<cudaGraphNodeType> types = captured.node_types();
+        CHECK(!types.empty());
+        for (const cudaGraphNodeType type : types) {
+            CHECK(type != cudaGraphNodeTypeMemAlloc);
+            CHECK(type != cudaGraphNodeTypeMemFree);
+        }
+
+        // Two replays, each on new data copied into the inputs the graph was captured with.
+        const auto replay_and_compare = [&](cudaGraphExec_t exec) {
+            for (int round = 0; round < 2; ++round) {
+                CAPTURE(round);
+                std::vector<Tensor> fresh;
+                for (std::size_t k = 0; k < c.shapes.size(); ++k) {
+                    fresh.push_back(random_host(c.dtype, c.shapes[k], rng));
+                    REQUIRE(cudaMemcpyAsync(on_device[k].data(), fresh[k].data(), fresh[k].nbytes(),
+                                            cudaMemcpyHostToDevice, stream) == cudaSuccess);
+                }
+                REQUIRE(cudaGraphLaunch(exec, stream) == cudaSuccess);
+                REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+                const std::vector<Tensor> expected = cpu.run(std::vector<Input>(fresh.begin(), fresh.end()));
+                REQUIRE(expected.size() == results.size());
+                for (std::size_t k = 0; k < results.size(); ++k) {
+                    std::string difference;
+                    CHECK_MESSAGE(testing::same_values(cuda::to_host(results[k]), expected[k], &difference),
+                                  difference);
+                }
+            }
+        };
+        replay_and_compare(captured.exec);
+
+        // Not captured either, a run with the workspace takes nothing from the stream-ordered pool.
+        std::size_t used = 0, high = 0;
+        REQUIRE(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) == cudaSuccess);
+        std::size_t zero = 0;
+        REQUIRE(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero) == cudaSuccess);
+        for (int i = 0; i < 3; ++i) gpu.run(device_inputs, outputs, workspace, stream);
+        REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+        REQUIRE(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &high) == cudaSuccess);
+        CHECK(high == used);
+
+        // Without a workspace (einc's kernels only: cuBLAS then uses its own pool), the run's temporaries
+        // and scratch are allocated in stream order: captured as allocation nodes, replayed alike.
+        if (!c.gemm) {
+            CapturedGraph allocating;
+            capture(allocating, stream, [&] { gpu.run(device_inputs, outputs, stream); });
+            bool allocates = false;
+            for (const cudaGraphNodeType type : allocating.node_types())
+                allocates |= type == cudaGraphNodeTypeMemAlloc;
+            CHECK(allocates == (bytes > 0));
+            replay_and_compare(allocating.exec);
+        }
+    }
+    CHECK(cudaStreamDestroy(stream) == cudaSuccess);
 #endif
 }
