@@ -85,7 +85,7 @@ std::optional<std::size_t> transpose_mode(const Layout& dst, const Layout& src, 
 }  // namespace detail
 
 Schedule schedule(const Plan& plan, const Target& target) {
-    Schedule result{target, {}, {}, 0, 0};
+    Schedule result{target, {}, {}, 0, 0, 0};
     for (const PlanStep& step : plan.steps) {
         result.steps.push_back(target.backend == Backend::cpu ? detail::schedule_cpu_step(plan, step.step, target)
                                                               : detail::schedule_gpu_step(plan, step.step, target));
@@ -101,9 +101,13 @@ Schedule schedule(const Plan& plan, const Target& target) {
         offset = saturating_add(offset, aligned(std::max<std::int64_t>(t.bytes(), 1)));
     }
     result.scratch_offset = offset;
-    std::int64_t scratch = 0;
-    for (const ScheduledStep& step : result.steps) scratch = std::max(scratch, step.scratch_bytes);
+    std::int64_t scratch = 0, own_scratch = 0;
+    for (const ScheduledStep& step : result.steps) {
+        scratch = std::max(scratch, step.scratch_bytes);
+        if (step.strategy != Strategy::library_gemm) own_scratch = std::max(own_scratch, step.scratch_bytes);
+    }
     result.workspace_bytes = saturating_add(offset, aligned(scratch));
+    result.own_workspace_bytes = own_scratch == 0 ? offset : saturating_add(offset, aligned(own_scratch));
     return result;
 }
 

@@ -114,7 +114,10 @@ struct Schedule {
     std::vector<ScheduledStep> steps;             // one per plan step
     std::vector<std::int64_t> temporary_offsets;  // where each of the plan's temporaries lies in the workspace
     std::int64_t scratch_offset = 0;              // where each step's scratch begins (steps run one at a time)
-    std::int64_t workspace_bytes = 0;             // temporaries + the largest scratch: all a run allocates
+    std::int64_t workspace_bytes = 0;             // temporaries + the largest scratch: the caller's Workspace
+    // What a run given no workspace allocates itself: the same, less the library GEMMs' scratch (cuBLAS then
+    // uses its own pool rather than 32 MiB mapped per run).
+    std::int64_t own_workspace_bytes = 0;
 };
 
 // @pre plan is a plan of compiler/plan.hpp, its extents and strides as bound

@@ -1,10 +1,8 @@
 #include "runtime/gpu_executor.hpp"
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 
-#include "compiler/checked.hpp"
 #include "grammar/diagnostic.hpp"
 #include "runtime/run_memory.hpp"
 
@@ -51,16 +49,6 @@ KernelBuffers kernel_buffers(const Step& step, const RunMemory& memory) {
     return buffers;
 }
 
-// What a run without a caller workspace allocates: the temporaries and the kernels' scratch, not cuBLAS's
-// part - cuBLAS's own pool serves it then, rather than 32 MiB mapped per run (and in a captured graph,
-// cuBLAS 12.2+ allocates that in stream order too).
-std::int64_t allocated_bytes(const Schedule& schedule) {
-    std::int64_t scratch = 0;
-    for (const ScheduledStep& step : schedule.steps)
-        if (step.strategy != Strategy::library_gemm) scratch = std::max(scratch, step.scratch_bytes);
-    return saturating_add(schedule.scratch_offset, scratch);
-}
-
 }  // namespace
 
 std::vector<Access> kernel_accesses(const Step& step) {
@@ -84,9 +72,8 @@ void run_gpu_plan(const Plan& plan, const Schedule& schedule, std::span<const Te
     // cuBLAS gets its part of the workspace only from a caller's.
     const bool library_workspace = workspace != nullptr;
     void* allocated = nullptr;
-    if (workspace == nullptr && schedule.workspace_bytes > 0)
-        if (const std::int64_t bytes = allocated_bytes(schedule); bytes > 0)
-            allocated = device.allocate(static_cast<std::size_t>(bytes));
+    if (workspace == nullptr && schedule.own_workspace_bytes > 0)
+        allocated = device.allocate(static_cast<std::size_t>(schedule.own_workspace_bytes));
     struct Release {
         DeviceOps& device;
         void* memory;

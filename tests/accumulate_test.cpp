@@ -146,7 +146,9 @@ TEST_CASE("accumulating reduce: sum mean max min prod over every kind of axis se
     for (const DType dtype : {DType::f32, DType::f64, DType::bf16, DType::i32})
         for (const Reduction op :
              {Reduction::sum, Reduction::mean, Reduction::max, Reduction::min, Reduction::prod})
-            for (const auto& [pattern, shape] : cases) {
+            for (const auto& c : cases) {
+                const char* pattern = c.first;  // (not a structured binding: Clang 14 cannot capture one)
+                const Shape& shape = c.second;
                 if (op == Reduction::mean && !is_floating(dtype)) continue;  // not supported
                 if ((op == Reduction::max || op == Reduction::min) && count_of(shape) == 0)
                     continue;  // no identity

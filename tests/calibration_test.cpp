@@ -236,7 +236,9 @@ TEST_CASE("a malformed calibration is an error that names the file and what is w
         {"", "no 'format' (the file is incomplete)"},
         {std::string(100'000, 'x'), "it is 100000 bytes long, not a calibration"},
     };
-    for (const auto& [text, expected] : cases) {
+    for (const auto& c : cases) {
+        const auto& text = c.first;
+        const auto& expected = c.second;  // (not a structured binding: INFO captures it, which Clang 14 cannot)
         write(path, text);
         const Result result = einc_cli(copy_call);
         INFO(expected);
