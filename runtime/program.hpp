@@ -108,7 +108,7 @@ public:
     // Options::contiguous (or to outputs) to write into outputs. Outputs must not overlap the inputs.
     void run(std::span<const Input> inputs, std::span<const TensorView> outputs, void* stream = nullptr) const;
     // The same with the caller's scratch: no heap or device allocation at all (the hot path of an
-    // inference engine; bind once, run millions of times).
+    // inference engine; bind once, run millions of times). Workspace{}: none, einc allocates it.
     void run(std::span<const Input> inputs, std::span<const TensorView> outputs, Workspace workspace, void* stream = nullptr) const;
     // Bytes of scratch a run needs (temporaries and kernel scratch; 0 for most calls), on the program's device.
     std::size_t workspace_bytes() const;
