@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/cli.hpp"
+#include "tests/cli_capture.hpp"
 #include "grammar/diagnostic.hpp"
 #include "runtime/calibration.hpp"
 #include "runtime/cpu/parallel.hpp"
@@ -25,16 +26,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-    int status;
-    std::string out, err;
-};
-
-Result einc_cli(const std::vector<std::string>& args) {
-    std::ostringstream out, err;
-    const int status = cli::run(args, out, err);
-    return {status, out.str(), err.str()};
-}
+using Result = testing::CliResult;
+using testing::einc_cli;
 
 // The `einc` tool in a process of its own, with `environment` (NAME=value ...) set before it.
 Result einc_process(const std::string& environment, const std::string& arguments) {

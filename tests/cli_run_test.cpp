@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/cli.hpp"
+#include "tests/cli_capture.hpp"
 #include "compiler/bind.hpp"
 #include "einc_build_info.hpp"
 #include "runtime/backend.hpp"
@@ -21,16 +22,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-    int status;
-    std::string out, err;
-};
-
-Result einc_cli(const std::vector<std::string>& args) {
-    std::ostringstream out, err;
-    const int status = cli::run(args, out, err);
-    return {status, out.str(), err.str()};
-}
+using Result = testing::CliResult;
+using testing::einc_cli;
 
 struct TempDir {
     fs::path path = fs::temp_directory_path() / fmt::format("einc-run-test-{}", ::getpid());

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.hpp"
+#include "tests/cli_capture.hpp"
 #include "cli/measure.hpp"
 #include "cli/roofline_chart.hpp"
 #include "einc_build_info.hpp"
@@ -132,16 +133,8 @@ std::string read_file(const fs::path& path) {
     return text.str();
 }
 
-struct Result {
-    int status;
-    std::string out, err;
-};
-
-Result einc_cli(std::vector<std::string> args) {
-    std::ostringstream out, err;
-    const int status = cli::run(args, out, err);
-    return {status, out.str(), err.str()};
-}
+using Result = testing::CliResult;
+using testing::einc_cli;
 
 fs::path temp_path(const std::string& name) {
     return fs::temp_directory_path() / fmt::format("einc-roofline-test-{}-{}", ::getpid(), name);
