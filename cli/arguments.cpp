@@ -107,6 +107,10 @@ CallArgs parse_call_args(std::span<const std::string> args) {
         else if (arg == "--packed") parsed.call.packed_shapes.push_back(parse_shape_literal(value(), true));
         else if (arg == "--json") parsed.json = true;
         else if (arg == "--view") parsed.view = true;
+        else if (arg == "--backward") {  // run: with the output's gradient (a .npy file; once per output)
+            parsed.backward = true;
+            if (i + 1 < args.size() && args[i + 1].ends_with(".npy")) parsed.output_gradients.push_back(args[++i]);
+        }
         else if (arg == "--device") parsed.device = value();
         else if (arg == "--backend") parsed.backend = value();
         else if (arg == "--ptx") parsed.ptx = true;

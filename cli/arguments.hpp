@@ -36,6 +36,8 @@ struct CallArgs {
     std::string backend;                // run, bench: where to execute (cpu, the default, or cuda); explain: the
                                         // schedule to show (default: cuda for a GPU --device, cpu for cpu)
     std::vector<std::string> outputs;   // run: -o files
+    bool backward = false;              // the call's backward: its gradients (run), their plans and costs
+    std::vector<std::string> output_gradients;  // run --backward: a .npy file per output of the call
     bool ptx = false;                   // emit: PTX instead of CUDA source
     int arch = 90;                      // emit --ptx: sm_<arch>
     // explain: which stages to print (syntax, bound, plan, schedule); all but the schedule by default

@@ -4,6 +4,7 @@
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
 #include "compiler/bind.hpp"
+#include "compiler/gradient.hpp"
 #include "compiler/plan.hpp"
 #include "compiler/schedule.hpp"
 #include "grammar/diagnostic.hpp"
@@ -75,7 +76,23 @@ int explain(const CallArgs& args, std::ostream& out) {
         return exit_ok;
     }
     const Plan planned = plan(bound, inputs, options);
-    const Schedule scheduled = schedule(planned, schedule_target(args, device));
+    const Target target = schedule_target(args, device);
+    const Schedule scheduled = schedule(planned, target);
+    if (args.backward) {
+        std::vector<TensorSpec> gradients;  // row-major, as a training loop's output gradients are
+        for (const TensorSpec& output : planned.outputs) gradients.push_back(TensorSpec{output.dtype, output.shape, row_major_strides(output.shape)});
+        const std::vector<BackwardPlan> backward = plan_backward(bound, inputs, gradients);
+        std::vector<Schedule> schedules;
+        for (const BackwardPlan& b : backward) schedules.push_back(schedule(b.plan, target));
+        if (args.json) {
+            std::string json = plan_to_json(planned, scheduled, device);
+            json.pop_back();  // the closing brace: "backward" joins the plan's object
+            fmt::print(out, "{},\"backward\":{}}}", json, backward_to_json(backward, schedules, device));
+        } else {
+            fmt::print(out, "{}", print_backward(planned, scheduled, backward, schedules, device));
+        }
+        return exit_ok;
+    }
     if (args.json) {
         fmt::print(out, "{}", plan_to_json(planned, scheduled, device));
         return exit_ok;

@@ -7,6 +7,7 @@
 #include "einc_build_info.hpp"
 #include "grammar/diagnostic.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/gradient.hpp"
 #include "runtime/npy.hpp"
 #include "runtime/program.hpp"
 #if EINC_HAS_CUDA
@@ -40,6 +41,28 @@ Tensor to_host(const Tensor& result) {
     return result;
 }
 
+// run --backward: the gradient of every input given the outputs' gradients, written as the results are.
+int run_backward(const CallArgs& args, const std::vector<Tensor>& operands, Device device, std::ostream& out) {
+    std::vector<Tensor> gradients;
+    for (const std::string& path : args.output_gradients) gradients.push_back(read_npy(path));
+    gradients = to_device(gradients, device);
+    std::vector<TensorView> views, gradient_views;
+    for (const Tensor& operand : operands) views.push_back(operand.view());
+    for (const Tensor& g : gradients) gradient_views.push_back(g.view());
+    const Gradient gradient = einc::gradient(Expression(args.call), views, gradient_views);
+    const std::vector<Input> inputs(operands.begin(), operands.end()), output_gradients(gradients.begin(), gradients.end());
+    const std::vector<Tensor> results = gradient.run(inputs, output_gradients);
+    if (args.outputs.size() != 1 && args.outputs.size() != results.size())
+        throw UsageError(fmt::format("{} -o given for the gradients of {}", args.outputs.size(), counted(static_cast<std::int64_t>(results.size()), "input")));
+    for (std::size_t k = 0; k < results.size(); ++k) {
+        const std::string path = output_path(args, k, results.size());
+        write_npy(path, to_host(results[k]).view());
+        fmt::print(out, "wrote {}: {} {} (the gradient of input {}{})\n", path, name_of(results[k].dtype()), format_shape(results[k].shape()), k,
+                   device == Device::cuda ? ", on the GPU" : "");
+    }
+    return exit_ok;
+}
+
 }  // namespace
 
 Device execution_device(const std::string& backend) {
@@ -67,6 +90,10 @@ int run_call(const CallArgs& args, std::ostream& out) {
     const Device device = execution_device(args.backend);
     const LoadedOperands loaded = load_operands(args);
     const std::vector<Tensor> operands = to_device(loaded.files, device);
+    if (args.backward) {
+        if (args.output_gradients.empty()) throw UsageError("run --backward needs the output's gradient: --backward grad.npy");
+        return run_backward(args, operands, device, out);
+    }
     const std::vector<Input> inputs(operands.begin(), operands.end());
     std::vector<TensorView> views;
     for (const Tensor& operand : operands) views.push_back(operand.view());

@@ -206,6 +206,13 @@ Cost step_cost(const Plan& plan, const Step& step) {
                 for (const Access& src : contract.srcs) read += bytes_of(src.layout, dtype(src.buffer));
                 return Cost{flops, read, bytes_of(out, dtype(contract.dst.buffer)), workspace(contract.dst.buffer)};
             },
+            [&](const Route& route) {
+                // Two passes over the terms (find the extremum or product, then share it out): two
+                // operations per element; x and the output's gradient read once, x's gradient written once.
+                return Cost{2.0 * static_cast<double>(route.src.layout.size()),
+                            bytes_of(route.src.layout, dtype(route.src.buffer)) + bytes_of(route.grad.layout, dtype(route.grad.buffer)),
+                            bytes_of(route.dst.layout, dtype(route.dst.buffer)), workspace(route.dst.buffer)};
+            },
             [&](const Gemm& gemm) {
                 // A matrix broadcast over the batch (batch stride 0) is read once.
                 const auto matrix_bytes = [&](const GemmMatrix& m, std::int64_t rows, std::int64_t cols) {

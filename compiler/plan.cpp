@@ -39,7 +39,7 @@ Epilogue epilogue_of(const Step& step) {
 }
 
 std::string_view step_kind(const Step& step) {
-    static constexpr std::string_view kinds[] = {"view", "copy", "reduce", "contract", "gemm"};
+    static constexpr std::string_view kinds[] = {"view", "copy", "reduce", "contract", "gemm", "route"};
     return kinds[step.index()];
 }
 
@@ -50,6 +50,7 @@ DType compute_dtype(const Plan& plan, const Step& step) {
                                          [](const Reduce& reduce) { return reduce.src.buffer; },
                                          [](const Contract& contract) { return contract.srcs.front().buffer; },
                                          [](const Gemm& gemm) { return gemm.a.buffer; },
+                                         [](const Route& route) { return route.src.buffer; },
                                      },
                                      step);
     return plan.spec(source).dtype;
@@ -122,8 +123,6 @@ PlanBuilder::PlanBuilder(const Bound& bound_, std::span<const TensorSpec> inputs
     }
 }
 
-namespace {
-
 // The axes of each dim of output k. The concatenated dim of a pack has none (Bound::concat describes
 // it); packing a single tensor makes it exactly the flattening of that tensor's part.
 std::vector<std::vector<AxisId>> output_dim_axes(const Bound& bound, std::uint32_t k) {
@@ -164,7 +163,6 @@ std::vector<AxisId> axes_of(const std::vector<std::vector<AxisId>>& dims) {
     return axes;
 }
 
-}  // namespace
 
 Operand PlanBuilder::input(std::size_t i) const {
     const auto dims = dim_axes_of(bound.inputs[i]);
@@ -385,6 +383,43 @@ void plan_unpack(PlanBuilder& b) {
 
 }  // namespace
 }  // namespace detail
+
+Plan plan_route(const Bound& forward, const TensorSpec& x, const TensorSpec& grad, const PlanOptions& options) {
+    EINC_ASSERT(forward.op == Op::reduce && forward.inputs.size() == 1 && forward.outputs.size() == 1);
+    EINC_ASSERT(x.shape == forward.inputs[0].shape() && grad.shape == forward.outputs[0].shape());
+    // The gradient has x's shape: plan it as a call whose output is x again, then read grad as an output.
+    Bound gradient = forward;
+    gradient.outputs = forward.inputs;
+    const std::array<TensorSpec, 1> inputs{x};
+    detail::PlanBuilder b(gradient, inputs, options);
+    b.plan.inputs.push_back(grad);
+    if (x.dtype != grad.dtype)
+        throw Error(ErrorKind::usage, fmt::format("the gradient of reduce {} is {}, its input {}", name_of(forward.reduction),
+                                                  name_of(grad.dtype), name_of(x.dtype)));
+    const std::vector<std::int64_t> grad_strides = detail::axis_strides(forward, detail::dim_axes_of(forward.outputs[0]), grad.strides);
+    std::vector<AxisId> kept;
+    for (const BoundDim& dim : forward.outputs[0].dims) kept.insert(kept.end(), dim.axes.begin(), dim.axes.end());
+    const detail::Operand in = b.input(0), out = b.output(0);
+    const Buffer grad_buffer{Buffer::Kind::input, 1};
+    if (b.size_of_axes(kept) == 0 || b.size_of_axes(forward.reduced) == 0) return std::move(b.plan);  // no element to write
+    // Kept and reduced modes are canonicalized apart: the boundary between them is the step's meaning.
+    const auto nest = [&](const std::vector<AxisId>& axes) {
+        std::array<Layout, 3> layouts{b.layout_of(axes, out), b.layout_of(axes, in), Layout{}};
+        for (const AxisId a : axes) layouts[2].modes.push_back(Mode{forward.size(a), grad_strides[static_cast<std::size_t>(a)]});
+        canonicalize(layouts);
+        return layouts;
+    };
+    const auto outer = nest(kept), inner = nest(forward.reduced);
+    Route route{forward.reduction, Access{in.buffer, 0, outer[1]}, Access{grad_buffer, 0, outer[2]}, Access{out.buffer, 0, outer[0]},
+                static_cast<std::uint32_t>(outer[0].modes.size()), {}};
+    for (const Mode& m : inner[0].modes) route.dst.layout.modes.push_back(m);
+    for (const Mode& m : inner[1].modes) route.src.layout.modes.push_back(m);
+    for (const Mode& m : inner[2].modes) route.grad.layout.modes.push_back(Mode{m.extent, 0});
+    b.add(std::move(route), fmt::format("the gradient of {} over {}: {}", name_of(forward.reduction), b.axis_names(forward.reduced),
+                                        forward.reduction == Reduction::prod ? "the product of the other elements of each group"
+                                                                             : "to the elements that attain it, ties sharing evenly"));
+    return std::move(b.plan);
+}
 
 Plan plan(const Bound& bound, std::span<const TensorSpec> inputs, const PlanOptions& options) {
     detail::PlanBuilder builder(bound, inputs, options);

@@ -6,6 +6,7 @@
 //   Reduce    sum mean max min prod any all over some modes
 //   Contract  elementwise product of several accesses, summed over some modes (no GEMM shape)
 //   Gemm      one strided-batched GEMM
+//   Route     the gradient of a max, min or prod reduction: each element's share of its output's gradient
 //
 // Copy, Reduce and Contract are loop nests: their accesses share one index space (the layouts' common
 // shape); a destination stride of 0 marks a mode that is reduced (or summed).
@@ -94,7 +95,20 @@ struct Gemm {
     Epilogue epilogue;  // C = alpha * A B + beta * C, as BLAS's own alpha and beta
 };
 
-using Step = std::variant<View, Copy, Reduce, Contract, Gemm>;
+// The gradient of `op` (max, min or prod) reduced over some modes: src is the reduced tensor x, grad the
+// gradient of the reduction's output (stride 0 along the reduced modes), dst gets x's gradient. The
+// first `kept` modes of the index space are kept (one group of terms per output), the rest reduced.
+//   max, min  dst = grad / ties where src attains its group's extremum, else 0 (ties share evenly, as
+//             torch.amax; a group holding NaN has NaN for extremum, and no element attains it)
+//   prod      dst = grad * (product of the group's other elements), exact where the group holds zeros
+struct Route {
+    Reduction op = Reduction::max;
+    Access src, grad, dst;
+    std::uint32_t kept = 0;
+    Epilogue epilogue;
+};
+
+using Step = std::variant<View, Copy, Reduce, Contract, Gemm, Route>;
 
 // For visiting a Step exhaustively - std::visit(Overloaded{[](const View&) {...}, ...}, step) - so that a
 // new kind of step fails to compile wherever it is not handled.
@@ -153,7 +167,7 @@ Cost step_cost(const Plan& plan, const Step& step);
 // The epilogue of a step (the identity for a View).
 Epilogue epilogue_of(const Step& step);
 
-// "view", "copy", "reduce", "contract" or "gemm".
+// "view", "copy", "reduce", "contract", "gemm" or "route".
 std::string_view step_kind(const Step& step);
 // The dtype a step computes in (its source's): what decides its peak FLOP/s.
 DType compute_dtype(const Plan& plan, const Step& step);
@@ -170,6 +184,11 @@ struct PlanOptions {
 // @pre inputs[i].shape == bound.inputs[i].shape() and all inputs share one dtype
 // @post executing the steps in order gives, for every output, the bound expression's value
 Plan plan(const Bound& bound, std::span<const TensorSpec> inputs, const PlanOptions& options = {});
+
+// The gradient of a reduce max, min or prod (`forward`) as one Route step: inputs x (as the forward's
+// input) and the output's gradient `grad` (the forward output's shape); output x's gradient, row-major
+// or with options.output_strides. Its Plan::op is the forward's (reduce).
+Plan plan_route(const Bound& forward, const TensorSpec& x, const TensorSpec& grad, const PlanOptions& options = {});
 
 struct Schedule;
 // The plan as `einc explain` prints it, with each step's roofline on `device` and the workspace of its

@@ -57,6 +57,10 @@ std::vector<std::string> step_details(const Step& step) {
                 lines.push_back(access_line("dst", contract.dst));
                 return lines;
             },
+            [](const Route& route) {
+                return std::vector<std::string>{fmt::format("op   {}  kept modes {}", name_of(route.op), route.kept),
+                                                access_line("src", route.src), access_line("grad", route.grad), access_line("dst", route.dst)};
+            },
             [](const Gemm& gemm) {
                 return std::vector<std::string>{fmt::format("batch {}  m {}  n {}  k {}", gemm.batch, gemm.m, gemm.n, gemm.k),
                                                 matrix_line('A', gemm, gemm.a, gemm.m, gemm.k), matrix_line('B', gemm, gemm.b, gemm.k, gemm.n),
@@ -217,6 +221,12 @@ std::string plan_to_json(const Plan& plan, const Schedule& schedule, const Devic
                            }
                            json.close(']');
                            write_access(json, "dst", contract.dst);
+                       },
+                       [&](const Route& route) {
+                           json.key("reduction").value(name_of(route.op)).key("kept_modes").value(static_cast<std::int64_t>(route.kept));
+                           write_access(json, "src", route.src);
+                           write_access(json, "grad", route.grad);
+                           write_access(json, "dst", route.dst);
                        },
                        [&](const Gemm& gemm) {
                            json.key("batch").value(gemm.batch).key("m").value(gemm.m).key("n").value(gemm.n).key("k").value(gemm.k);

@@ -14,7 +14,7 @@ std::string_view name_of(Strategy strategy) {
     static constexpr std::string_view names[] = {"view",         "move",          "convert",           "transpose",
                                                  "reduce_rows",  "reduce_windows", "reduce_accumulate", "contract_elementwise",
                                                  "contract_rows", "contract_accumulate", "library_gemm", "library_gemv",
-                                                 "packed_gemm",  "kernels"};
+                                                 "packed_gemm",  "route",         "kernels"};
     return names[static_cast<std::size_t>(strategy)];
 }
 

@@ -22,6 +22,7 @@
 //   library_gemm         both     one strided-batched GEMM in CBLAS (CPU) or cuBLAS (GPU)
 //   library_gemv         cpu      a GEMM with one row or one column: matrix-vector products (cblas_?gemv)
 //   packed_gemm          cpu      each batch packed into row-major blocks of the accumulator, multiplied
+//   route                cpu      a max/min/prod gradient: each group of terms walked twice (find, share out)
 //   kernels              cuda     generated kernels (compiler/codegen.hpp), launched in order
 #pragma once
 
@@ -54,7 +55,7 @@ struct Target {
 
 enum class Strategy : std::uint8_t {
     view, move, convert, transpose, reduce_rows, reduce_windows, reduce_accumulate, contract_elementwise, contract_rows,
-    contract_accumulate, library_gemm, library_gemv, packed_gemm, kernels,
+    contract_accumulate, library_gemm, library_gemv, packed_gemm, route, kernels,
 };
 std::string_view name_of(Strategy strategy);
 
@@ -83,6 +84,7 @@ std::string_view name_of(TransposeKind kind);
 //   contract_elementwise:     dst, src, src1 as planned
 //   contract_rows:            dst, src, src1, acc, as reduce_rows
 //   contract_accumulate:      dst, src, src1, acc
+//   route:                    dst, src, src1 (the output's gradient) as planned; the Route's `kept` modes first
 //   (a Gemm scheduled as a contraction - dot products - has the nest of gemm_as_contraction(), canonical)
 struct CpuNest {
     Layout dst, src, src1, acc;

@@ -209,6 +209,20 @@ ScheduledStep schedule_gemm(const Plan& plan, const Gemm& gemm, const Target& ta
     return step;
 }
 
+// The gradient of a max, min or prod: threads take disjoint groups (the outermost kept mode).
+ScheduledStep schedule_route(const Plan& plan, const Route& route, const Target& target) {
+    const DType dtype = plan.spec(route.src.buffer).dtype;
+    std::int64_t terms = 1;  // per group: the reduced modes'
+    for (std::size_t m = route.kept; m < route.src.layout.rank(); ++m) terms = saturating_mul(terms, route.src.layout.modes[m].extent);
+    ScheduledStep step = scheduled(Strategy::route, accumulator_dtype(route.op, dtype, terms, Backend::cpu));
+    step.nest.dst = route.dst.layout;
+    step.nest.src = route.src.layout;
+    step.nest.src1 = route.grad.layout;
+    const bool parallel = bytes_of(route.dst.layout, dtype) >= parallel_threshold_bytes && target.threads >= 2;
+    step.split = parallel && route.kept > 0 && route.dst.layout.modes[0].extent >= 2 ? Split::outer : Split::none;
+    return step;
+}
+
 }  // namespace
 
 ScheduledStep schedule_cpu_step(const Plan& plan, const Step& step, const Target& target) {
@@ -220,6 +234,7 @@ ScheduledStep schedule_cpu_step(const Plan& plan, const Step& step, const Target
             else if constexpr (std::is_same_v<S, Copy>) return schedule_copy(plan, s, target);
             else if constexpr (std::is_same_v<S, Reduce>) return schedule_reduce(plan, s, target);
             else if constexpr (std::is_same_v<S, Contract>) return schedule_contract(plan, s, target);
+            else if constexpr (std::is_same_v<S, Route>) return schedule_route(plan, s, target);
             else return schedule_gemm(plan, s, target);
         },
         step);

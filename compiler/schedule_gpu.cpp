@@ -296,6 +296,9 @@ ScheduledStep schedule_gpu_step(const Plan& plan, const Step& step, const Target
                 return schedule_reduction(plan, s.op, {&s.src}, s.dst, s.epilogue, target);
             } else if constexpr (std::is_same_v<S, Contract>) {
                 return schedule_reduction(plan, Reduction::none, sources_of(s), s.dst, s.epilogue, target);
+            } else if constexpr (std::is_same_v<S, Route>) {
+                throw Error(ErrorKind::unsupported, fmt::format("the gradient of reduce {} has no GPU kernel yet", name_of(s.op)))
+                    .help("run it on the CPU");
             } else {
                 static_assert(std::is_same_v<S, Gemm>);
                 if (gemm_in_library(plan, s, target)) {

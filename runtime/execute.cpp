@@ -50,6 +50,7 @@ void execute_on_cpu(const Plan& plan, const Schedule& schedule, std::span<const 
                        [&](const Contract& contract) {
                            cpu::contract(scheduled, data(contract.dst), data(contract.srcs[0]), data(contract.srcs[1]), memory.scratch());
                        },
+                       [&](const Route& route) { cpu::route(scheduled, route.op, route.kept, data(route.dst), data(route.src), data(route.grad)); },
                        [&](const Gemm& gemm) {
                            const Strategy s = scheduled.strategy;
                            if (s == Strategy::contract_elementwise || s == Strategy::contract_rows || s == Strategy::contract_accumulate) {

@@ -38,6 +38,11 @@ KernelBuffers kernel_buffers(const Step& step, const RunMemory& memory) {
                        add(contract.dst.buffer, contract.dst.offset);
                        for (const Access& src : contract.srcs) add(src.buffer, src.offset);
                    },
+                   [&](const Route& route) {
+                       add(route.dst.buffer, route.dst.offset);
+                       add(route.src.buffer, route.src.offset);
+                       add(route.grad.buffer, route.grad.offset);
+                   },
                    // as gemm_as_contraction() orders them: C, then A and B
                    [&](const Gemm& gemm) {
                        add(gemm.c.buffer, gemm.c.offset);
@@ -61,6 +66,7 @@ std::vector<Access> kernel_accesses(const Step& step) {
                               accesses.insert(accesses.end(), contract.srcs.begin(), contract.srcs.end());
                               return accesses;
                           },
+                          [](const Route& route) { return std::vector<Access>{route.dst, route.src, route.grad}; },
                           [](const Gemm& gemm) { return kernel_accesses(gemm_as_contraction(gemm)); },
                       },
                       step);

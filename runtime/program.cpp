@@ -105,7 +105,6 @@ Program Expression::bind(std::span<const TensorView> inputs, std::span<const Ten
 }
 
 Program Expression::bind_to(std::span<const TensorView> inputs, const std::span<const TensorView>* outputs, const Options& options) const {
-    auto state = std::make_shared<Program::State>();
     std::vector<Shape> shapes;
     std::vector<TensorSpec> specs;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -118,24 +117,31 @@ Program Expression::bind_to(std::span<const TensorView> inputs, const std::span<
         shapes.push_back(inputs[i].shape);
         specs.push_back(spec_of(inputs[i]));
     }
-    state->bound = einc::bind(state_->syntax, state_->call, shapes);
+    Bound bound = einc::bind(state_->syntax, state_->call, shapes);
     PlanOptions plan_options;
-    if (outputs) plan_options.output_strides = output_strides(state->bound, inputs, *outputs);
+    if (outputs) plan_options.output_strides = output_strides(bound, inputs, *outputs);
     plan_options.require_view = options.require_view;
     plan_options.contiguous = options.contiguous;
     plan_options.epilogue = Epilogue{options.alpha, options.beta};
-    state->plan = einc::plan(state->bound, specs, plan_options);
-    if (outputs) check_bound_outputs(state->plan, inputs, *outputs);
+    Plan plan = einc::plan(bound, specs, plan_options);
+    if (outputs) check_bound_outputs(plan, inputs, *outputs);
+    const TensorView first = inputs.empty() ? TensorView{} : inputs[0];
+    return Program::from_plan(std::move(bound), std::move(plan), options, first.device, first.device_index,
+                              fmt::format("{} \"{}\" on {}", name_of(state_->call.op), state_->call.pattern, describe(first)));
+}
+
+Program Program::from_plan(Bound bound, Plan plan, const Options& options, Device device, int device_index, std::string_view what) {
+    auto state = std::make_shared<Program::State>();
+    state->bound = std::move(bound);
+    state->plan = std::move(plan);
     state->options = options;
+    state->device = device;
+    state->device_index = device_index;
     for (std::size_t k = 0; k < state->plan.outputs.size(); ++k) state->view_sources.push_back(state->plan.view_source(k));
     // (A plan without steps - a pack of empty tensors - still has results to allocate.)
     state->only_views = !state->plan.steps.empty() &&
                         std::all_of(state->plan.steps.begin(), state->plan.steps.end(),
                                     [](const PlanStep& step) { return std::holds_alternative<View>(step.step); });
-    if (!inputs.empty()) {
-        state->device = inputs[0].device;
-        state->device_index = inputs[0].device_index;
-    }
     try {
         // A plan of views runs nowhere: its schedule needs no device (nor a GPU backend).
         const Target target = !state->only_views                 ? target_of(state->device, state->device_index)
@@ -144,8 +150,7 @@ Program Expression::bind_to(std::span<const TensorView> inputs, const std::span<
         state->schedule = einc::schedule(state->plan, target);
         if (!state->only_views) state->prepared = prepare(state->schedule, state->device, state->device_index);
     } catch (Error& e) {  // a step the device cannot run, a kernel that cannot be compiled or found: say which call needed it
-        throw std::move(e.note(fmt::format("needed by {} \"{}\" on {}", name_of(state_->call.op), state_->call.pattern,
-                                           describe(inputs.empty() ? TensorView{} : inputs[0]))));
+        throw std::move(e.note(fmt::format("needed by {}", what)));
     }
     return Program(std::move(state));
 }

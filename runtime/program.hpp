@@ -44,6 +44,7 @@ struct Options {
 };
 
 class Program;
+class Gradient;
 
 // Scratch memory the caller owns, for Program::run: at least program.workspace_bytes() bytes on the
 // program's device, aligned to 64 bytes on the CPU and 256 on a GPU. With one, a run into caller outputs
@@ -53,6 +54,9 @@ struct Workspace {
     void* data = nullptr;
     std::size_t bytes = 0;
 };
+
+class Expression;
+Gradient gradient(const Expression& call, std::span<const TensorView> inputs, std::span<const TensorView> output_gradients);
 
 class Expression {
 public:
@@ -75,6 +79,7 @@ private:
     struct State;
     std::shared_ptr<const State> state_;
     friend class Program;
+class Gradient;
 };
 
 Expression compile(Op op, std::string_view pattern, const AxisSizes& sizes = {}, Reduction reduction = Reduction::none);
@@ -116,9 +121,12 @@ public:
 private:
     struct State;
     explicit Program(std::shared_ptr<const State> state) : state_(std::move(state)) {}
+    // Schedules and prepares a plan made for inputs on `device`; `what` ("einsum \"...\" on ...") names the call in errors.
+    static Program from_plan(Bound bound, Plan plan, const Options& options, Device device, int device_index, std::string_view what);
     std::shared_ptr<const State> state_;
     friend class Expression;
     friend class PlanCache;
+    friend Gradient gradient(const Expression&, std::span<const TensorView>, std::span<const TensorView>);
 };
 
 }  // namespace einc

@@ -12,6 +12,7 @@
 #include "runtime/api.hpp"
 #include "runtime/calibration.hpp"
 #include "runtime/dims.hpp"
+#include "runtime/gradient.hpp"
 #include "runtime/npy.hpp"
 #include "runtime/plan_cache.hpp"
 #include "runtime/program.hpp"

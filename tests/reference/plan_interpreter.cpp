@@ -1,4 +1,5 @@
 // The naive plan interpreter: every step is a loop over all indices of its layouts.
+#include <algorithm>
 #include <map>
 
 #include "tests/reference/elements.hpp"
@@ -96,6 +97,38 @@ void run_gemm(const Memory& m, const Gemm& g) {
             }
 }
 
+// Each group (an index of the kept modes) in full: its terms, then every term's share of the gradient.
+void run_route(const Memory& m, const Route& r) {
+    struct Group {
+        double gradient = 0;
+        std::vector<std::pair<double, std::int64_t>> terms;  // value, destination offset
+    };
+    std::map<std::vector<std::int64_t>, Group> groups;
+    for_each_index(r.dst.layout, [&](const std::vector<std::int64_t>& i) {
+        Group& group = groups[std::vector<std::int64_t>(i.begin(), i.begin() + r.kept)];
+        group.gradient = load<double>(m.element(r.grad, i), m.dtype(r.grad.buffer));
+        group.terms.emplace_back(load<double>(m.element(r.src, i), m.dtype(r.src.buffer)), r.dst.offset + r.dst.layout(i));
+    });
+    const DType dtype = m.dtype(r.dst.buffer);
+    for (const auto& [key, group] : groups) {
+        std::vector<double> values;
+        for (const auto& term : group.terms) values.push_back(term.first);
+        for (std::size_t t = 0; t < group.terms.size(); ++t) {
+            double share = 0;
+            if (r.op == Reduction::prod) {
+                share = group.gradient;
+                for (std::size_t u = 0; u < values.size(); ++u)
+                    if (u != t) share *= values[u];
+            } else {
+                const double extremum = fold(r.op, values);
+                const auto ties = std::count(values.begin(), values.end(), extremum);
+                if (values[t] == extremum) share = group.gradient / static_cast<double>(ties);
+            }
+            store(m.element(r.dst.buffer, group.terms[t].second), dtype, share);
+        }
+    }
+}
+
 bool integral(DType dtype) { return !is_floating(dtype); }
 
 }  // namespace
@@ -140,6 +173,7 @@ PlanRun run_plan(const Plan& plan, std::span<const TensorView> inputs) {
                            if (integral(m.dtype(contract.srcs.front().buffer))) run_contract<std::int64_t>(m, contract);
                            else run_contract<double>(m, contract);
                        },
+                       [&](const Route& route) { run_route(m, route); },
                        [&](const Gemm& gemm) {
                            if (integral(m.dtype(gemm.a.buffer))) run_gemm<std::int64_t>(m, gemm);
                            else run_gemm<double>(m, gemm);
