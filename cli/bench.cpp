@@ -48,9 +48,14 @@ int bench(std::span<const std::string> command_line, std::ostream& out, std::ost
     const DeviceModel& device = bench_device(args, settings, err);
     const Measurement m = measure(args, settings);
 
-    const Plan& plan = m.plan;
-    const Cost cost = scheduled_cost(plan, m.schedule);
-    const DType dtype = plan.inputs.empty() ? parse_dtype(args.dtype) : plan.inputs.front().dtype;
+    Cost cost;
+    std::size_t step_count = 0;
+    for (std::size_t p = 0; p < m.plans.size(); ++p) {
+        cost += scheduled_cost(m.plans[p], m.schedules[p]);
+        step_count += m.plans[p].steps.size();
+    }
+    const Plan& first = m.plans.front();
+    const DType dtype = first.inputs.empty() ? parse_dtype(args.dtype) : first.inputs.front().dtype;
     const double peak = peak_flops(device, dtype);
     const Roofline bound = roofline(cost, device, dtype);
     const double achieved_flops = cost.flops / m.seconds, achieved_bytes = cost.bytes() / m.seconds;
@@ -69,7 +74,7 @@ int bench(std::span<const std::string> command_line, std::ostream& out, std::ost
                    "\"bound\": {}, \"predicted_seconds\": {}}}\n",
                    json_string(call_key(args)), json_string(settings.backend), json_string(device.key),
                    json_string(name_of(dtype)), settings.repeat, settings.warmup, m.batch, m.seconds,
-                   m.min_seconds, m.max_seconds, plan.steps.size(), cost.flops, cost.bytes(),
+                   m.min_seconds, m.max_seconds, step_count, cost.flops, cost.bytes(),
                    json_number(cost.intensity(), cost.bytes() > 0), achieved_flops, achieved_bytes,
                    json_number(peak, peak > 0), device.bandwidth,
                    json_number(achieved_flops / peak, peak > 0 && cost.flops > 0),
@@ -80,8 +85,10 @@ int bench(std::span<const std::string> command_line, std::ostream& out, std::ost
     }
 
     std::string steps;
-    for (std::size_t s = 0; s < plan.steps.size(); ++s)
-        steps += fmt::format("{}{} ({})", steps.empty() ? "" : ", ", step_kind(plan.steps[s].step), name_of(m.schedule.steps[s].strategy));
+    for (std::size_t p = 0; p < m.plans.size(); ++p)
+        for (std::size_t s = 0; s < m.plans[p].steps.size(); ++s)
+            steps += fmt::format("{}{} ({})", steps.empty() ? "" : ", ", step_kind(m.plans[p].steps[s].step),
+                                 name_of(m.schedules[p].steps[s].strategy));
     const std::string where = settings.backend == "cpu"
                                   ? fmt::format("the CPU executor, {}", counted(cpu::thread_count(), "thread"))
                                   : std::string("the CUDA backend, device 0");
@@ -89,7 +96,8 @@ int bench(std::span<const std::string> command_line, std::ostream& out, std::ost
     fmt::print(out, "  backend    {} ({}): {} warm-up run{}, median of {}{}\n", settings.backend, where,
                settings.warmup, settings.warmup == 1 ? "" : "s", settings.repeat,
                m.batch > 1 ? fmt::format(" samples of {} each", counted(m.batch, "call")) : "");
-    fmt::print(out, "  plan       {}{}{}\n", counted(static_cast<std::int64_t>(plan.steps.size()), "step"), steps.empty() ? "" : ": " + steps,
+    if (args.backward) fmt::print(out, "  backward   {}: the gradient of every input, given the output's\n", counted(static_cast<std::int64_t>(m.plans.size()), "call"));
+    fmt::print(out, "  plan       {}{}{}\n", counted(static_cast<std::int64_t>(step_count), "step"), steps.empty() ? "" : ": " + steps,
                free ? " (nothing moves: the time is einc's dispatch)" : "");
     fmt::print(out, "  time       {} per call (min {}, max {})\n", format_seconds(m.seconds),
                format_seconds(m.min_seconds), format_seconds(m.max_seconds));

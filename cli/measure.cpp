@@ -15,6 +15,7 @@
 #include "einc_build_info.hpp"
 #include "grammar/diagnostic.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/gradient.hpp"
 #include "runtime/narrow_float.hpp"
 #include "runtime/program.hpp"
 #if EINC_HAS_CUDA
@@ -192,74 +193,14 @@ private:
     std::size_t at_ = 0;
 };
 
-}  // namespace
-
-BenchSettings take_bench_options(std::vector<std::string>& args) {
-    BenchSettings settings;
-    std::vector<std::string> rest;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& arg = args[i];
-        if (arg == "--repeat" || arg == "--warmup") {
-            if (i + 1 >= args.size()) throw UsageError(fmt::format("option {} needs a value", arg));
-            if (arg == "--repeat")
-                settings.repeat = parse_count(arg, args[++i], 1);
-            else
-                settings.warmup = parse_count(arg, args[++i], 0);
-        } else {
-            rest.push_back(arg);
-        }
-    }
-    args = std::move(rest);
-    return settings;
-}
-
-std::string call_key(const CallArgs& args) {
-    std::string key = fmt::format("{} \"{}\"", name_of(args.call.op), args.call.pattern);
-    if (args.call.reduction != Reduction::none) key += fmt::format(" {}", name_of(args.call.reduction));
-    for (const AxisSize& size : args.call.sizes) key += fmt::format(" -a {}={}", size.name, size.size);
-    for (const Shape& shape : args.call.packed_shapes)
-        key += fmt::format(" --packed {}", format_shape(shape));
-    if (args.call.compact) key += " --compact";
-    for (const OperandArg& operand : args.operands)
-        key += " " + (operand.is_file || operand.strides ? operand.text : format_shape(operand.shape));
-    // .npy operands carry their own dtype; --dtype is part of the call only for shape operands.
-    const bool all_files = std::all_of(args.operands.begin(), args.operands.end(),
-                                       [](const OperandArg& operand) { return operand.is_file; });
-    return all_files ? key : key + fmt::format(" --dtype {}", name_of(parse_dtype(args.dtype)));
-}
-
-Measurement measure(const CallArgs& args, const BenchSettings& settings) {
-    const Device device = execution_device(settings.backend);
-
-    const LoadedOperands loaded = load_operands(args);
-    const Operands operands = make_operands(loaded, device);
-    const Program program =
-        Expression(args.call).bind(operands.views, Options{.contiguous = false, .require_view = args.view});
-    const Plan& plan = program.plan();
-    const std::vector<Input> inputs(operands.views.begin(), operands.views.end());
-
-    // Results that are views are made afresh by each run (that is the work); the others are written into
-    // outputs allocated once, so that allocation is not timed.
-    bool any_view = false;
-    for (std::size_t k = 0; k < plan.outputs.size(); ++k)
-        any_view = any_view || plan.view_source(k).has_value();
-    std::vector<Tensor> output_storage;
-    std::vector<TensorView> outputs;
-    if (!any_view)
-        for (const TensorSpec& spec : plan.outputs) {
-            output_storage.push_back(device == Device::cpu ? Tensor::empty(spec.dtype, spec.shape)
-                                                           : allocate(spec.dtype, spec.shape, device, 0));
-            outputs.push_back(output_storage.back().view());
-        }
-    const auto run_once = [&] {
-        if (any_view)
-            (void)program.run(inputs);
-        else
-            program.run(inputs, outputs);
-    };
+// Times run_once: warm-up runs, then the median of the samples (calls under 50 us in batches).
+template <typename Run>
+Measurement time_runs(const Run& run_once, Device device, const BenchSettings& settings) {
 #if EINC_HAS_CUDA
     const bool on_gpu = device == Device::cuda;
     const double sync_overhead = on_gpu ? gpu_sync_overhead() : 0;
+#else
+    (void)device;
 #endif
     // Seconds per call over `batch` calls, the device synchronised before and after.
     const auto time_batch = [&](int batch) {
@@ -289,13 +230,101 @@ Measurement measure(const CallArgs& args, const BenchSettings& settings) {
     std::sort(samples.begin(), samples.end());
     const std::size_t n = samples.size();
     Measurement m;
-    m.plan = plan;
-    m.schedule = program.schedule();
     m.seconds = n % 2 ? samples[n / 2] : (samples[n / 2 - 1] + samples[n / 2]) / 2;
     m.min_seconds = samples.front();
     m.max_seconds = samples.back();
     m.batch = batch;
     m.settings = settings;
+    return m;
+}
+
+// --backward: the backward of the call, given random output gradients; each run makes fresh gradients.
+Measurement measure_backward(const CallArgs& args, const BenchSettings& settings, const Operands& operands, Device device) {
+    const Gradient gradient = einc::gradient(Expression(args.call), operands.views);
+    LoadedOperands loaded;  // random output gradients, of the outputs' dtypes and shapes, row-major
+    for (const TensorSpec& out : gradient.forward().plan().outputs)
+        loaded.views.push_back(TensorView{nullptr, out.dtype, out.shape, row_major_strides(out.shape)});
+    const Operands output_gradients = make_operands(loaded, device);
+    const std::vector<Input> inputs(operands.views.begin(), operands.views.end());
+    const std::vector<Input> gradients(output_gradients.views.begin(), output_gradients.views.end());
+    Measurement m = time_runs([&] { (void)gradient.run(inputs, gradients); }, device, settings);
+    for (const Gradient::Step& step : gradient.steps()) {
+        m.plans.push_back(step.program.plan());
+        m.schedules.push_back(step.program.schedule());
+    }
+    return m;
+}
+
+}  // namespace
+
+BenchSettings take_bench_options(std::vector<std::string>& args) {
+    BenchSettings settings;
+    std::vector<std::string> rest;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+        if (arg == "--repeat" || arg == "--warmup") {
+            if (i + 1 >= args.size()) throw UsageError(fmt::format("option {} needs a value", arg));
+            if (arg == "--repeat")
+                settings.repeat = parse_count(arg, args[++i], 1);
+            else
+                settings.warmup = parse_count(arg, args[++i], 0);
+        } else {
+            rest.push_back(arg);
+        }
+    }
+    args = std::move(rest);
+    return settings;
+}
+
+std::string call_key(const CallArgs& args) {
+    std::string key = fmt::format("{} \"{}\"", name_of(args.call.op), args.call.pattern);
+    if (args.call.reduction != Reduction::none) key += fmt::format(" {}", name_of(args.call.reduction));
+    for (const AxisSize& size : args.call.sizes) key += fmt::format(" -a {}={}", size.name, size.size);
+    for (const Shape& shape : args.call.packed_shapes)
+        key += fmt::format(" --packed {}", format_shape(shape));
+    if (args.call.compact) key += " --compact";
+    if (args.backward) key += " --backward";
+    for (const OperandArg& operand : args.operands)
+        key += " " + (operand.is_file || operand.strides ? operand.text : format_shape(operand.shape));
+    // .npy operands carry their own dtype; --dtype is part of the call only for shape operands.
+    const bool all_files = std::all_of(args.operands.begin(), args.operands.end(),
+                                       [](const OperandArg& operand) { return operand.is_file; });
+    return all_files ? key : key + fmt::format(" --dtype {}", name_of(parse_dtype(args.dtype)));
+}
+
+Measurement measure(const CallArgs& args, const BenchSettings& settings) {
+    const Device device = execution_device(settings.backend);
+
+    const LoadedOperands loaded = load_operands(args);
+    const Operands operands = make_operands(loaded, device);
+    const std::vector<Input> inputs(operands.views.begin(), operands.views.end());
+    if (args.backward) return measure_backward(args, settings, operands, device);
+    const Program program =
+        Expression(args.call).bind(operands.views, Options{.contiguous = false, .require_view = args.view});
+    const Plan& plan = program.plan();
+
+    // Results that are views are made afresh by each run (that is the work); the others are written into
+    // outputs allocated once, so that allocation is not timed.
+    bool any_view = false;
+    for (std::size_t k = 0; k < plan.outputs.size(); ++k)
+        any_view = any_view || plan.view_source(k).has_value();
+    std::vector<Tensor> output_storage;
+    std::vector<TensorView> outputs;
+    if (!any_view)
+        for (const TensorSpec& spec : plan.outputs) {
+            output_storage.push_back(device == Device::cpu ? Tensor::empty(spec.dtype, spec.shape)
+                                                           : allocate(spec.dtype, spec.shape, device, 0));
+            outputs.push_back(output_storage.back().view());
+        }
+    const auto run_once = [&] {
+        if (any_view)
+            (void)program.run(inputs);
+        else
+            program.run(inputs, outputs);
+    };
+    Measurement m = time_runs(run_once, device, settings);
+    m.plans = {plan};
+    m.schedules = {program.schedule()};
     return m;
 }
 

@@ -24,15 +24,16 @@ struct BenchSettings {
 BenchSettings take_bench_options(std::vector<std::string>& args);
 
 struct Measurement {
-    Plan plan;
-    Schedule schedule;  // how it ran
+    std::vector<Plan> plans;          // what ran: the call's plan, or with --backward its backward plans
+    std::vector<Schedule> schedules;  // how each ran
     double seconds = 0;  // median seconds per call
     double min_seconds = 0, max_seconds = 0;
     int batch = 1;  // calls per timed sample
     BenchSettings settings;
 };
 
-// Binds the call to operands of its shapes (or the .npy files' data), plans it and times it.
+// Binds the call to operands of its shapes (or the .npy files' data), plans it and times it; with
+// --backward (args.backward), its backward given random output gradients.
 // Throws einc::Error (kind unsupported) for --backend cuda when no GPU backend is linked in.
 Measurement measure(const CallArgs& args, const BenchSettings& settings);
 

@@ -16,6 +16,7 @@
 #include "cli/measure.hpp"
 #include "cli/roofline_chart.hpp"
 #include "compiler/bind.hpp"
+#include "compiler/gradient.hpp"
 #include "grammar/diagnostic.hpp"
 
 namespace einc::cli {
@@ -87,14 +88,27 @@ std::string call_summary(const CallArgs& args, const Plan& plan) {
         name_of(plan.inputs.empty() ? parse_dtype(args.dtype) : plan.inputs.front().dtype));
 }
 
-Plan plan_call(const CallArgs& args) {
+// The plans a call puts on the chart: its own, or with --backward its backward calls' (labelled).
+struct ChartPlan {
+    Plan plan;
+    std::string label;  // "" or "backward 2"
+};
+std::vector<ChartPlan> plan_call(const CallArgs& args) {
     const syntax::Pattern pattern = parse(args.call);
     const std::vector<TensorSpec> inputs = load_operands(args).specs;
     std::vector<Shape> shapes;
     for (const TensorSpec& input : inputs) shapes.push_back(input.shape);
     PlanOptions options;
     options.require_view = args.view;
-    return plan(bind(pattern, args.call, shapes), inputs, options);
+    const Bound bound = bind(pattern, args.call, shapes);
+    Plan forward = plan(bound, inputs, options);
+    if (!args.backward) return {ChartPlan{std::move(forward), ""}};
+    std::vector<TensorSpec> gradients;
+    for (const TensorSpec& out : forward.outputs) gradients.push_back(TensorSpec{out.dtype, out.shape, row_major_strides(out.shape)});
+    std::vector<ChartPlan> plans;
+    for (BackwardPlan& b : plan_backward(bound, inputs, gradients))
+        plans.push_back(ChartPlan{std::move(b.plan), fmt::format("backward {}", plans.size() + 1)});
+    return plans;
 }
 
 }  // namespace
@@ -105,26 +119,33 @@ RooflineChart roofline_chart(std::span<const CallArgs> calls, const DeviceModel&
     chart.device = &device;
     for (std::size_t i = 0; i < calls.size(); ++i) {
         const CallArgs& args = calls[i];
-        const Plan planned = plan_call(args);
-        const std::string summary = call_summary(args, planned);
+        const std::vector<ChartPlan> plans = plan_call(args);
+        const std::string summary = call_summary(args, plans.front().plan);
         const DType call_dtype =
-            planned.inputs.empty() ? parse_dtype(args.dtype) : planned.inputs.front().dtype;
+            plans.front().plan.inputs.empty() ? parse_dtype(args.dtype) : plans.front().plan.inputs.front().dtype;
         if (std::find(chart.dtypes.begin(), chart.dtypes.end(), call_dtype) == chart.dtypes.end())
             chart.dtypes.push_back(call_dtype);
 
         int plotted = 0, last_point = -1;
-        for (std::size_t k = 0; k < planned.steps.size(); ++k) {
+        Cost total;
+        std::size_t all_steps = 0, number = 0;
+        for (const ChartPlan& p : plans) all_steps += p.plan.steps.size();
+        for (const ChartPlan& chart_plan : plans) {
+          const Plan& planned = chart_plan.plan;
+          total += planned.total;
+          const std::string what = chart_plan.label.empty() ? summary : fmt::format("{} · {}", summary, chart_plan.label);
+          for (std::size_t k = 0; k < planned.steps.size(); ++k) {
             const PlanStep& step = planned.steps[k];
-            const std::string tag =
-                planned.steps.size() == 1 ? fmt::format("{}", i + 1) : fmt::format("{}.{}", i + 1, k + 1);
+            ++number;
+            const std::string tag = all_steps == 1 ? fmt::format("{}", i + 1) : fmt::format("{}.{}", i + 1, number);
             const std::string_view kind = step_kind(step.step);
             const DType dtype = compute_dtype(planned, step.step);
             if (step.cost.flops == 0) {
                 chart.notes.push_back(
                     step.cost.bytes() == 0
-                        ? fmt::format("{}  {} · {}: a view, 0 FLOPs and 0 bytes", tag, summary, kind)
+                        ? fmt::format("{}  {} · {}: a view, 0 FLOPs and 0 bytes", tag, what, kind)
                         : fmt::format("{}  {} · {}: 0 FLOPs, {} moved (memory-bound: >= {} at {}/s)", tag,
-                                      summary, kind, format_bytes(step.cost.bytes()),
+                                      what, kind, format_bytes(step.cost.bytes()),
                                       format_seconds(step.cost.bytes() / device.bandwidth),
                                       format_bytes(device.bandwidth)));
                 continue;
@@ -132,10 +153,11 @@ RooflineChart roofline_chart(std::span<const CallArgs> calls, const DeviceModel&
             const Roofline r = roofline(step.cost, device, dtype);
             ChartPoint point;
             point.tag = tag;
-            point.pattern = planned.steps.size() == 1 ? args.call.pattern
-                                                      : fmt::format("{} ({})", args.call.pattern, kind);
-            point.description = planned.steps.size() == 1 ? fmt::format("{} · {}", summary, kind)
-                                                          : fmt::format("{} · step {} of {}: {}", summary,
+            point.pattern = all_steps == 1 && chart_plan.label.empty()
+                                ? args.call.pattern
+                                : fmt::format("{} ({}{})", args.call.pattern, chart_plan.label.empty() ? "" : chart_plan.label + " ", kind);
+            point.description = planned.steps.size() == 1 ? fmt::format("{} · {}", what, kind)
+                                                          : fmt::format("{} · step {} of {}: {}", what,
                                                                         k + 1, planned.steps.size(), kind);
             point.dtype = dtype;
             point.intensity = step.cost.intensity();
@@ -145,11 +167,11 @@ RooflineChart roofline_chart(std::span<const CallArgs> calls, const DeviceModel&
             last_point = static_cast<int>(chart.points.size());
             chart.points.push_back(point);
             ++plotted;
+          }
         }
 
         if (i >= timings.size() || !timings[i]) continue;
         const CallTiming& timing = *timings[i];
-        const Cost& total = planned.total;
         const std::string tag = fmt::format("{}", i + 1);
         if (total.flops == 0) {
             chart.notes.push_back(
@@ -184,7 +206,7 @@ int roofline(std::span<const std::string> command_line, std::ostream& out, std::
     std::vector<std::string> words(command_line.begin(), command_line.end());
     BenchSettings settings = take_bench_options(words);
     std::string output, device_key, calls_file, timings_file, default_dtype;
-    bool measure_calls = false;
+    bool measure_calls = false, backward = false;  // --backward: every call's backward plans
     std::vector<std::string> rest;
     for (std::size_t i = 0; i < words.size(); ++i) {
         const std::string& arg = words[i];
@@ -206,6 +228,8 @@ int roofline(std::span<const std::string> command_line, std::ostream& out, std::
             settings.backend = value();
         else if (arg == "--dtype")
             default_dtype = value();
+        else if (arg == "--backward")
+            backward = true;
         else
             rest.push_back(arg);
     }
@@ -231,6 +255,7 @@ int roofline(std::span<const std::string> command_line, std::ostream& out, std::
             calls.push_back(parse_call(
                 split_words(line, fmt::format("{} call {}", calls_file, ++line_number)), default_dtype));
     }
+    for (CallArgs& call : calls) call.backward = call.backward || backward;
     if (calls.empty())
         throw UsageError("roofline needs calls: einc roofline 'einsum \"i, i ->\" 1000 1000' ... -o "
                          "roofline.svg, or --calls FILE");

@@ -13,6 +13,7 @@
 namespace einc::cpu {
 namespace {
 
+// The groups [begin, end) of the nest (row-major over the kept modes), each walked twice.
 template <DType D, typename A, bool Reads>
 void route_groups(const ScheduledStep& step, Reduction op, std::uint32_t kept, const Data& dst, const Data& src, const Data& grad,
                   std::int64_t begin, std::int64_t end) {
@@ -23,72 +24,77 @@ void route_groups(const ScheduledStep& step, Reduction op, std::uint32_t kept, c
     const Layout& g = step.nest.src1;
     const Scale<A> scale(step.epilogue);
     const auto load = [](const std::byte* at) { return static_cast<A>(Element<D>::load(load_at<S>(at))); };
-    // The reduced modes, walked by an odometer over (src, dst) offsets in elements.
-    const std::size_t rank = in.rank();
-    Shape index(rank - kept, 0);
-    const auto walk = [&](auto&& visit) {
+    // The terms of a group: one strided run when one mode is reduced, an odometer over the modes otherwise.
+    const std::size_t reduced = in.rank() - kept;
+    Shape index(reduced, 0);
+    const auto walk = [&](const std::byte* x, std::byte* dx, auto&& visit) {
+        if (reduced == 1) {
+            const std::int64_t n = in.modes[kept].extent, xs = in.modes[kept].stride * size, ds = out.modes[kept].stride * size;
+            for (std::int64_t t = 0; t < n; ++t) visit(x + t * xs, dx + t * ds);
+            return;
+        }
         std::fill(index.begin(), index.end(), 0);
-        std::int64_t s = 0, d = 0;
         for (;;) {
-            visit(s, d);
-            std::size_t m = index.size();
+            visit(x, dx);
+            std::size_t m = reduced;
             for (;;) {
                 if (m == 0) return;
                 --m;
-                s += in.modes[kept + m].stride, d += out.modes[kept + m].stride;
-                if (++index[m] < in.modes[kept + m].extent) break;
-                s -= index[m] * in.modes[kept + m].stride, d -= index[m] * out.modes[kept + m].stride;
+                const Mode& mx = in.modes[kept + m];
+                const std::int64_t ds = out.modes[kept + m].stride * size;
+                x += mx.stride * size, dx += ds;
+                if (++index[m] < mx.extent) break;
+                x -= index[m] * mx.stride * size, dx -= index[m] * ds;
                 index[m] = 0;
             }
         }
     };
-    for (std::int64_t group = begin; group < end; ++group) {
-        // The group's offsets along the kept modes (mode 0 outermost).
-        std::int64_t rest = group, s0 = 0, d0 = 0, g0 = 0;
-        for (std::size_t m = kept; m-- > 0;) {
-            const std::int64_t i = rest % in.modes[m].extent;
-            rest /= in.modes[m].extent;
-            s0 += i * in.modes[m].stride, d0 += i * out.modes[m].stride, g0 += i * g.modes[m].stride;
-        }
-        const std::byte* x = src.base + s0 * size;
-        std::byte* dx = dst.base + d0 * size;
-        const A gradient = load(grad.base + g0 * size);
-        const auto write = [&](std::int64_t d, A value) {
-            if constexpr (Reads)
-                store_scaled<D, true>(dx + d * size, value, scale);
-            else
-                store_scaled<D, false>(dx + d * size, value, scale);
-        };
+    const auto write = [&](std::byte* at, A value) { store_scaled<D, Reads>(at, value, scale); };
+    // The kept modes' odometer, started at group `begin`.
+    Shape group(kept, 0);
+    std::int64_t rest = begin, sx = 0, sd = 0, sg = 0;
+    for (std::size_t m = kept; m-- > 0;) {
+        group[m] = rest % in.modes[m].extent;
+        rest /= in.modes[m].extent;
+        sx += group[m] * in.modes[m].stride, sd += group[m] * out.modes[m].stride, sg += group[m] * g.modes[m].stride;
+    }
+    for (std::int64_t n = begin; n < end; ++n) {
+        const std::byte* x = src.base + sx * size;
+        std::byte* dx = dst.base + sd * size;
+        const A gradient = load(grad.base + sg * size);
         if (op == Reduction::prod) {
             A product = 1;
             std::int64_t zeros = 0;
-            walk([&](std::int64_t s, std::int64_t) {
-                const A v = load(x + s * size);
+            walk(x, dx, [&](const std::byte* at, std::byte*) {
+                const A v = load(at);
                 if (v == A(0)) ++zeros;
                 else product = product * v;
             });
-            walk([&](std::int64_t s, std::int64_t d) {
-                const A v = load(x + s * size);
-                A share = 0;
-                if (zeros == 0) share = gradient * (product / v);
-                else if (zeros == 1 && v == A(0)) share = gradient * product;
-                write(d, share);
+            walk(x, dx, [&](const std::byte* at, std::byte* to) {
+                const A v = load(at);
+                write(to, zeros == 0 ? gradient * (product / v) : zeros == 1 && v == A(0) ? gradient * product : A(0));
             });
-            continue;
+        } else {
+            // The extremum and its ties in one pass; a NaN term leaves nothing attaining it (every share 0).
+            const bool max = op == Reduction::max;
+            A extremum = load(x);
+            std::int64_t ties = 0;
+            bool nan = false;
+            walk(x, dx, [&](const std::byte* at, std::byte*) {
+                const A v = load(at);
+                if (v != v) nan = true;
+                else if (v == extremum) ++ties;
+                else if (max ? v > extremum : v < extremum) extremum = v, ties = 1;
+            });
+            const A share = nan || ties == 0 ? A(0) : gradient / static_cast<A>(ties);
+            walk(x, dx, [&](const std::byte* at, std::byte* to) { write(to, !nan && load(at) == extremum ? share : A(0)); });
         }
-        const bool max = op == Reduction::max;
-        A extremum = load(x);
-        bool nan = false;
-        walk([&](std::int64_t s, std::int64_t) {
-            const A v = load(x + s * size);
-            if (v != v) nan = true;
-            else if (max ? v > extremum : v < extremum) extremum = v;
-        });
-        std::int64_t ties = 0;
-        if (!nan)
-            walk([&](std::int64_t s, std::int64_t) { ties += load(x + s * size) == extremum ? 1 : 0; });
-        const A share = ties > 0 ? gradient / static_cast<A>(ties) : A(0);
-        walk([&](std::int64_t s, std::int64_t d) { write(d, !nan && load(x + s * size) == extremum ? share : A(0)); });
+        for (std::size_t m = kept; m-- > 0;) {  // the next group
+            sx += in.modes[m].stride, sd += out.modes[m].stride, sg += g.modes[m].stride;
+            if (++group[m] < in.modes[m].extent) break;
+            sx -= group[m] * in.modes[m].stride, sd -= group[m] * out.modes[m].stride, sg -= group[m] * g.modes[m].stride;
+            group[m] = 0;
+        }
     }
 }
 
