@@ -104,7 +104,8 @@ std::vector<ChartPlan> plan_call(const CallArgs& args) {
     Plan forward = plan(bound, inputs, options);
     if (!args.backward) return {ChartPlan{std::move(forward), ""}};
     std::vector<TensorSpec> gradients;
-    for (const TensorSpec& out : forward.outputs) gradients.push_back(TensorSpec{out.dtype, out.shape, row_major_strides(out.shape)});
+    for (const TensorSpec& out : forward.outputs)
+        gradients.push_back(TensorSpec{out.dtype, out.shape, row_major_strides(out.shape)});
     std::vector<ChartPlan> plans;
     for (BackwardPlan& b : plan_backward(bound, inputs, gradients))
         plans.push_back(ChartPlan{std::move(b.plan), fmt::format("backward {}", plans.size() + 1)});
@@ -121,8 +122,8 @@ RooflineChart roofline_chart(std::span<const CallArgs> calls, const DeviceModel&
         const CallArgs& args = calls[i];
         const std::vector<ChartPlan> plans = plan_call(args);
         const std::string summary = call_summary(args, plans.front().plan);
-        const DType call_dtype =
-            plans.front().plan.inputs.empty() ? parse_dtype(args.dtype) : plans.front().plan.inputs.front().dtype;
+        const DType call_dtype = plans.front().plan.inputs.empty() ? parse_dtype(args.dtype)
+                                                                   : plans.front().plan.inputs.front().dtype;
         if (std::find(chart.dtypes.begin(), chart.dtypes.end(), call_dtype) == chart.dtypes.end())
             chart.dtypes.push_back(call_dtype);
 
@@ -131,43 +132,48 @@ RooflineChart roofline_chart(std::span<const CallArgs> calls, const DeviceModel&
         std::size_t all_steps = 0, number = 0;
         for (const ChartPlan& p : plans) all_steps += p.plan.steps.size();
         for (const ChartPlan& chart_plan : plans) {
-          const Plan& planned = chart_plan.plan;
-          total += planned.total;
-          const std::string what = chart_plan.label.empty() ? summary : fmt::format("{} · {}", summary, chart_plan.label);
-          for (std::size_t k = 0; k < planned.steps.size(); ++k) {
-            const PlanStep& step = planned.steps[k];
-            ++number;
-            const std::string tag = all_steps == 1 ? fmt::format("{}", i + 1) : fmt::format("{}.{}", i + 1, number);
-            const std::string_view kind = step_kind(step.step);
-            const DType dtype = compute_dtype(planned, step.step);
-            if (step.cost.flops == 0) {
-                chart.notes.push_back(
-                    step.cost.bytes() == 0
-                        ? fmt::format("{}  {} · {}: a view, 0 FLOPs and 0 bytes", tag, what, kind)
-                        : fmt::format("{}  {} · {}: 0 FLOPs, {} moved (memory-bound: >= {} at {}/s)", tag,
-                                      what, kind, format_bytes(step.cost.bytes()),
-                                      format_seconds(step.cost.bytes() / device.bandwidth),
-                                      format_bytes(device.bandwidth)));
-                continue;
+            const Plan& planned = chart_plan.plan;
+            total += planned.total;
+            const std::string what =
+                chart_plan.label.empty() ? summary : fmt::format("{} · {}", summary, chart_plan.label);
+            for (std::size_t k = 0; k < planned.steps.size(); ++k) {
+                const PlanStep& step = planned.steps[k];
+                ++number;
+                const std::string tag =
+                    all_steps == 1 ? fmt::format("{}", i + 1) : fmt::format("{}.{}", i + 1, number);
+                const std::string_view kind = step_kind(step.step);
+                const DType dtype = compute_dtype(planned, step.step);
+                if (step.cost.flops == 0) {
+                    chart.notes.push_back(
+                        step.cost.bytes() == 0
+                            ? fmt::format("{}  {} · {}: a view, 0 FLOPs and 0 bytes", tag, what, kind)
+                            : fmt::format("{}  {} · {}: 0 FLOPs, {} moved (memory-bound: >= {} at {}/s)", tag,
+                                          what, kind, format_bytes(step.cost.bytes()),
+                                          format_seconds(step.cost.bytes() / device.bandwidth),
+                                          format_bytes(device.bandwidth)));
+                    continue;
+                }
+                const Roofline r = roofline(step.cost, device, dtype);
+                ChartPoint point;
+                point.tag = tag;
+                point.pattern =
+                    all_steps == 1 && chart_plan.label.empty()
+                        ? args.call.pattern
+                        : fmt::format("{} ({}{})", args.call.pattern,
+                                      chart_plan.label.empty() ? "" : chart_plan.label + " ", kind);
+                point.description =
+                    planned.steps.size() == 1
+                        ? fmt::format("{} · {}", what, kind)
+                        : fmt::format("{} · step {} of {}: {}", what, k + 1, planned.steps.size(), kind);
+                point.dtype = dtype;
+                point.intensity = step.cost.intensity();
+                point.flops_per_second = r.attainable_flops;
+                point.compute_bound = r.compute_bound;
+                point.call = i;
+                last_point = static_cast<int>(chart.points.size());
+                chart.points.push_back(point);
+                ++plotted;
             }
-            const Roofline r = roofline(step.cost, device, dtype);
-            ChartPoint point;
-            point.tag = tag;
-            point.pattern = all_steps == 1 && chart_plan.label.empty()
-                                ? args.call.pattern
-                                : fmt::format("{} ({}{})", args.call.pattern, chart_plan.label.empty() ? "" : chart_plan.label + " ", kind);
-            point.description = planned.steps.size() == 1 ? fmt::format("{} · {}", what, kind)
-                                                          : fmt::format("{} · step {} of {}: {}", what,
-                                                                        k + 1, planned.steps.size(), kind);
-            point.dtype = dtype;
-            point.intensity = step.cost.intensity();
-            point.flops_per_second = r.attainable_flops;
-            point.compute_bound = r.compute_bound;
-            point.call = i;
-            last_point = static_cast<int>(chart.points.size());
-            chart.points.push_back(point);
-            ++plotted;
-          }
         }
 
         if (i >= timings.size() || !timings[i]) continue;

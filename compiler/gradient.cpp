@@ -23,7 +23,9 @@ public:
                 names_.push_back(axis.name);
                 continue;
             }
-            const std::string base = axis.origin == AxisOrigin::ellipsis ? fmt::format("e{}", std::string_view(axis.name).substr(3)) : fmt::format("n{}", axis.size);
+            const std::string base = axis.origin == AxisOrigin::ellipsis
+                                         ? fmt::format("e{}", std::string_view(axis.name).substr(3))
+                                         : fmt::format("n{}", axis.size);
             std::string name = base;
             for (int k = 1; taken.contains(name); ++k) name = fmt::format("{}v{}", base, k);
             taken.insert(name);
@@ -41,7 +43,9 @@ public:
     std::string operand(const BoundOperand& operand) const {
         std::vector<std::string> dims;
         for (const BoundDim& dim : operand.dims)
-            dims.push_back(dim.axes.empty() ? "()" : dim.axes.size() == 1 ? (*this)(dim.axes[0]) : fmt::format("({})", axes(dim.axes)));
+            dims.push_back(dim.axes.empty()       ? "()"
+                           : dim.axes.size() == 1 ? (*this)(dim.axes[0])
+                                                  : fmt::format("({})", axes(dim.axes)));
         return fmt::format("{}", fmt::join(dims, " "));
     }
     // Every axis's size, by name: what a rearrange, reduce or repeat of these names needs.
@@ -65,10 +69,16 @@ std::vector<AxisId> distinct_axes(const BoundOperand& operand) {
     return axes;
 }
 
-bool contains(const std::vector<AxisId>& axes, AxisId a) { return std::find(axes.begin(), axes.end(), a) != axes.end(); }
+bool contains(const std::vector<AxisId>& axes, AxisId a) {
+    return std::find(axes.begin(), axes.end(), a) != axes.end();
+}
 
-GradientOperand output_gradient(std::uint32_t k = 0) { return {GradientOperand::Kind::output_gradient, k}; }
-GradientOperand input(std::uint32_t i) { return {GradientOperand::Kind::input, i}; }
+GradientOperand output_gradient(std::uint32_t k = 0) {
+    return {GradientOperand::Kind::output_gradient, k};
+}
+GradientOperand input(std::uint32_t i) {
+    return {GradientOperand::Kind::input, i};
+}
 
 // The target that writes a result over `axes` into input i's gradient: the gradient itself when its dims
 // are exactly these axes in order; else the view along the dims holding each axis (a diagonal: several).
@@ -95,14 +105,15 @@ std::string side(const AxisNames& names, const std::vector<BoundOperand>& operan
 }
 
 // The call of `op` from one side of `forward`'s pattern to the other, every axis sized.
-Call call_between(Op op, const AxisNames& names, const BoundOperand& from, const BoundOperand& to, const Bound& forward,
-                  Reduction reduction = Reduction::none) {
+Call call_between(Op op, const AxisNames& names, const BoundOperand& from, const BoundOperand& to,
+                  const Bound& forward, Reduction reduction = Reduction::none) {
     std::vector<AxisId> axes(forward.axes.size());
     for (std::size_t a = 0; a < axes.size(); ++a) axes[a] = static_cast<AxisId>(a);
     std::vector<AxisId> used;  // the sizes of the axes the call mentions, in id order
     for (const AxisId a : axes)
         if (contains(distinct_axes(from), a) || contains(distinct_axes(to), a)) used.push_back(a);
-    return Call{op, names.operand(from) + " -> " + names.operand(to), reduction, names.sizes(used), false, {}};
+    return Call{op, names.operand(from) + " -> " + names.operand(to), reduction, names.sizes(used), false,
+                {}};
 }
 
 std::vector<BackwardCall> einsum_backward(const Bound& forward, const AxisNames& names) {
@@ -127,10 +138,20 @@ std::vector<BackwardCall> einsum_backward(const Bound& forward, const AxisNames&
         std::vector<AxisId> present, missing;
         for (const AxisId a : axes) (contains(known, a) ? present : missing).push_back(a);
         const std::string what = fmt::format("d(in {})", k);
-        const bool just_the_gradient = operands.size() == 1 && present == distinct_axes(out) && present.size() == out.dims.size();
-        BackwardCall product{Call{Op::einsum, side(names, operands) + " -> " + names.axes(present), Reduction::none, {}, false, {}},
-                             false, sources, {}, 1,
-                             fmt::format("{} = d(out){}{} -> {}", what, others.empty() ? "" : " with ", fmt::join(others, ", "),
+        const bool just_the_gradient =
+            operands.size() == 1 && present == distinct_axes(out) && present.size() == out.dims.size();
+        BackwardCall product{Call{Op::einsum,
+                                  side(names, operands) + " -> " + names.axes(present),
+                                  Reduction::none,
+                                  {},
+                                  false,
+                                  {}},
+                             false,
+                             sources,
+                             {},
+                             1,
+                             fmt::format("{} = d(out){}{} -> {}", what, others.empty() ? "" : " with ",
+                                         fmt::join(others, ", "),
                                          present.empty() ? "scalar" : names.axes(present))};
         if (missing.empty()) {
             product.results.push_back(target_over(operand, k, present));
@@ -140,15 +161,23 @@ std::vector<BackwardCall> einsum_backward(const Bound& forward, const AxisNames&
         GradientOperand source = output_gradient();
         if (!just_the_gradient) {
             product.results.push_back(GradientTarget{false, 0, {}, false});
-            source = GradientOperand{GradientOperand::Kind::partial, static_cast<std::uint32_t>(calls.size())};
+            source =
+                GradientOperand{GradientOperand::Kind::partial, static_cast<std::uint32_t>(calls.size())};
             calls.push_back(std::move(product));
         }
-        calls.push_back(BackwardCall{Call{Op::repeat, names.axes(present) + " -> " + names.axes(axes), Reduction::none, names.sizes(missing), false, {}},
-                                     false,
-                                     {source},
-                                     {target_over(operand, k, axes)},
-                                     1,
-                                     fmt::format("{}: broadcast back along {}, summed inside operand {} alone", what, names.axes(missing), k)});
+        calls.push_back(
+            BackwardCall{Call{Op::repeat,
+                              names.axes(present) + " -> " + names.axes(axes),
+                              Reduction::none,
+                              names.sizes(missing),
+                              false,
+                              {}},
+                         false,
+                         {source},
+                         {target_over(operand, k, axes)},
+                         1,
+                         fmt::format("{}: broadcast back along {}, summed inside operand {} alone", what,
+                                     names.axes(missing), k)});
     }
     return calls;
 }
@@ -161,55 +190,88 @@ std::string named_pattern(const Bound& forward) {
 }
 
 std::vector<BackwardCall> backward_calls(const Bound& forward, DType dtype) {
-    const auto refuse = [&](std::string what) {
-        return Error(ErrorKind::unsupported, std::move(what));
-    };
-    if (forward.op == Op::parse_shape) throw refuse("parse_shape returns axis sizes, not a tensor: it has no gradient");
+    const auto refuse = [&](std::string what) { return Error(ErrorKind::unsupported, std::move(what)); };
+    if (forward.op == Op::parse_shape)
+        throw refuse("parse_shape returns axis sizes, not a tensor: it has no gradient");
     if (!is_floating(dtype))
-        throw refuse(fmt::format("gradients are defined for floating dtypes; the inputs are {}", name_of(dtype)))
+        throw refuse(
+            fmt::format("gradients are defined for floating dtypes; the inputs are {}", name_of(dtype)))
             .help("convert the inputs to f32 or f64 first");
     const AxisNames names(forward);
     switch (forward.op) {
     case Op::rearrange:
-        return {BackwardCall{call_between(Op::rearrange, names, forward.outputs[0], forward.inputs[0], forward), false, {output_gradient()},
-                             {GradientTarget{}}, 1, "d(in 0) = the output's gradient, rearranged back"}};
+        return {
+            BackwardCall{call_between(Op::rearrange, names, forward.outputs[0], forward.inputs[0], forward),
+                         false,
+                         {output_gradient()},
+                         {GradientTarget{}},
+                         1,
+                         "d(in 0) = the output's gradient, rearranged back"}};
     case Op::repeat:
-        return {BackwardCall{call_between(Op::reduce, names, forward.outputs[0], forward.inputs[0], forward, Reduction::sum), false,
-                             {output_gradient()}, {GradientTarget{}}, 1,
-                             forward.broadcast.empty() ? std::string("d(in 0) = the output's gradient, rearranged back")
-                                                       : fmt::format("d(in 0) = the output's gradient summed over the repeated {}",
-                                                                     names.axes(forward.broadcast))}};
+        return {BackwardCall{
+            call_between(Op::reduce, names, forward.outputs[0], forward.inputs[0], forward, Reduction::sum),
+            false,
+            {output_gradient()},
+            {GradientTarget{}},
+            1,
+            forward.broadcast.empty()
+                ? std::string("d(in 0) = the output's gradient, rearranged back")
+                : fmt::format("d(in 0) = the output's gradient summed over the repeated {}",
+                              names.axes(forward.broadcast))}};
     case Op::reduce: {
         const Reduction r = forward.reduction;
         if (r == Reduction::any || r == Reduction::all)
             throw refuse(fmt::format("reduce {} is not differentiable: its result is a boolean", name_of(r)));
         if (r == Reduction::max || r == Reduction::min || r == Reduction::prod) {
             Call call{Op::reduce, named_pattern(forward), r, {}, false, {}};
-            return {BackwardCall{std::move(call), true, {input(0), output_gradient()}, {GradientTarget{}}, 1,
-                                 r == Reduction::prod ? "d(in 0) = the output's gradient times the product of the other terms"
-                                                      : fmt::format("d(in 0) = the output's gradient, routed to the {}ima (ties share it)",
-                                                                    r == Reduction::max ? "max" : "min")}};
+            return {BackwardCall{
+                std::move(call),
+                true,
+                {input(0), output_gradient()},
+                {GradientTarget{}},
+                1,
+                r == Reduction::prod
+                    ? "d(in 0) = the output's gradient times the product of the other terms"
+                    : fmt::format("d(in 0) = the output's gradient, routed to the {}ima (ties share it)",
+                                  r == Reduction::max ? "max" : "min")}};
         }
         double n = 1;
         for (const AxisId a : forward.reduced) n *= static_cast<double>(forward.size(a));
-        const double alpha = r == Reduction::mean && n > 0 ? 1 / n : 1;  // (an empty input has no gradient to scale)
-        return {BackwardCall{call_between(Op::repeat, names, forward.outputs[0], forward.inputs[0], forward), false,
-                             {output_gradient()}, {GradientTarget{}}, alpha,
-                             forward.reduced.empty() ? std::string("d(in 0) = the output's gradient, rearranged back")
-                                                     : fmt::format("d(in 0) = the output's gradient repeated along {}{}", names.axes(forward.reduced),
-                                                                   r == Reduction::mean ? fmt::format(", times 1/{}", n) : "")}};
+        const double alpha =
+            r == Reduction::mean && n > 0 ? 1 / n : 1;  // (an empty input has no gradient to scale)
+        return {BackwardCall{call_between(Op::repeat, names, forward.outputs[0], forward.inputs[0], forward),
+                             false,
+                             {output_gradient()},
+                             {GradientTarget{}},
+                             alpha,
+                             forward.reduced.empty()
+                                 ? std::string("d(in 0) = the output's gradient, rearranged back")
+                                 : fmt::format("d(in 0) = the output's gradient repeated along {}{}",
+                                               names.axes(forward.reduced),
+                                               r == Reduction::mean ? fmt::format(", times 1/{}", n) : "")}};
     }
     case Op::einsum: return einsum_backward(forward, names);
     case Op::pack: {
-        BackwardCall unpack{Call{Op::unpack, forward.pattern.text, Reduction::none, {}, false, packed_shapes(forward)}, false,
-                            {output_gradient()}, {}, 1, "d(in i) = part i of the output's gradient (unpack)"};
-        for (std::uint32_t i = 0; i < forward.inputs.size(); ++i) unpack.results.push_back(GradientTarget{true, i, {}, false});
+        BackwardCall unpack{
+            Call{Op::unpack, forward.pattern.text, Reduction::none, {}, false, packed_shapes(forward)},
+            false,
+            {output_gradient()},
+            {},
+            1,
+            "d(in i) = part i of the output's gradient (unpack)"};
+        for (std::uint32_t i = 0; i < forward.inputs.size(); ++i)
+            unpack.results.push_back(GradientTarget{true, i, {}, false});
         return {std::move(unpack)};
     }
     case Op::unpack: {
-        BackwardCall pack{Call{Op::pack, forward.pattern.text, Reduction::none, {}, false, {}}, false, {}, {GradientTarget{}}, 1,
+        BackwardCall pack{Call{Op::pack, forward.pattern.text, Reduction::none, {}, false, {}},
+                          false,
+                          {},
+                          {GradientTarget{}},
+                          1,
                           "d(in 0) = the parts' gradients packed together"};
-        for (std::uint32_t k = 0; k < forward.outputs.size(); ++k) pack.operands.push_back(output_gradient(k));
+        for (std::uint32_t k = 0; k < forward.outputs.size(); ++k)
+            pack.operands.push_back(output_gradient(k));
         return {std::move(pack)};
     }
     case Op::parse_shape: break;
@@ -222,12 +284,15 @@ std::vector<BackwardCall> backward_calls(const Bound& forward, DType dtype) {
 namespace einc {
 namespace {
 
-Shape gradient_strides(const TensorSpec& x) { return row_major_strides(x.shape); }
+Shape gradient_strides(const TensorSpec& x) {
+    return row_major_strides(x.shape);
+}
 
 // The roofline time of a plan's steps run in sequence.
 double plan_seconds(const Plan& plan, const DeviceModel& device) {
     double seconds = 0;
-    for (const PlanStep& step : plan.steps) seconds += roofline(step.cost, device, compute_dtype(plan, step.step)).seconds;
+    for (const PlanStep& step : plan.steps)
+        seconds += roofline(step.cost, device, compute_dtype(plan, step.step)).seconds;
     return seconds;
 }
 
@@ -272,16 +337,22 @@ std::vector<BackwardPlan> plan_backward(const Bound& forward, std::span<const Te
         std::vector<TensorSpec> operands;
         for (const GradientOperand& operand : call.operands) {
             switch (operand.kind) {
-            case GradientOperand::Kind::output_gradient: operands.push_back(output_gradients[operand.index]); break;
+            case GradientOperand::Kind::output_gradient:
+                operands.push_back(output_gradients[operand.index]);
+                break;
             case GradientOperand::Kind::input: operands.push_back(inputs[operand.index]); break;
-            case GradientOperand::Kind::partial: operands.push_back(plans.at(operand.index).plan.outputs.at(0)); break;
+            case GradientOperand::Kind::partial:
+                operands.push_back(plans.at(operand.index).plan.outputs.at(0));
+                break;
             }
         }
         PlanOptions options;
         options.epilogue = Epilogue{call.alpha, 0};
         // A result written into a view of a gradient is planned for the view's strides.
-        if (std::any_of(call.results.begin(), call.results.end(), [](const GradientTarget& t) { return !t.dims.empty(); }))
-            for (const GradientTarget& target : call.results) options.output_strides.push_back(gradient_view(inputs[target.input], target).strides);
+        if (std::any_of(call.results.begin(), call.results.end(),
+                        [](const GradientTarget& t) { return !t.dims.empty(); }))
+            for (const GradientTarget& target : call.results)
+                options.output_strides.push_back(gradient_view(inputs[target.input], target).strides);
         if (call.route) {
             Plan plan = plan_route(forward, operands[0], operands[1], options);
             plans.push_back(BackwardPlan{std::move(call), forward, std::move(plan)});
@@ -302,14 +373,16 @@ Cost backward_cost(std::span<const BackwardPlan> backward, std::span<const Sched
     return total;
 }
 
-std::string print_backward(const Plan& forward, const Schedule& forward_schedule, std::span<const BackwardPlan> backward,
-                           std::span<const Schedule> schedules, const DeviceModel& device) {
+std::string print_backward(const Plan& forward, const Schedule& forward_schedule,
+                           std::span<const BackwardPlan> backward, std::span<const Schedule> schedules,
+                           const DeviceModel& device) {
     std::string out = "forward\n" + print_plan(forward, forward_schedule, device);
     double backward_seconds = 0;
     for (std::size_t c = 0; c < backward.size(); ++c) {
         const BackwardPlan& b = backward[c];
         out += fmt::format("\nbackward {}: {}\n  {}\n", c + 1, b.call.why,
-                           b.call.route ? fmt::format("the gradient of reduce \"{}\" {}", b.call.call.pattern, name_of(b.call.call.reduction))
+                           b.call.route ? fmt::format("the gradient of reduce \"{}\" {}", b.call.call.pattern,
+                                                      name_of(b.call.call.reduction))
                                         : call_text(b.call.call));
         out += print_plan(b.plan, schedules[c], device);
         backward_seconds += plan_seconds(b.plan, device);
@@ -317,8 +390,8 @@ std::string print_backward(const Plan& forward, const Schedule& forward_schedule
     const Cost f = scheduled_cost(forward, forward_schedule), g = backward_cost(backward, schedules);
     const double forward_seconds = plan_seconds(forward, device);
     const auto line = [&](std::string_view what, const Cost& cost, double seconds) {
-        return fmt::format("{:<10} {:>12}  {:>10} moved  >= {} on {}\n", what, format_flops(cost.flops), format_bytes(cost.bytes()),
-                           format_seconds(seconds), device.key);
+        return fmt::format("{:<10} {:>12}  {:>10} moved  >= {} on {}\n", what, format_flops(cost.flops),
+                           format_bytes(cost.bytes()), format_seconds(seconds), device.key);
     };
     Cost step = f;
     step += g;
@@ -330,18 +403,21 @@ std::string print_backward(const Plan& forward, const Schedule& forward_schedule
     return out;
 }
 
-std::string backward_to_json(std::span<const BackwardPlan> backward, std::span<const Schedule> schedules, const DeviceModel& device) {
+std::string backward_to_json(std::span<const BackwardPlan> backward, std::span<const Schedule> schedules,
+                             const DeviceModel& device) {
     const Cost total = backward_cost(backward, schedules);
     double seconds = 0;
     std::vector<std::string> calls;
     for (std::size_t c = 0; c < backward.size(); ++c) {
         const BackwardPlan& b = backward[c];
         seconds += plan_seconds(b.plan, device);
-        calls.push_back(fmt::format(R"({{"call":{},"route":{},"why":{},"plan":{}}})", json_string(call_text(b.call.call)), b.call.route,
+        calls.push_back(fmt::format(R"({{"call":{},"route":{},"why":{},"plan":{}}})",
+                                    json_string(call_text(b.call.call)), b.call.route,
                                     json_string(b.call.why), plan_to_json(b.plan, schedules[c], device)));
     }
-    return fmt::format(R"({{"flops":{},"bytes":{},"bytes_read":{},"bytes_written":{},"predicted_seconds":{},"calls":[{}]}})", total.flops,
-                       total.bytes(), total.bytes_read, total.bytes_written, seconds, fmt::join(calls, ","));
+    return fmt::format(
+        R"({{"flops":{},"bytes":{},"bytes_read":{},"bytes_written":{},"predicted_seconds":{},"calls":[{}]}})",
+        total.flops, total.bytes(), total.bytes_read, total.bytes_written, seconds, fmt::join(calls, ","));
 }
 
 }  // namespace einc

@@ -85,11 +85,13 @@ TensorSpec gradient_view(const TensorSpec& x, const GradientTarget& target);
 
 // `einc explain --backward`: the forward plan, each backward call and its plan, and the totals - forward,
 // backward and training-step FLOPs, bytes and roofline time on `device`. Schedules are one per plan.
-std::string print_backward(const Plan& forward, const Schedule& forward_schedule, std::span<const BackwardPlan> backward,
-                           std::span<const Schedule> schedules, const DeviceModel& device);
+std::string print_backward(const Plan& forward, const Schedule& forward_schedule,
+                           std::span<const BackwardPlan> backward, std::span<const Schedule> schedules,
+                           const DeviceModel& device);
 // The same as the JSON object `"backward"`: {"flops", "bytes", "predicted_seconds", "calls": [{"call", "why",
 // "plan": <plan_to_json>}]}, for `einc explain --backward --json`.
-std::string backward_to_json(std::span<const BackwardPlan> backward, std::span<const Schedule> schedules, const DeviceModel& device);
+std::string backward_to_json(std::span<const BackwardPlan> backward, std::span<const Schedule> schedules,
+                             const DeviceModel& device);
 // The backward plans' costs added up.
 Cost backward_cost(std::span<const BackwardPlan> backward, std::span<const Schedule> schedules);
 

@@ -36,9 +36,10 @@ public:
     // The gradient of every input, given the gradient of every output of the call (one for each; of the
     // output's dtype and shape, laid out as bound: row-major unless given to einc::gradient). Fresh
     // row-major tensors on the inputs' device; GPU work is queued on `stream`.
-    std::vector<Tensor> run(std::span<const Input> inputs, std::span<const Input> output_gradients, void* stream = nullptr) const;
-    std::vector<Tensor> run(std::initializer_list<Input> inputs, std::initializer_list<Input> output_gradients,
+    std::vector<Tensor> run(std::span<const Input> inputs, std::span<const Input> output_gradients,
                             void* stream = nullptr) const;
+    std::vector<Tensor> run(std::initializer_list<Input> inputs,
+                            std::initializer_list<Input> output_gradients, void* stream = nullptr) const;
 
 private:
     struct State;
@@ -50,8 +51,10 @@ private:
 // to output gradients laid out like `output_gradients` (empty: row-major, the outputs' dtype). Throws
 // einc::Error for a call without a gradient (reduce any/all, parse_shape, integer inputs) and whatever
 // binding the call itself throws.
-Gradient gradient(const Expression& call, std::span<const TensorView> inputs, std::span<const TensorView> output_gradients = {});
-inline Gradient gradient(const Call& call, std::span<const TensorView> inputs, std::span<const TensorView> output_gradients = {}) {
+Gradient gradient(const Expression& call, std::span<const TensorView> inputs,
+                  std::span<const TensorView> output_gradients = {});
+inline Gradient gradient(const Call& call, std::span<const TensorView> inputs,
+                         std::span<const TensorView> output_gradients = {}) {
     return gradient(Expression(call), inputs, output_gradients);
 }
 inline Gradient gradient(const Call& call, std::initializer_list<TensorView> inputs) {

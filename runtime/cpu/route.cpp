@@ -15,8 +15,8 @@ namespace {
 
 // The groups [begin, end) of the nest (row-major over the kept modes), each walked twice.
 template <DType D, typename A, bool Reads>
-void route_groups(const ScheduledStep& step, Reduction op, std::uint32_t kept, const Data& dst, const Data& src, const Data& grad,
-                  std::int64_t begin, std::int64_t end) {
+void route_groups(const ScheduledStep& step, Reduction op, std::uint32_t kept, const Data& dst,
+                  const Data& src, const Data& grad, std::int64_t begin, std::int64_t end) {
     using S = storage_t<D>;
     constexpr auto size = static_cast<std::int64_t>(sizeof(S));
     const Layout& in = step.nest.src;
@@ -29,7 +29,8 @@ void route_groups(const ScheduledStep& step, Reduction op, std::uint32_t kept, c
     Shape index(reduced, 0);
     const auto walk = [&](const std::byte* x, std::byte* dx, auto&& visit) {
         if (reduced == 1) {
-            const std::int64_t n = in.modes[kept].extent, xs = in.modes[kept].stride * size, ds = out.modes[kept].stride * size;
+            const std::int64_t n = in.modes[kept].extent, xs = in.modes[kept].stride * size,
+                               ds = out.modes[kept].stride * size;
             for (std::int64_t t = 0; t < n; ++t) visit(x + t * xs, dx + t * ds);
             return;
         }
@@ -56,7 +57,8 @@ void route_groups(const ScheduledStep& step, Reduction op, std::uint32_t kept, c
     for (std::size_t m = kept; m-- > 0;) {
         group[m] = rest % in.modes[m].extent;
         rest /= in.modes[m].extent;
-        sx += group[m] * in.modes[m].stride, sd += group[m] * out.modes[m].stride, sg += group[m] * g.modes[m].stride;
+        sx += group[m] * in.modes[m].stride, sd += group[m] * out.modes[m].stride,
+            sg += group[m] * g.modes[m].stride;
     }
     for (std::int64_t n = begin; n < end; ++n) {
         const std::byte* x = src.base + sx * size;
@@ -67,12 +69,16 @@ void route_groups(const ScheduledStep& step, Reduction op, std::uint32_t kept, c
             std::int64_t zeros = 0;
             walk(x, dx, [&](const std::byte* at, std::byte*) {
                 const A v = load(at);
-                if (v == A(0)) ++zeros;
-                else product = product * v;
+                if (v == A(0))
+                    ++zeros;
+                else
+                    product = product * v;
             });
             walk(x, dx, [&](const std::byte* at, std::byte* to) {
                 const A v = load(at);
-                write(to, zeros == 0 ? gradient * (product / v) : zeros == 1 && v == A(0) ? gradient * product : A(0));
+                write(to, zeros == 0                ? gradient * (product / v)
+                          : zeros == 1 && v == A(0) ? gradient * product
+                                                    : A(0));
             });
         } else {
             // The extremum and its ties in one pass; a NaN term leaves nothing attaining it (every share 0).
@@ -82,17 +88,23 @@ void route_groups(const ScheduledStep& step, Reduction op, std::uint32_t kept, c
             bool nan = false;
             walk(x, dx, [&](const std::byte* at, std::byte*) {
                 const A v = load(at);
-                if (v != v) nan = true;
-                else if (v == extremum) ++ties;
-                else if (max ? v > extremum : v < extremum) extremum = v, ties = 1;
+                if (v != v)
+                    nan = true;
+                else if (v == extremum)
+                    ++ties;
+                else if (max ? v > extremum : v < extremum)
+                    extremum = v, ties = 1;
             });
             const A share = nan || ties == 0 ? A(0) : gradient / static_cast<A>(ties);
-            walk(x, dx, [&](const std::byte* at, std::byte* to) { write(to, !nan && load(at) == extremum ? share : A(0)); });
+            walk(x, dx, [&](const std::byte* at, std::byte* to) {
+                write(to, !nan && load(at) == extremum ? share : A(0));
+            });
         }
         for (std::size_t m = kept; m-- > 0;) {  // the next group
             sx += in.modes[m].stride, sd += out.modes[m].stride, sg += g.modes[m].stride;
             if (++group[m] < in.modes[m].extent) break;
-            sx -= group[m] * in.modes[m].stride, sd -= group[m] * out.modes[m].stride, sg -= group[m] * g.modes[m].stride;
+            sx -= group[m] * in.modes[m].stride, sd -= group[m] * out.modes[m].stride,
+                sg -= group[m] * g.modes[m].stride;
             group[m] = 0;
         }
     }
@@ -100,7 +112,8 @@ void route_groups(const ScheduledStep& step, Reduction op, std::uint32_t kept, c
 
 }  // namespace
 
-void route(const ScheduledStep& step, Reduction op, std::uint32_t kept, const Data& dst, const Data& src, const Data& grad) {
+void route(const ScheduledStep& step, Reduction op, std::uint32_t kept, const Data& dst, const Data& src,
+           const Data& grad) {
     std::int64_t groups = 1;
     for (std::size_t m = 0; m < kept; ++m) groups *= step.nest.src.modes[m].extent;
     dispatch(src.dtype, [&](auto tag) {
@@ -114,10 +127,13 @@ void route(const ScheduledStep& step, Reduction op, std::uint32_t kept, const Da
                     const Scale<A> scale(step.epilogue);
                     with_reads(scale, [&](auto reads) {
                         const auto body = [&](std::int64_t begin, std::int64_t end) {
-                            route_groups<D, A, decltype(reads)::value>(step, op, kept, dst, src, grad, begin, end);
+                            route_groups<D, A, decltype(reads)::value>(step, op, kept, dst, src, grad, begin,
+                                                                       end);
                         };
-                        if (step.split == Split::outer) parallel_for(groups, body);  // threads take disjoint groups
-                        else body(0, groups);
+                        if (step.split == Split::outer)
+                            parallel_for(groups, body);  // threads take disjoint groups
+                        else
+                            body(0, groups);
                     });
                 }
             });
