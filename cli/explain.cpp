@@ -86,8 +86,8 @@ int explain(const CallArgs& args, std::ostream& out) {
         for (const BackwardPlan& b : backward) schedules.push_back(schedule(b.plan, target));
         if (args.json) {
             std::string json = plan_to_json(planned, scheduled, device);
-            json.pop_back();  // the closing brace: "backward" joins the plan's object
-            fmt::print(out, "{},\"backward\":{}}}", json, backward_to_json(backward, schedules, device));
+            json.resize(json.find_last_of('}'));  // "backward" joins the plan's object
+            fmt::print(out, "{},\"backward\":{}}}\n", json, backward_to_json(backward, schedules, device));
         } else {
             fmt::print(out, "{}", print_backward(planned, scheduled, backward, schedules, device));
         }

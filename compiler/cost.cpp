@@ -216,11 +216,12 @@ Cost step_cost(const Plan& plan, const Step& step) {
             [&](const Gemm& gemm) {
                 // A matrix broadcast over the batch (batch stride 0) is read once.
                 const auto matrix_bytes = [&](const GemmMatrix& m, std::int64_t rows, std::int64_t cols) {
-                    return static_cast<double>(m.batch_stride == 0 ? 1 : gemm.batch) * static_cast<double>(rows) *
+                    return static_cast<double>(m.batch_stride == 0 ? 1 : gemm.batch) *
+                           static_cast<double>(m.outer_stride == 0 ? 1 : gemm.outer) * static_cast<double>(rows) *
                            static_cast<double>(cols) * static_cast<double>(size_of(dtype(m.buffer)));
                 };
-                return Cost{2.0 * static_cast<double>(gemm.batch) * static_cast<double>(gemm.m) * static_cast<double>(gemm.n) *
-                                static_cast<double>(gemm.k),
+                return Cost{2.0 * static_cast<double>(gemm.outer) * static_cast<double>(gemm.batch) * static_cast<double>(gemm.m) *
+                                static_cast<double>(gemm.n) * static_cast<double>(gemm.k),
                             matrix_bytes(gemm.a, gemm.m, gemm.k) + matrix_bytes(gemm.b, gemm.k, gemm.n),
                             matrix_bytes(gemm.c, gemm.m, gemm.n), workspace(gemm.c.buffer)};
             },

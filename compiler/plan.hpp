@@ -73,26 +73,31 @@ struct Contract {
     Epilogue epilogue;
 };
 
-// One matrix of a GEMM: element (b, row, col) at offset + b*batch_stride + row*row_stride + col*col_stride.
+// One matrix of a GEMM: element (o, b, row, col) at
+// offset + o*outer_stride + b*batch_stride + row*row_stride + col*col_stride.
 // The planner normalises it for BLAS: exactly one of row_stride, col_stride is 1 (row-major when
 // col_stride is 1) and the other is at least the extent of the dim whose stride is 1.
 struct GemmMatrix {
     Buffer buffer;
     std::int64_t offset = 0;
     std::int64_t batch_stride = 0, row_stride = 0, col_stride = 0;
+    std::int64_t outer_stride = 0;
     bool row_major() const { return col_stride == 1; }
     std::int64_t leading_dimension() const { return row_major() ? row_stride : col_stride; }
-    // The matrix as a layout over (batch, row, col): (batch,rows,cols):(batch_stride,row_stride,col_stride).
-    Layout layout(std::int64_t batch, std::int64_t rows, std::int64_t cols) const {
-        return Layout{{Mode{batch, batch_stride}, Mode{rows, row_stride}, Mode{cols, col_stride}}};
+    // The matrix as a layout over (outer, batch, row, col).
+    Layout layout(std::int64_t outer, std::int64_t batch, std::int64_t rows, std::int64_t cols) const {
+        return Layout{{Mode{outer, outer_stride}, Mode{batch, batch_stride}, Mode{rows, row_stride}, Mode{cols, col_stride}}};
     }
 };
 
-// C[b] = A[b] (m x k) * B[b] (k x n) for every b < batch: one strided-batched GEMM.
+// C[o, b] = A[o, b] (m x k) * B[o, b] (k x n) for every o < outer, b < batch: one strided-batched GEMM
+// per o. `outer` is 1 unless the batch axes are not one stride in some operand's memory (attention's
+// `b i h d`: b and h), where they split in two, an outer loop of GEMMs reading every operand in place.
 struct Gemm {
     std::int64_t batch = 1, m = 1, n = 1, k = 1;
     GemmMatrix a, b, c;
     Epilogue epilogue;  // C = alpha * A B + beta * C, as BLAS's own alpha and beta
+    std::int64_t outer = 1;
 };
 
 // The gradient of `op` (max, min or prod) reduced over some modes: src is the reduced tensor x, grad the

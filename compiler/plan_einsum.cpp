@@ -33,28 +33,33 @@ std::string label(const Operand& operand) {
 
 // ---- GEMM mapping -----------------------------------------------------------------------------------
 
+// The batch axes are `outer` (the first `outer` of them, none mostly) then the GEMM's own batch.
 struct Groups {
     Axes batch, m, n, k;
+    std::size_t outer = 0;
+    Axes outer_axes() const { return Axes(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(outer)); }
+    Axes inner_axes() const { return Axes(batch.begin() + static_cast<std::ptrdiff_t>(outer), batch.end()); }
 };
 
-// An operand seen as a batch of matrices: each group of axes merged to one mode.
+// An operand seen as batches of matrices: each group of axes merged to one mode.
 struct MatrixModes {
-    Mode batch, rows, cols;
+    Mode outer, batch, rows, cols;
 };
 
-std::optional<MatrixModes> matrix_modes(const PlanBuilder& b, const Operand& x, const Axes& batch, const Axes& rows, const Axes& cols) {
-    const auto batch_mode = merge(b.layout_of(batch, x).modes);
+std::optional<MatrixModes> matrix_modes(const PlanBuilder& b, const Operand& x, const Groups& g, const Axes& rows, const Axes& cols) {
+    const auto outer_mode = merge(b.layout_of(g.outer_axes(), x).modes);
+    const auto batch_mode = merge(b.layout_of(g.inner_axes(), x).modes);
     const auto row_mode = merge(b.layout_of(rows, x).modes);
     const auto col_mode = merge(b.layout_of(cols, x).modes);
-    if (!batch_mode || !row_mode || !col_mode) return std::nullopt;
-    return MatrixModes{*batch_mode, *row_mode, *col_mode};
+    if (!outer_mode || !batch_mode || !row_mode || !col_mode) return std::nullopt;
+    return MatrixModes{*outer_mode, *batch_mode, *row_mode, *col_mode};
 }
 
 // The BLAS form of a batch of matrices: one unit stride, a leading dimension that fits, no negative strides.
 std::optional<GemmMatrix> blas_matrix(const Operand& x, const MatrixModes& modes) {
-    const auto [batch, rows, cols] = modes;
-    if (batch.stride < 0 || rows.stride < 0 || cols.stride < 0) return std::nullopt;
-    GemmMatrix matrix{x.buffer, x.offset, batch.extent == 1 ? 0 : batch.stride, 0, 0};
+    const auto [outer, batch, rows, cols] = modes;
+    if (outer.stride < 0 || batch.stride < 0 || rows.stride < 0 || cols.stride < 0) return std::nullopt;
+    GemmMatrix matrix{x.buffer, x.offset, batch.extent == 1 ? 0 : batch.stride, 0, 0, outer.extent == 1 ? 0 : outer.stride};
     const std::int64_t r = std::max<std::int64_t>(rows.extent, 1), c = std::max<std::int64_t>(cols.extent, 1);
     if ((cols.stride == 1 || c == 1) && (r == 1 || rows.stride >= c)) {
         matrix.row_stride = r == 1 ? c : rows.stride;
@@ -70,14 +75,15 @@ std::optional<GemmMatrix> blas_matrix(const Operand& x, const MatrixModes& modes
 }
 
 // Why an operand cannot be a BLAS matrix as it is.
-std::string matrix_problem(const PlanBuilder& b, const Operand& x, const Axes& batch, const Axes& rows, const Axes& cols) {
-    for (const auto* group : {&batch, &rows, &cols})
+std::string matrix_problem(const PlanBuilder& b, const Operand& x, const Groups& g, const Axes& rows, const Axes& cols) {
+    const Axes outer = g.outer_axes(), inner = g.inner_axes();
+    for (const auto* group : {&outer, &inner, &rows, &cols})
         if (!merge(b.layout_of(*group, x).modes)) {
             std::vector<std::string> strides;
             for (const AxisId a : *group) strides.push_back(fmt::format("{}:{}", b.bound.axis(a).name, x.strides[static_cast<std::size_t>(a)]));
             return fmt::format("axes ({}) are not one stride in its memory ({})", b.axis_names(*group), fmt::join(strides, ", "));
         }
-    const MatrixModes modes = *matrix_modes(b, x, batch, rows, cols);
+    const MatrixModes modes = *matrix_modes(b, x, g, rows, cols);
     return fmt::format("its matrix {}x{} has strides ({}, {}): neither is 1 with room for the other", modes.rows.extent,
                        modes.cols.extent, modes.rows.stride, modes.cols.stride);
 }
@@ -107,7 +113,8 @@ struct GemmChoice {
 
 // Picks the order of the axes within each group so that the fewest bytes are copied: an order is
 // read off one operand's strides (the destination's first); each operand that is not a BLAS matrix
-// in that order gets copied.
+// in that order gets copied. Batch axes that are not one stride may split into an outer loop of GEMMs
+// and the GEMM's batch (at the same place in every operand), which copies nothing.
 GemmChoice choose_gemm(const PlanBuilder& b, const Groups& groups, const Operand& a, const Operand& x, const std::optional<Operand>& c) {
     const auto candidates = [&](const Axes& group, std::initializer_list<const Operand*> operands) {
         std::vector<Axes> orders;
@@ -123,12 +130,13 @@ GemmChoice choose_gemm(const PlanBuilder& b, const Groups& groups, const Operand
 
     std::optional<GemmChoice> best;
     for (const Axes& batch : batch_orders)
+        for (std::size_t outer = 0; outer < std::max<std::size_t>(batch.size(), 1); ++outer)
         for (const Axes& m : m_orders)
             for (const Axes& n : n_orders)
                 for (const Axes& k : k_orders) {
-                    GemmChoice choice{Groups{batch, m, n, k}, std::nullopt, std::nullopt, std::nullopt, 0};
+                    GemmChoice choice{Groups{batch, m, n, k, outer}, std::nullopt, std::nullopt, std::nullopt, 0};
                     const auto try_matrix = [&](const Operand& o, const Axes& rows, const Axes& cols, std::optional<GemmMatrix>& slot) {
-                        if (const auto modes = matrix_modes(b, o, batch, rows, cols)) slot = blas_matrix(o, *modes);
+                        if (const auto modes = matrix_modes(b, o, choice.groups, rows, cols)) slot = blas_matrix(o, *modes);
                         if (!slot) choice.copied_bytes += 2 * bytes_of(b, o);
                     };
                     try_matrix(a, m, k, choice.a);
@@ -200,9 +208,10 @@ Operand contract_pair(PlanBuilder& b, const Operand& a, const Operand& x, const 
             }
     }
     // Without a summed axis a GEMM is all overhead; and a dot product or matrix-vector product whose
-    // operands would need copying is better done in one memory-bound pass: multiply elementwise.
+    // operands would need copying, or a loop of GEMMs, is better done in one memory-bound pass: multiply
+    // elementwise.
     const bool vector_shaped = gemm_choice && (b.size_of_axes(gemm_choice->groups.m) == 1 || b.size_of_axes(gemm_choice->groups.n) == 1);
-    if (!gemm_choice || (vector_shaped && gemm_choice->copied_bytes > 0)) {
+    if (!gemm_choice || (vector_shaped && (gemm_choice->copied_bytes > 0 || gemm_choice->groups.outer > 0))) {
         Axes result_axes;
         for (const AxisId axis : all)
             if (contains(kept, axis)) result_axes.push_back(axis);
@@ -227,8 +236,8 @@ Operand contract_pair(PlanBuilder& b, const Operand& a, const Operand& x, const 
         const Axes axes = concat({&g.batch, &rows, &cols});
         const Operand copy = b.temporary(axes, o.dtype);
         b.copy(Access{o.buffer, o.offset, b.layout_of(axes, o)}, Access{copy.buffer, 0, b.layout_of(axes, copy)},
-               fmt::format("{} -> {} for the GEMM: {}", label(o), label(copy), matrix_problem(b, o, g.batch, rows, cols)));
-        slot = blas_matrix(copy, *matrix_modes(b, copy, g.batch, rows, cols));
+               fmt::format("{} -> {} for the GEMM: {}", label(o), label(copy), matrix_problem(b, o, g, rows, cols)));
+        slot = blas_matrix(copy, *matrix_modes(b, copy, g, rows, cols));
         EINC_ASSERT(slot.has_value());
     };
     prepare(a, g.m, g.k, choice.a);
@@ -237,18 +246,20 @@ Operand contract_pair(PlanBuilder& b, const Operand& a, const Operand& x, const 
     const Axes c_axes = concat({&g.batch, &g.m, &g.n});
     const bool through_temporary = !choice.c;
     const Operand c = !through_temporary ? *destination : b.temporary(c_axes, b.output_dtype);
-    if (through_temporary) choice.c = blas_matrix(c, *matrix_modes(b, c, g.batch, g.m, g.n));
+    if (through_temporary) choice.c = blas_matrix(c, *matrix_modes(b, c, g, g.m, g.n));
     EINC_ASSERT(choice.c.has_value());
 
-    Gemm gemm{b.size_of_axes(g.batch), b.size_of_axes(g.m), b.size_of_axes(g.n), b.size_of_axes(g.k), *choice.a, *choice.b, *choice.c, {}};
-    b.add(gemm,
-          fmt::format("{} -> {}: batch ({}), M ({}), N ({}), K ({})", what, label(c), b.axis_names(g.batch),
-                      b.axis_names(g.m), b.axis_names(g.n), b.axis_names(g.k)));
+    const Axes outer = g.outer_axes(), inner = g.inner_axes();
+    Gemm gemm{b.size_of_axes(inner), b.size_of_axes(g.m), b.size_of_axes(g.n), b.size_of_axes(g.k), *choice.a, *choice.b, *choice.c, {},
+              b.size_of_axes(outer)};
+    b.add(gemm, fmt::format("{} -> {}: {}batch ({}), M ({}), N ({}), K ({})", what, label(c),
+                            outer.empty() ? "" : fmt::format("a GEMM per ({}), each ", b.axis_names(outer)), b.axis_names(inner),
+                            b.axis_names(g.m), b.axis_names(g.n), b.axis_names(g.k)));
 
     if (through_temporary && to_output) {
         const Operand out = *destination;
         b.copy(Access{c.buffer, 0, b.layout_of(c_axes, c)}, Access{out.buffer, out.offset, b.layout_of(c_axes, out)},
-               fmt::format("{} -> {}: {}", label(c), label(out), matrix_problem(b, out, g.batch, g.m, g.n)));
+               fmt::format("{} -> {}: {}", label(c), label(out), matrix_problem(b, out, g, g.m, g.n)));
         return out;
     }
     return c;

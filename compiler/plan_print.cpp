@@ -23,8 +23,11 @@ std::string access_line(std::string_view role, const Access& access) {
                        access.offset != 0 ? fmt::format("  offset {}", access.offset) : "");
 }
 
+// (outer,batch,rows,cols):(strides), or without the outer mode where there is none.
 std::string matrix_line(char role, const Gemm& gemm, const GemmMatrix& m, std::int64_t rows, std::int64_t cols) {
-    return fmt::format("{}    {:<6} {}  {}  ld {}{}", role, buffer_name(m.buffer), to_string(m.layout(gemm.batch, rows, cols)),
+    Layout layout = m.layout(gemm.outer, gemm.batch, rows, cols);
+    if (gemm.outer == 1) layout.modes.erase(layout.modes.begin());
+    return fmt::format("{}    {:<6} {}  {}  ld {}{}", role, buffer_name(m.buffer), to_string(layout),
                        m.row_major() ? "row-major" : "col-major", m.leading_dimension(),
                        m.offset != 0 ? fmt::format("  offset {}", m.offset) : "");
 }
@@ -62,7 +65,9 @@ std::vector<std::string> step_details(const Step& step) {
                                                 access_line("src", route.src), access_line("grad", route.grad), access_line("dst", route.dst)};
             },
             [](const Gemm& gemm) {
-                return std::vector<std::string>{fmt::format("batch {}  m {}  n {}  k {}", gemm.batch, gemm.m, gemm.n, gemm.k),
+                return std::vector<std::string>{fmt::format("{}batch {}  m {}  n {}  k {}",
+                                                            gemm.outer == 1 ? "" : fmt::format("outer {}  ", gemm.outer), gemm.batch,
+                                                            gemm.m, gemm.n, gemm.k),
                                                 matrix_line('A', gemm, gemm.a, gemm.m, gemm.k), matrix_line('B', gemm, gemm.b, gemm.k, gemm.n),
                                                 matrix_line('C', gemm, gemm.c, gemm.m, gemm.n)};
             },
@@ -229,10 +234,14 @@ std::string plan_to_json(const Plan& plan, const Schedule& schedule, const Devic
                            write_access(json, "dst", route.dst);
                        },
                        [&](const Gemm& gemm) {
-                           json.key("batch").value(gemm.batch).key("m").value(gemm.m).key("n").value(gemm.n).key("k").value(gemm.k);
+                           if (gemm.outer != 1) json.key("outer").value(gemm.outer);
+                           json.key("batch").value(gemm.batch);
+                           json.key("m").value(gemm.m).key("n").value(gemm.n).key("k").value(gemm.k);
                            for (const auto& [name, m] : {std::pair{"a", gemm.a}, std::pair{"b", gemm.b}, std::pair{"c", gemm.c}}) {
                                json.key(name).open('{').key("buffer").value(buffer_name(m.buffer)).key("offset").value(m.offset);
-                               json.key("batch_stride").value(m.batch_stride).key("row_stride").value(m.row_stride);
+                               if (gemm.outer != 1) json.key("outer_stride").value(m.outer_stride);
+                               json.key("batch_stride").value(m.batch_stride);
+                               json.key("row_stride").value(m.row_stride);
                                json.key("col_stride").value(m.col_stride).close('}');
                            }
                        },

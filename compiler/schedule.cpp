@@ -59,13 +59,17 @@ bool gemm_in_library(const Plan& plan, const Gemm& gemm, const Target& target) {
 }
 
 Contract gemm_as_contraction(const Gemm& g) {
-    // One index space (batch, m, n, k): A is (batch, m, k), B is (batch, k, n), C is (batch, m, n), each
-    // with stride 0 along the mode it lacks.
-    const Layout a = g.a.layout(g.batch, g.m, g.k), b = g.b.layout(g.batch, g.k, g.n), c = g.c.layout(g.batch, g.m, g.n);
+    // One index space ([outer,] batch, m, n, k): A is (batch, m, k), B is (batch, k, n), C is (batch, m, n),
+    // each with stride 0 along the mode it lacks; the outer mode leads where there is one.
+    const Layout a = g.a.layout(g.outer, g.batch, g.m, g.k), b = g.b.layout(g.outer, g.batch, g.k, g.n),
+                 c = g.c.layout(g.outer, g.batch, g.m, g.n);
     Contract contraction;
-    contraction.srcs.push_back(Access{g.a.buffer, g.a.offset, Layout{{a.modes[0], a.modes[1], Mode{g.n, 0}, a.modes[2]}}});
-    contraction.srcs.push_back(Access{g.b.buffer, g.b.offset, Layout{{b.modes[0], Mode{g.m, 0}, b.modes[2], b.modes[1]}}});
-    contraction.dst = Access{g.c.buffer, g.c.offset, Layout{{c.modes[0], c.modes[1], c.modes[2], Mode{g.k, 0}}}};
+    contraction.srcs.push_back(Access{g.a.buffer, g.a.offset, Layout{{a.modes[0], a.modes[1], a.modes[2], Mode{g.n, 0}, a.modes[3]}}});
+    contraction.srcs.push_back(Access{g.b.buffer, g.b.offset, Layout{{b.modes[0], b.modes[1], Mode{g.m, 0}, b.modes[3], b.modes[2]}}});
+    contraction.dst = Access{g.c.buffer, g.c.offset, Layout{{c.modes[0], c.modes[1], c.modes[2], c.modes[3], Mode{g.k, 0}}}};
+    if (g.outer == 1)
+        for (Access* access : {&contraction.srcs[0], &contraction.srcs[1], &contraction.dst})
+            access->layout.modes.erase(access->layout.modes.begin());
     contraction.epilogue = g.epilogue;
     return contraction;
 }

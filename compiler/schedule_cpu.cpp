@@ -203,7 +203,7 @@ ScheduledStep schedule_gemm(const Plan& plan, const Gemm& gemm, const Target& ta
     if (gemm_in_library(plan, gemm, target))
         return scheduled(gemm.m == 1 || gemm.n == 1 ? Strategy::library_gemv : Strategy::library_gemm, acc);
     ScheduledStep step = scheduled(Strategy::packed_gemm, acc);
-    if (gemm.batch == 0 || gemm.m == 0 || gemm.n == 0) return step;  // nothing to write
+    if (gemm.outer == 0 || gemm.batch == 0 || gemm.m == 0 || gemm.n == 0) return step;  // nothing to write
     const std::int64_t blocks = saturating_add(saturating_add(saturating_mul(gemm.m, gemm.k), saturating_mul(gemm.k, gemm.n)), saturating_mul(gemm.m, gemm.n));
     step.scratch_bytes = saturating_mul(blocks, static_cast<std::int64_t>(size_of(acc)));
     return step;

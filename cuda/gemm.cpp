@@ -56,6 +56,16 @@ void open_gemm(int device) {
 
 void gemm(const Gemm& g, DType dtype, const void* a, const void* b, void* c, cudaStream_t stream,
           bool allow_tf32, void* workspace, std::size_t workspace_bytes) {
+    if (g.outer != 1) {  // one strided-batched GEMM per outer index, at its offsets
+        const auto size = static_cast<std::int64_t>(size_of(dtype));
+        Gemm one = g;
+        one.outer = 1;
+        for (std::int64_t o = 0; o < g.outer; ++o)
+            gemm(one, dtype, static_cast<const std::byte*>(a) + o * g.a.outer_stride * size,
+                 static_cast<const std::byte*>(b) + o * g.b.outer_stride * size, static_cast<std::byte*>(c) + o * g.c.outer_stride * size,
+                 stream, allow_tf32, workspace, workspace_bytes);
+        return;
+    }
     cudaDataType_t type{};
     cublasComputeType_t compute{};
     switch (dtype) {

@@ -44,12 +44,12 @@ int main() {
 
     const einc::Tensor q = step("1. split the heads: a view, whatever the sizes", split, {x});
     const einc::Tensor k = step("   the keys, the same way", split, {x});
-    const einc::Tensor scores = step("2. scores: a batched GEMM over (b h); in the head views (b h) is not "
-                                     "one stride, so q and k are copied first",
+    const einc::Tensor scores = step("2. scores: batched GEMMs over (b h); in the head views (b h) is not "
+                                     "one stride, so a GEMM per b, each batched over h, reads q and k in place",
                                      scores_of, {q, k});
     step("3. pooling: the largest score of each query (reduce max over the keys)", pool, {scores});
-    const einc::Tensor out = step("4. weigh the values (the queries stand in for them): a batched GEMM, the "
-                                  "values copied for the same reason",
+    const einc::Tensor out = step("4. weigh the values (the queries stand in for them): the same GEMMs, "
+                                  "the values read in place",
                                   weigh, {scores, q});
     step("5. merge the heads back: (h d) is not adjacent in memory, so this one copies", merge, {out});
     step("6. pooling over heads: the mean of the heads (reduce mean)", head_mean, {x});

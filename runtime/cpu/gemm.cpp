@@ -164,7 +164,16 @@ void packed_gemm(const Gemm& g, const std::byte* a, const std::byte* b, std::byt
 }  // namespace
 
 void gemm(const ScheduledStep& step, const Gemm& g, DType dtype, const std::byte* a, const std::byte* b, std::byte* c, std::byte* scratch) {
-    if (g.batch == 0 || g.m == 0 || g.n == 0) return;
+    if (g.outer == 0 || g.batch == 0 || g.m == 0 || g.n == 0) return;
+    if (g.outer > 1) {  // a strided-batched GEMM per outer index, at its offsets
+        const auto size = static_cast<std::int64_t>(size_of(dtype));
+        Gemm one = g;
+        one.outer = 1;
+        for (std::int64_t o = 0; o < g.outer; ++o)
+            gemm(step, one, dtype, a + o * g.a.outer_stride * size, b + o * g.b.outer_stride * size, c + o * g.c.outer_stride * size,
+                 scratch);
+        return;
+    }
 #if EINC_HAS_BLAS
     if (step.strategy != Strategy::packed_gemm) {
         if (dtype == DType::f32)

@@ -84,9 +84,11 @@ void run_contract(const Memory& m, const Contract& c) {
 
 template <typename T>
 void run_gemm(const Memory& m, const Gemm& g) {
+    std::int64_t o = 0;
     const auto at = [&](const GemmMatrix& x, std::int64_t b, std::int64_t row, std::int64_t col) {
-        return m.element(x.buffer, x.offset + b * x.batch_stride + row * x.row_stride + col * x.col_stride);
+        return m.element(x.buffer, x.offset + o * x.outer_stride + b * x.batch_stride + row * x.row_stride + col * x.col_stride);
     };
+    for (; o < g.outer; ++o)
     for (std::int64_t b = 0; b < g.batch; ++b)
         for (std::int64_t i = 0; i < g.m; ++i)
             for (std::int64_t j = 0; j < g.n; ++j) {
