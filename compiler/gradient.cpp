@@ -140,10 +140,16 @@ std::vector<BackwardCall> einsum_backward(const Bound& forward, const AxisNames&
         const std::string what = fmt::format("d(in {})", k);
         const bool just_the_gradient =
             operands.size() == 1 && present == distinct_axes(out) && present.size() == out.dims.size();
+        std::vector<AxisId> grouped;  // the axes of dims like `(i j)`: their sizes, which one length does not give
+        for (const BoundOperand& operand_of_call : operands)
+            for (const BoundDim& dim : operand_of_call.dims)
+                if (dim.axes.size() > 1)
+                    for (const AxisId a : dim.axes)
+                        if (!contains(grouped, a)) grouped.push_back(a);
         BackwardCall product{Call{Op::einsum,
                                   side(names, operands) + " -> " + names.axes(present),
                                   Reduction::none,
-                                  {},
+                                  names.sizes(grouped),
                                   false,
                                   {}},
                              false,

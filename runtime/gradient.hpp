@@ -34,8 +34,9 @@ public:
     std::string explain(std::string_view device = "h100") const;
 
     // The gradient of every input, given the gradient of every output of the call (one for each; of the
-    // output's dtype and shape, laid out as bound: row-major unless given to einc::gradient). Fresh
-    // row-major tensors on the inputs' device; GPU work is queued on `stream`.
+    // output's dtype and shape, laid out as bound: row-major unless given to einc::gradient), on the
+    // inputs' device: fresh row-major tensors, or - where a backward plan is a view, as a rearrange's
+    // often is - a view of an output gradient (keeping it alive). GPU work is queued on `stream`.
     std::vector<Tensor> run(std::span<const Input> inputs, std::span<const Input> output_gradients,
                             void* stream = nullptr) const;
     std::vector<Tensor> run(std::initializer_list<Input> inputs,
