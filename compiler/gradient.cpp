@@ -5,6 +5,7 @@
 #include <set>
 
 #include "compiler/bind.hpp"
+#include "compiler/plan_builder.hpp"
 #include "grammar/diagnostic.hpp"
 
 namespace einc {
@@ -82,19 +83,26 @@ GradientOperand input(std::uint32_t i) {
 
 // The target that writes a result over `axes` into input i's gradient: the gradient itself when its dims
 // are exactly these axes in order; else the view along the dims holding each axis (a diagonal: several).
-GradientTarget target_over(const BoundOperand& operand, std::uint32_t i, const std::vector<AxisId>& axes) {
-    GradientTarget target{true, i, {}, false};
+GradientTarget target_over(const Bound& bound, std::uint32_t i, const std::vector<AxisId>& axes) {
+    const BoundOperand& operand = bound.inputs[i];
+    GradientTarget target{true, i, false, {}, {}, false};
     bool identity = operand.dims.size() == axes.size();
     for (std::size_t d = 0; identity && d < axes.size(); ++d)
         identity = operand.dims[d].axes.size() == 1 && operand.dims[d].axes[0] == axes[d];
     if (identity) return target;
+    target.view = true;
+    const Shape shape = operand.shape();
+    const std::vector<std::int64_t> strides =
+        detail::axis_strides(bound, detail::dim_axes_of(operand), row_major_strides(shape));
+    std::int64_t covered = 1;
     for (const AxisId a : axes) {
-        std::vector<std::uint32_t> dims;
-        for (std::size_t d = 0; d < operand.dims.size(); ++d)
-            if (contains(operand.dims[d].axes, a)) dims.push_back(static_cast<std::uint32_t>(d));
-        target.zero_first = target.zero_first || dims.size() > 1;
-        target.dims.push_back(std::move(dims));
+        target.shape.push_back(bound.size(a));
+        target.strides.push_back(strides[static_cast<std::size_t>(a)]);
+        covered *= bound.size(a);
     }
+    std::int64_t elements = 1;
+    for (const std::int64_t e : shape) elements *= e;
+    target.zero_first = covered < elements;
     return target;
 }
 
@@ -140,7 +148,8 @@ std::vector<BackwardCall> einsum_backward(const Bound& forward, const AxisNames&
         const std::string what = fmt::format("d(in {})", k);
         const bool just_the_gradient =
             operands.size() == 1 && present == distinct_axes(out) && present.size() == out.dims.size();
-        std::vector<AxisId> grouped;  // the axes of dims like `(i j)`: their sizes, which one length does not give
+        std::vector<AxisId>
+            grouped;  // the axes of dims like `(i j)`: their sizes, which one length does not give
         for (const BoundOperand& operand_of_call : operands)
             for (const BoundDim& dim : operand_of_call.dims)
                 if (dim.axes.size() > 1)
@@ -160,13 +169,13 @@ std::vector<BackwardCall> einsum_backward(const Bound& forward, const AxisNames&
                                          fmt::join(others, ", "),
                                          present.empty() ? "scalar" : names.axes(present))};
         if (missing.empty()) {
-            product.results.push_back(target_over(operand, k, present));
+            product.results.push_back(target_over(forward, k, present));
             calls.push_back(std::move(product));
             continue;
         }
         GradientOperand source = output_gradient();
         if (!just_the_gradient) {
-            product.results.push_back(GradientTarget{false, 0, {}, false});
+            product.results.push_back(GradientTarget{false, 0, false, {}, {}, false});
             source =
                 GradientOperand{GradientOperand::Kind::partial, static_cast<std::uint32_t>(calls.size())};
             calls.push_back(std::move(product));
@@ -180,7 +189,7 @@ std::vector<BackwardCall> einsum_backward(const Bound& forward, const AxisNames&
                               {}},
                          false,
                          {source},
-                         {target_over(operand, k, axes)},
+                         {target_over(forward, k, axes)},
                          1,
                          fmt::format("{}: broadcast back along {}, summed inside operand {} alone", what,
                                      names.axes(missing), k)});
@@ -266,7 +275,7 @@ std::vector<BackwardCall> backward_calls(const Bound& forward, DType dtype) {
             1,
             "d(in i) = part i of the output's gradient (unpack)"};
         for (std::uint32_t i = 0; i < forward.inputs.size(); ++i)
-            unpack.results.push_back(GradientTarget{true, i, {}, false});
+            unpack.results.push_back(GradientTarget{true, i, false, {}, {}, false});
         return {std::move(unpack)};
     }
     case Op::unpack: {
@@ -285,14 +294,7 @@ std::vector<BackwardCall> backward_calls(const Bound& forward, DType dtype) {
     EINC_ASSERT(false);
 }
 
-}  // namespace einc
-
-namespace einc {
 namespace {
-
-Shape gradient_strides(const TensorSpec& x) {
-    return row_major_strides(x.shape);
-}
 
 // The roofline time of a plan's steps run in sequence.
 double plan_seconds(const Plan& plan, const DeviceModel& device) {
@@ -322,16 +324,8 @@ std::string json_string(std::string_view text) {
 }  // namespace
 
 TensorSpec gradient_view(const TensorSpec& x, const GradientTarget& target) {
-    const Shape strides = gradient_strides(x);
-    if (target.dims.empty()) return TensorSpec{x.dtype, x.shape, strides};
-    TensorSpec view{x.dtype, {}, {}};
-    for (const std::vector<std::uint32_t>& dims : target.dims) {
-        std::int64_t stride = 0;
-        for (const std::uint32_t d : dims) stride += strides[d];
-        view.shape.push_back(x.shape[dims.front()]);
-        view.strides.push_back(stride);
-    }
-    return view;
+    if (!target.view) return TensorSpec{x.dtype, x.shape, row_major_strides(x.shape)};
+    return TensorSpec{x.dtype, target.shape, target.strides};
 }
 
 std::vector<BackwardPlan> plan_backward(const Bound& forward, std::span<const TensorSpec> inputs,
@@ -356,7 +350,7 @@ std::vector<BackwardPlan> plan_backward(const Bound& forward, std::span<const Te
         options.epilogue = Epilogue{call.alpha, 0};
         // A result written into a view of a gradient is planned for the view's strides.
         if (std::any_of(call.results.begin(), call.results.end(),
-                        [](const GradientTarget& t) { return !t.dims.empty(); }))
+                        [](const GradientTarget& t) { return t.view; }))
             for (const GradientTarget& target : call.results)
                 options.output_strides.push_back(gradient_view(inputs[target.input], target).strides);
         if (call.route) {

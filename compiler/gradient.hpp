@@ -39,14 +39,16 @@ struct GradientOperand {
     std::uint32_t index = 0;
 };
 
-// Where a backward call's result goes: the gradient of forward input `input`, all of it - or, with
-// `dims`, the view of it whose dim d runs along the gradient's dims dims[d] at once (their strides
-// summed: `i i` gives the diagonal) and which skips its length-1 dims: the gradient is zeroed first
-// when that view does not cover it. A partial result (`to_input` false) is kept for a later call.
+// Where a backward call's result goes: the gradient of forward input `input`, all of it - or, as a
+// `view`, the view of the (row-major) gradient with this shape and these strides, one dim per axis of
+// the input: an axis in two dims (`i i`) has their strides summed, the diagonal; a broadcast `()` dim has
+// no axis. The gradient is zeroed first when the view does not cover it. A partial result (`to_input`
+// false) is kept for a later call.
 struct GradientTarget {
     bool to_input = true;
     std::uint32_t input = 0;
-    std::vector<std::vector<std::uint32_t>> dims;  // empty: the gradient itself
+    bool view = false;
+    Shape shape, strides;  // the view's, in elements
     bool zero_first = false;
 };
 
@@ -79,8 +81,7 @@ struct BackwardPlan {
 std::vector<BackwardPlan> plan_backward(const Bound& forward, std::span<const TensorSpec> inputs,
                                         std::span<const TensorSpec> output_gradients);
 
-// The layout of target's view of input `x`'s row-major gradient (its whole gradient when target.dims
-// is empty).
+// The layout of target's view of input `x`'s row-major gradient (the whole gradient unless target.view).
 TensorSpec gradient_view(const TensorSpec& x, const GradientTarget& target);
 
 // `einc explain --backward`: the forward plan, each backward call and its plan, and the totals - forward,

@@ -120,8 +120,8 @@ std::vector<Tensor> Gradient::run(std::span<const Input> inputs, std::span<const
             }
         }
         const std::vector<GradientTarget>& targets = step.call.results;
-        if (targets.front().dims.empty()) {  // whole gradients (or a partial): what the program returns, a
-                                             // view where it can be
+        if (!targets.front().view) {  // whole gradients (or a partial): what the program returns, a
+                                      // view where it can be
             std::vector<Tensor> results = step.program.run(operands, stream);
             for (std::size_t k = 0; k < targets.size(); ++k)
                 (targets[k].to_input ? gradients[targets[k].input] : partials[c]) = std::move(results[k]);

@@ -28,6 +28,7 @@
 #include "compiler/bind.hpp"
 #include "einc/einc.hpp"
 #include "tests/cli_capture.hpp"
+#include "tests/corpus_calls.hpp"
 #include "tests/random_cases.hpp"
 #include "tests/reference/reference.hpp"
 
@@ -803,4 +804,44 @@ TEST_CASE("gradient on the command line: einc run --backward and einc explain --
     INFO(text.out, text.err);
     CHECK(text.status == cli::exit_ok);
     CHECK(text.out.find("backward / forward FLOPs: 2") != std::string::npos);
+}
+
+TEST_CASE("gradient of every corpus call: bound, or refused with a clear error; the small ones match finite differences") {
+    std::mt19937 rng(37);
+    int bound = 0, refused = 0, checked = 0;
+    for (const testing::CorpusCall& c : testing::corpus_calls(EINC_CORPUS_DIR, DType::f64)) {
+        INFO(c.line);
+        std::vector<TensorView> layouts;
+        std::int64_t elements = 0;
+        for (const TensorSpec& spec : c.specs) {
+            layouts.push_back(TensorView{nullptr, spec.dtype, spec.shape, spec.strides});
+            elements += count(spec.shape);
+        }
+        try {
+            (void)gradient(c.call, layouts);
+            ++bound;
+        } catch (const Error& e) {  // only what has no gradient
+            CHECK(e.kind() == ErrorKind::unsupported);
+            ++refused;
+            continue;
+        }
+        if (elements > 600) continue;
+        // Row-major data: integers (exact differences) - distinct ones for max and min, which ties would
+        // make non-differentiable.
+        const bool extremum = c.call.op == Op::reduce && (c.call.reduction == Reduction::max || c.call.reduction == Reduction::min);
+        std::vector<Strided> inputs;
+        for (const TensorSpec& spec : c.specs) {
+            std::vector<double> values = random_integers(rng, count(spec.shape), -3, 3);
+            if (extremum) {
+                std::iota(values.begin(), values.end(), -static_cast<double>(values.size()) / 2);
+                std::shuffle(values.begin(), values.end(), rng);
+            }
+            inputs.push_back(strided(DType::f64, spec.shape, values, Order::row_major, rng));
+        }
+        check_gradient(c.call, inputs, rng);
+        ++checked;
+    }
+    MESSAGE(bound, " corpus calls bound with their backward, ", refused, " refused, ", checked, " checked against finite differences");
+    CHECK(bound > 100);
+    CHECK(checked > 20);
 }
