@@ -147,13 +147,14 @@ struct Text {
                s.epilogue.identity();
     }
 
-    // The statement storing `value` (of the accumulator type) into the destination at o0, through the
+    // The statement storing `value` (of the accumulator type) into the destination at `offset`, through the
     // epilogue: alpha * value + beta * out in the accumulator, the output read only where beta != 0.
     // Integer accumulators multiply in unsigned 64 bits, wrapping as the folds do.
-    std::string store_result(const std::string& value) const {
+    std::string store_result(const std::string& value, const std::string& offset = "o0") const {
         const Epilogue& e = s.epilogue;
-        if (e.identity()) return store(s.destination, "dst + o0", value);
-        const std::string old = load(s.destination, "dst + o0");
+        const std::string at = "dst + " + offset;
+        if (e.identity()) return store(s.destination, at, value);
+        const std::string old = load(s.destination, at);
         std::string scaled;
         if (!is_floating(s.accumulator)) {
             const auto integer = [](double x) {
@@ -168,7 +169,7 @@ struct Text {
             if (e.reads_output()) scaled += fmt::format(" + ({0})({1:.17g}) * ({0}){2}", acc(), e.beta, old);
             scaled = fmt::format("({})", scaled);
         }
-        return store(s.destination, "dst + o0", scaled);
+        return store(s.destination, at, scaled);
     }
 
     std::string parameters(bool with_partials) const {
@@ -340,6 +341,68 @@ struct Text {
                                                    storage(s.destination), acc());
         return fmt::format("EINC_KERNEL_ENTRY {}({}) {{\n{}}}\n", s.name(), parameters, body);
     }
+
+    // One term of a route kernel's group: `r` walks the reduced modes (in the schedule's order, x's memory
+    // order), q0 and q1 the term's offsets in the destination and in x (where `destination`), then `body`.
+    std::string route_terms(bool destination, const std::string& body) const {
+        std::string out = fmt::format("        for ({0} r = 0; r < terms; ++r) {{\n", idx());
+        std::vector<int> accesses{1};
+        if (destination) accesses.insert(accesses.begin(), 0);
+        if (s.reduced_rank == 0) {
+            out += "            (void)r;\n";
+            for (const int a : accesses) out += fmt::format("            const einc_i64 q{0} = o{0};\n", a);
+        } else if (s.reduced_rank == 1) {  // the common case: no division
+            for (const int a : accesses)
+                out += fmt::format("            const einc_i64 q{0} = o{0} + (einc_i64)r * p.reduced_stride[{0}][0];\n", a);
+        } else {
+            std::vector<std::pair<int, std::string>> offsets;
+            for (const int a : accesses) {
+                out += fmt::format("            einc_i64 q{0} = o{0};\n", a);
+                offsets.emplace_back(a, fmt::format("q{}", a));
+            }
+            out += decompose("r", "reduced_extent", "reduced_stride", s.reduced_rank, offsets, idx());
+        }
+        out += fmt::format("            const {} x = ({}){};\n", acc(), acc(), load(s.sources[0], "src0 + q1"));
+        return out + body + "        }\n";
+    }
+
+    // The gradient of a max, min or prod reduction: a thread per group (an index of the kept modes; source
+    // 0 is x, source 1 the group's gradient, stride 0 along the reduced modes), as runtime/cpu/route.cpp.
+    //   max, min  the first walk finds the extremum and counts its ties (a NaN term: no term attains it,
+    //             every share is 0); the second gives grad / ties to each term equal to it, 0 to the others
+    //   prod      the first walk counts the zeros and multiplies the other terms; the second gives
+    //             grad * (product / x) where there is no zero, grad * product to a lone zero, else 0
+    std::string route() const {
+        const std::string a = acc();
+        std::string body = fmt::format("    const {0} count = ({0})p.kept_count, terms = ({0})p.reduced_count;\n", idx());
+        body += fmt::format("    for ({0} i = ({0})blockIdx.x * ({0})blockDim.x + ({0})threadIdx.x; i < count; i += ({0})gridDim.x * ({0})blockDim.x) {{\n", idx());
+        body += "        einc_i64 o0 = 0, o1 = 0, o2 = 0;\n";
+        body += decompose("i", "kept_extent", "kept_stride", s.kept_rank, kept_accesses(true), idx());
+        body += fmt::format("        const {0} gradient = ({0}){1};\n", a, load(s.sources[1], "src1 + o2"));
+        if (s.op == Reduction::prod) {
+            body += fmt::format("        {} product = 1;\n        einc_i64 zeros = 0;\n", a);
+            body += route_terms(false, fmt::format("            if (x == ({0})0) ++zeros;\n            else product = product * x;\n", a));
+            body += route_terms(true, fmt::format("            {0} share = 0;\n"
+                                                  "            if (zeros == 0) share = gradient * (product / x);\n"
+                                                  "            else if (zeros == 1 && x == ({0})0) share = gradient * product;\n"
+                                                  "            {1}\n",
+                                                  a, store_result("share", "q0")));
+        } else {
+            EINC_ASSERT(s.op == Reduction::max || s.op == Reduction::min);
+            // A term that equals the extremum so far is a tie; one beyond it starts the count again.
+            const std::string beyond = s.op == Reduction::max ? ">" : "<";
+            body += fmt::format("        {0} extremum = ({0}){1};\n        einc_i64 ties = 0;\n        bool has_nan = false;\n", a,
+                                load(s.sources[0], "src0 + o1"));
+            body += route_terms(false, fmt::format("            if (x != x) has_nan = true;\n"
+                                                   "            else if (x {} extremum) {{ extremum = x; ties = 1; }}\n"
+                                                   "            else if (x == extremum) ++ties;\n",
+                                                   beyond));
+            body += fmt::format("        const {0} share = !has_nan && ties > 0 ? gradient / ({0})ties : ({0})0;\n", a);
+            body += route_terms(true, fmt::format("            {}\n", store_result(fmt::format("(!has_nan && x == extremum ? share : ({})0)", a), "q0")));
+        }
+        body += "    }\n";
+        return fmt::format("EINC_KERNEL_ENTRY {}({}) {{\n{}}}\n", s.name(), parameters(false), body);
+    }
 };
 
 }  // namespace
@@ -357,6 +420,7 @@ std::string kernel_source(const KernelSignature& s) {
     case KernelKind::reduce_rows: kernel = text.reduce_rows(); break;
     case KernelKind::reduce_columns: kernel = text.reduce_columns(); break;
     case KernelKind::finalize: kernel = text.finalize(); break;
+    case KernelKind::route: kernel = text.route(); break;
     }
     return std::string(prelude) + params_struct() + kernel;
 }

@@ -1,4 +1,4 @@
-// The GPU rules of the schedule: which kernels (compiler/kernel_abi.hpp) a Copy, Reduce or Contract
+// The GPU rules of the schedule: which kernels (compiler/kernel_abi.hpp) a Copy, Reduce, Contract or Route
 // launches, with what grid and parameters, and the scratch they share. Each size-dependent choice is a
 // named fact, decided by the step's extents in schedule_gpu_step() and taken every way in
 // possible_gpu_kernels(), so that both go through the same rule.
@@ -276,6 +276,63 @@ ScheduledStep schedule_reduction(const Plan& plan, Reduction op, const std::vect
     return step;
 }
 
+// ---- the gradients of max, min and prod ----------------------------------------------------------------
+
+// What the route rule reads of a step: its nest - accesses dst, x, the gradient; the Route's first `kept`
+// modes kept, the rest reduced - with the kept modes in x's memory order (neighbouring threads take
+// neighbouring groups) and the reduced ones too (a thread walks its group in order); its dtypes.
+struct RouteShape {
+    KernelNest nest;
+    Reduction op;
+    DType from, to;  // x's and the gradient's (plan_route makes them one), the destination's
+    Epilogue epilogue;
+};
+
+RouteShape route_shape(const Plan& plan, const Route& route) {
+    RouteShape shape{{std::vector<Layout>(3), std::vector<Layout>(3)}, route.op, plan.spec(route.src.buffer).dtype,
+                     plan.spec(route.dst.buffer).dtype, route.epilogue};
+    EINC_ASSERT(route.op == Reduction::max || route.op == Reduction::min || route.op == Reduction::prod);
+    EINC_ASSERT(plan.spec(route.grad.buffer).dtype == shape.from);
+    check_arithmetic({shape.from});
+    if (!is_floating(shape.from))
+        throw Error(ErrorKind::unsupported, fmt::format("the gradient of reduce {} of {} tensors", name_of(route.op), name_of(shape.from)))
+            .help("gradients are defined for floating dtypes");
+    const Layout* layouts[] = {&route.dst.layout, &route.src.layout, &route.grad.layout};
+    for (std::size_t a = 0; a < 3; ++a)
+        for (std::size_t k = 0; k < layouts[a]->rank(); ++k)
+            (k < route.kept ? shape.nest.kept : shape.nest.reduced)[a].modes.push_back(layouts[a]->modes[k]);
+    shape.nest.reorder_kept(order_by_stride(std::span(&shape.nest.kept[1], 1)));
+    shape.nest.reorder_reduced(order_by_stride(std::span(&shape.nest.reduced[1], 1)));
+    return shape;
+}
+
+KernelSignature route_signature(const RouteShape& shape, bool wide) {
+    KernelSignature s;
+    s.kind = KernelKind::route;
+    s.op = shape.op;
+    s.sources = {shape.from, shape.from};
+    s.destination = shape.to;
+    s.accumulator = accumulator_dtype(shape.op, shape.from, shape.nest.terms(), Backend::cuda);
+    s.kept_rank = static_cast<int>(shape.nest.kept_rank());
+    s.reduced_rank = static_cast<int>(shape.nest.reduced_rank());
+    s.wide_index = wide;
+    s.epilogue = shape.epilogue;
+    return s;
+}
+
+ScheduledStep schedule_route(const Plan& plan, const Route& route, const Target& target) {
+    const RouteShape shape = route_shape(plan, route);
+    ScheduledStep step = scheduled(Strategy::kernels, route_signature(shape, false).accumulator);
+    const std::int64_t groups = shape.nest.outputs();
+    if (groups == 0 || shape.nest.terms() == 0) return step;
+    KernelLaunch launch{{}, {}, {256}, params_of(shape.nest),
+                        {KernelArgument::destination, KernelArgument::source0, KernelArgument::source1}};
+    launch.signature = route_signature(shape, needs_wide_index(launch.params, groups));
+    launch.grid.x = blocks_for(groups, 256, target);  // a thread per group
+    step.launches.push_back(launch);
+    return step;
+}
+
 std::vector<const Access*> sources_of(const Contract& contract) {
     std::vector<const Access*> sources;
     for (const Access& src : contract.srcs) sources.push_back(&src);
@@ -297,8 +354,7 @@ ScheduledStep schedule_gpu_step(const Plan& plan, const Step& step, const Target
             } else if constexpr (std::is_same_v<S, Contract>) {
                 return schedule_reduction(plan, Reduction::none, sources_of(s), s.dst, s.epilogue, target);
             } else if constexpr (std::is_same_v<S, Route>) {
-                throw Error(ErrorKind::unsupported, fmt::format("the gradient of reduce {} has no GPU kernel yet", name_of(s.op)))
-                    .help("run it on the CPU");
+                return schedule_route(plan, s, target);
             } else {
                 static_assert(std::is_same_v<S, Gemm>);
                 if (gemm_in_library(plan, s, target)) {
@@ -348,6 +404,11 @@ std::vector<KernelSignature> possible_gpu_kernels(const Plan& plan, const Step& 
                 reduction(s.op, {&s.src}, s.dst, s.epilogue);
             } else if constexpr (std::is_same_v<S, Contract>) {
                 reduction(Reduction::none, sources_of(s), s.dst, s.epilogue);
+            } else if constexpr (std::is_same_v<S, Route>) {
+                const RouteShape shape = route_shape(plan, s);
+                check_ranks(shape.nest);
+                if (shape.nest.outputs() == 0 || shape.nest.terms() == 0) return;
+                for (const bool wide : {false, true}) add(route_signature(shape, wide));
             } else if constexpr (std::is_same_v<S, Gemm>) {
                 if (gemm_in_library(plan, s, Target::gpu(1))) return;
                 const Contract contraction = gemm_as_contraction(s);

@@ -62,6 +62,47 @@ TEST_CASE("codegen: every kernel of every corpus plan compiles with NVRTC for sm
     compile_all(kernels, 90);
 }
 
+// The gradients of reduce max, min and prod are Route steps (plan_route), which no corpus call plans:
+// their kernels - every dtype a gradient takes, kept and reduced ranks 0 to 3, strided inputs, an
+// epilogue, both index widths (possible_kernels) - compile too.
+TEST_CASE("codegen: the route kernels (gradients of max, min, prod) compile with NVRTC for sm_80 and sm_90") {
+    if (!cuda::nvrtc_available()) {
+        MESSAGE("skipped: NVRTC is not available on this machine");
+        return;
+    }
+    struct Case {
+        const char* pattern;
+        Shape shape, strides;
+    };
+    const Case cases[] = {
+        {"a b -> a", {13, 7}, {7, 1}},
+        {"a b -> b", {9, 11}, {1, 9}},
+        {"a b c d -> b d", {3, 4, 5, 6}, {1, 3, 12, 60}},
+        {"a b c d e -> a c e", {2, 3, 2, 4, 3}, {1, 2, 6, 12, 48}},
+        {"a b c -> ", {4, 5, 6}, {30, 6, 1}},
+        {"b (h 2) (w 2) -> b h w", {3, 8, 6}, {48, 6, 1}},
+    };
+    std::vector<KernelSignature> kernels;
+    for (const Case& c : cases)
+        for (const Reduction op : {Reduction::max, Reduction::min, Reduction::prod})
+            for (const DType dtype : {DType::f32, DType::f64, DType::f16, DType::bf16})
+                for (const Epilogue epilogue : {Epilogue{}, Epilogue{0.5, -2}}) {
+                    const Bound forward = bind(Call{Op::reduce, c.pattern, op, {}, false, {}}, std::vector<Shape>{c.shape});
+                    const Shape grad_shape = forward.outputs[0].shape();
+                    PlanOptions options;
+                    options.epilogue = epilogue;
+                    const Plan p = plan_route(forward, TensorSpec{dtype, c.shape, c.strides},
+                                              TensorSpec{dtype, grad_shape, row_major_strides(grad_shape)}, options);
+                    for (const KernelSignature& k : possible_kernels(p, true))
+                        if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
+                }
+    REQUIRE(!kernels.empty());
+    for (const KernelSignature& k : kernels) CHECK(k.kind == KernelKind::route);
+    MESSAGE(kernels.size(), " distinct route kernels");
+    compile_all(kernels, 80);
+    compile_all(kernels, 90);
+}
+
 TEST_CASE("codegen: a failing compilation is an einc::Error carrying NVRTC's log") {
     if (!cuda::nvrtc_available()) {
         MESSAGE("skipped: NVRTC is not available on this machine");

@@ -10,9 +10,11 @@
 #include <doctest/doctest.h>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <map>
 #include <numeric>
+#include <set>
 #include <unistd.h>
 
 #include "compiler/bind.hpp"
@@ -559,4 +561,242 @@ TEST_CASE("emulated GPU runs: with a workspace nothing is allocated, for every s
     CHECK(ran_unaligned);
     CHECK(ran_scratch);
     CHECK(ran_temporary);
+}
+
+namespace {
+
+// A tensor whose memory holds its dims in the order `memory` (outermost first): the logical view of
+// a row-major buffer of the permuted shape (a transposed input when `memory` is not the identity).
+struct Laid {
+    Tensor storage;
+    TensorView view;
+};
+
+Laid lay_out(DType dtype, const Shape& shape, const std::vector<std::size_t>& memory, const std::vector<double>& logical) {
+    Shape stored;
+    for (const std::size_t d : memory) stored.push_back(shape[d]);
+    const Shape stored_strides = row_major_strides(stored);
+    Shape strides(shape.size());
+    for (std::size_t k = 0; k < memory.size(); ++k) strides[memory[k]] = stored_strides[k];
+    std::vector<double> values(logical.size());
+    const Shape logical_strides = row_major_strides(shape);
+    for (std::size_t flat = 0; flat < logical.size(); ++flat) {
+        std::int64_t offset = 0;
+        for (std::size_t d = 0; d < shape.size(); ++d)
+            offset += static_cast<std::int64_t>(flat) / logical_strides[d] % shape[d] * strides[d];
+        values[static_cast<std::size_t>(offset)] = logical[flat];
+    }
+    Tensor storage = reference::make_tensor(dtype, stored, values);
+    const TensorView view{storage.data(), dtype, shape, strides};
+    return Laid{std::move(storage), view};
+}
+
+// Whether two results hold the same values exactly (NaN equals NaN; `signs`: zeros' signs too).
+bool identical(const TensorView& got, const TensorView& expected, bool signs, std::string& difference) {
+    const std::vector<double> a = reference::values_of(got), b = reference::values_of(expected);
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        const bool same = (a[i] == b[i] && (!signs || std::signbit(a[i]) == std::signbit(b[i]))) || (std::isnan(a[i]) && std::isnan(b[i]));
+        if (!same) {
+            difference = fmt::format("element {}: {} where {} was expected", i, a[i], b[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
+// The gradients of reduce max, min and prod (Route steps, planned by plan_route) through the route
+// kernel: kept and reduced modes of ranks 0 to 3, inputs and output gradients transposed in memory, a
+// pooling window, more groups than the emulated grid has threads (its grid-stride loop), in f32, f64,
+// f16 and bf16, each kernel also in its 64-bit index variant. The data makes every case of the
+// semantics happen: max and min groups with ties, with a NaN (no share), all terms equal; prod groups
+// with no zero, one zero and two or more. Values are small integers (max, min) and powers of two (prod),
+// so the results are exact: equal to the reference interpreter's, and bit for bit to the CPU executor's;
+// with an epilogue, bit for bit to the CPU's.
+TEST_CASE("emulated GPU kernels: the gradients of reduce max, min and prod (route kernels)") {
+    struct Case {
+        const char* pattern;
+        Shape shape;
+        std::vector<std::size_t> memory;  // x's dims in memory order
+        std::vector<std::size_t> kept;    // an element's group: its coordinates along these dims of x,
+        std::vector<std::int64_t> windows;  // each divided by this (empty: 1)
+        std::vector<std::size_t> grad_memory = {};  // the output gradient's dims in memory order (empty: row-major)
+    };
+    const Case cases[] = {
+        {"a b -> a", {13, 7}, {0, 1}, {0}, {}},                                         // k1 r1
+        {"a b -> b", {9, 11}, {1, 0}, {1}, {}},                                         // k1 r1, x transposed
+        {"a b c -> a c", {5, 6, 7}, {2, 0, 1}, {0, 2}, {}},                             // k2 r1, transposed
+        {"a b c d -> b d", {3, 4, 5, 6}, {3, 1, 2, 0}, {1, 3}, {}},                     // k2 r2
+        {"a b c d e -> a c e", {2, 3, 2, 4, 3}, {4, 3, 2, 1, 0}, {0, 2, 4}, {}},        // k3 r2, reversed
+        {"a b c -> ", {4, 5, 6}, {1, 2, 0}, {}, {}},                                    // k0 r1: one group
+        {"a b c -> c a", {6, 5, 4}, {0, 1, 2}, {2, 0}, {}, {1, 0}},                     // gradient transposed
+        {"b (h 2) (w 2) -> b h w", {3, 8, 6}, {0, 1, 2}, {0, 1, 2}, {1, 2, 2}},       // k3 r2: 2x2 windows
+        {"a b c -> a c", {3, 10, 200}, {0, 1, 2}, {0, 2}, {}},                          // 600 groups
+    };
+    const Reduction ops[] = {Reduction::max, Reduction::min, Reduction::prod};
+    const DType dtypes[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
+    const std::pair<double, double> epilogues[] = {{1, 0}, {0.5, -2}, {2, 0}};
+
+    struct Run {
+        std::string description;
+        Reduction op;
+        Epilogue epilogue;
+        std::vector<Laid> inputs;  // x, the output gradient
+        Plan plan;
+        Schedule gpu, gpu_wide;  // the latter with every kernel's 64-bit index variant
+    };
+    std::vector<Run> runs;
+    std::vector<KernelSignature> kernels;
+    const auto add_kernels = [&](const Schedule& s) {
+        for (const KernelSignature& k : kernels_of(s))
+            if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
+    };
+    int nan_groups = 0, tie_groups = 0, equal_groups = 0;
+    std::map<int, int> zero_groups;  // zeros in a group (2: two or more) -> groups
+    std::mt19937 rng(41);
+    for (const Case& c : cases) {
+        // The groups: every element's, in x's logical row-major order.
+        std::int64_t n = 1;
+        for (const std::int64_t e : c.shape) n *= e;
+        std::map<std::vector<std::int64_t>, std::vector<std::size_t>> members;
+        for (std::int64_t flat = 0; flat < n; ++flat) {
+            Shape index(c.shape.size());
+            std::int64_t rest = flat;
+            for (std::size_t d = c.shape.size(); d-- > 0;) {
+                index[d] = rest % c.shape[d];
+                rest /= c.shape[d];
+            }
+            std::vector<std::int64_t> key;
+            for (std::size_t k = 0; k < c.kept.size(); ++k) key.push_back(index[c.kept[k]] / (c.windows.empty() ? 1 : c.windows[k]));
+            members[key].push_back(static_cast<std::size_t>(flat));
+        }
+        const Call call{Op::reduce, c.pattern, Reduction::max, {}, false, {}};
+        const Bound shape_only = einc::bind(call, std::vector<Shape>{c.shape});
+        const Shape grad_shape = shape_only.outputs[0].shape();
+        std::vector<std::size_t> grad_memory = c.grad_memory;
+        if (grad_memory.empty())
+            for (std::size_t d = 0; d < grad_shape.size(); ++d) grad_memory.push_back(d);
+        for (const Reduction op : ops) {
+            // x's values, group by group.
+            std::vector<double> x(static_cast<std::size_t>(n));
+            int g = 0;
+            for (const auto& entry : members) {
+                const std::vector<std::size_t>& group = entry.second;
+                if (op == Reduction::prod) {
+                    const double powers[] = {0.5, 1, 1, 1, 2, -0.5, -1, -1, -2};
+                    for (const std::size_t e : group) x[e] = powers[rng() % std::size(powers)];
+                    std::vector<std::size_t> order = group;
+                    std::shuffle(order.begin(), order.end(), rng);
+                    const std::size_t zeros = std::min<std::size_t>(static_cast<std::size_t>(g % 4), order.size());
+                    for (std::size_t z = 0; z < zeros; ++z) x[order[z]] = 0;
+                    ++zero_groups[static_cast<int>(std::min<std::size_t>(zeros, 2))];
+                } else {
+                    for (const std::size_t e : group) x[e] = static_cast<double>(static_cast<int>(rng() % 7) - 3);
+                    if (g % 5 == 4) {
+                        x[group[rng() % group.size()]] = NAN;
+                        ++nan_groups;
+                    } else if (g % 11 == 7) {
+                        for (const std::size_t e : group) x[e] = 2;
+                        ++equal_groups;
+                    } else {
+                        const bool max = op == Reduction::max;
+                        double extremum = x[group[0]];
+                        for (const std::size_t e : group) extremum = max ? std::max(extremum, x[e]) : std::min(extremum, x[e]);
+                        tie_groups += std::count_if(group.begin(), group.end(), [&](std::size_t e) { return x[e] == extremum; }) > 1 ? 1 : 0;
+                    }
+                }
+                ++g;
+            }
+            std::vector<double> grad(static_cast<std::size_t>(
+                std::accumulate(grad_shape.begin(), grad_shape.end(), std::int64_t{1}, std::multiplies<>())));
+            for (double& v : grad) v = static_cast<double>(static_cast<int>(rng() % 9) - 4);
+            for (const DType dtype : dtypes) {
+                for (const auto& epilogue : epilogues) {
+                    // The epilogues on the first two cases, in f32 and bf16.
+                    const bool identity = epilogue.first == 1 && epilogue.second == 0;
+                    if (!identity && (&c - cases > 1 || (dtype != DType::f32 && dtype != DType::bf16))) continue;
+                    Run run{fmt::format("reduce {} \"{}\" {} x memory order {} alpha {} beta {}", name_of(op), c.pattern, name_of(dtype),
+                                        fmt::join(c.memory, " "), epilogue.first, epilogue.second),
+                            op, Epilogue{epilogue.first, epilogue.second}, {}, {}, {}, {}};
+                    run.inputs.push_back(lay_out(dtype, c.shape, c.memory, x));
+                    run.inputs.push_back(lay_out(dtype, grad_shape, grad_memory, grad));
+                    Call forward = call;
+                    forward.reduction = op;
+                    const Bound bound = einc::bind(forward, std::vector<Shape>{c.shape});
+                    const TensorSpec x_spec{dtype, run.inputs[0].view.shape, run.inputs[0].view.strides};
+                    const TensorSpec grad_spec{dtype, run.inputs[1].view.shape, run.inputs[1].view.strides};
+                    PlanOptions options;
+                    options.epilogue = run.epilogue;
+                    run.plan = plan_route(bound, x_spec, grad_spec, options);
+                    REQUIRE(run.plan.steps.size() == 1);
+                    REQUIRE(std::holds_alternative<Route>(run.plan.steps[0].step));
+                    run.gpu = schedule(run.plan, Target::gpu(132));
+                    run.gpu_wide = run.gpu;
+                    for (ScheduledStep& step : run.gpu_wide.steps)
+                        for (KernelLaunch& launch : step.launches) launch.signature.wide_index = true;
+                    // What `einc aot` compiles covers what the schedule launches.
+                    const std::vector<KernelSignature> possible = possible_kernels(run.plan, true);
+                    for (const KernelSignature& k : kernels_of(run.gpu)) {
+                        CHECK(k.kind == KernelKind::route);
+                        CHECK_MESSAGE(std::find(possible.begin(), possible.end(), k) != possible.end(), k.name());
+                    }
+                    add_kernels(run.gpu);
+                    if (dtype == DType::f32) add_kernels(run.gpu_wide);
+                    runs.push_back(std::move(run));
+                }
+            }
+        }
+    }
+    CHECK(nan_groups > 0);
+    CHECK(tie_groups > 0);
+    CHECK(equal_groups > 0);
+    CHECK(zero_groups[0] > 0);
+    CHECK(zero_groups[1] > 0);
+    CHECK(zero_groups[2] > 0);
+    std::set<std::pair<int, int>> ranks;
+    for (const KernelSignature& k : kernels) ranks.emplace(k.kept_rank, k.reduced_rank);
+    MESSAGE(fmt::format("{} route plans, {} distinct kernels, (kept, reduced) ranks {}", runs.size(), kernels.size(), fmt::join(ranks, " ")));
+    CHECK(std::any_of(ranks.begin(), ranks.end(), [](const std::pair<int, int>& k) { return k.first == 0; }));
+    CHECK(ranks.contains({3, 2}));
+
+    const EmulatedKernels emulated(kernels);
+    EmulatedDevice device(emulated);
+    for (const Run& r : runs) {
+        CAPTURE(r.description);
+        const TensorSpec& spec = r.plan.outputs[0];
+        const std::vector<TensorView> inputs{r.inputs[0].view, r.inputs[1].view};
+        // What the output held: NaN where beta == 0 (never read), else small integers.
+        std::vector<double> old(static_cast<std::size_t>(
+            std::accumulate(spec.shape.begin(), spec.shape.end(), std::int64_t{1}, std::multiplies<>())));
+        for (std::size_t i = 0; i < old.size(); ++i) old[i] = r.epilogue.beta == 0 ? NAN : static_cast<double>(static_cast<int>(i % 5) - 2);
+        const Tensor on_cpu = reference::make_tensor(spec.dtype, spec.shape, old);
+        std::vector<TensorView> cpu_out{on_cpu.view()};
+        execute_on_cpu(r.plan, schedule(r.plan, Target::cpu(2, 16, false)), inputs, cpu_out);
+        const bool narrow = spec.dtype == DType::f16 || spec.dtype == DType::bf16;
+        for (const Schedule* gpu : {&r.gpu, &r.gpu_wide}) {
+            const bool wide = gpu == &r.gpu_wide;
+            if (wide && spec.dtype != DType::f32) continue;
+            CAPTURE(wide);
+            const Tensor on_gpu = reference::make_tensor(spec.dtype, spec.shape, old);
+            std::vector<TensorView> gpu_out{on_gpu.view()};
+            run_gpu_plan(r.plan, *gpu, inputs, gpu_out, device);
+            std::string difference;
+            CHECK_MESSAGE(identical(on_gpu.view(), on_cpu.view(), true, difference), "against the CPU executor: ", difference);
+            if (r.epilogue.identity()) {
+                const reference::PlanRun expected = reference::run_plan(r.plan, inputs);
+                CHECK_MESSAGE(identical(on_gpu.view(), expected.outputs[0], false, difference), "against the reference: ", difference);
+            } else {
+                // alpha * the reference's gradient + beta * old, rounded once (narrow floats: within their tolerance)
+                const reference::PlanRun unscaled = reference::run_plan(r.plan, inputs);
+                const std::vector<double> ref = reference::values_of(unscaled.outputs[0]);
+                std::vector<double> want(ref.size());
+                for (std::size_t i = 0; i < ref.size(); ++i) want[i] = r.epilogue.alpha * ref[i] + (r.epilogue.beta != 0 ? r.epilogue.beta * old[i] : 0.0);
+                const Tensor expected = reference::make_tensor(spec.dtype, spec.shape, want);
+                if (narrow) CHECK_MESSAGE(testing::same_values(on_gpu.view(), expected.view(), &difference), difference);
+                else CHECK_MESSAGE(identical(on_gpu.view(), expected.view(), false, difference), "against alpha * reference + beta * old: ", difference);
+            }
+        }
+    }
 }
