@@ -12,6 +12,7 @@
 #include "einc_build_info.hpp"
 #include "grammar/diagnostic.hpp"
 #include "runtime/api.hpp"
+#include "runtime/gradient.hpp"
 #include "tests/corpus_calls.hpp"
 #include "tests/random_cases.hpp"
 #include "tests/reference/reference.hpp"
@@ -288,6 +289,69 @@ TEST_CASE("gpu: max and min propagate NaN, as PyTorch does") {
             const std::vector<double> rows = reference::values_of(cuda::to_host(reduce(cuda::to_device(x), "a b -> a", r)));
             CHECK(std::isnan(rows[0]));
             CHECK(rows[1] == (r == Reduction::max ? 5 : -1));
+        }
+    }
+#endif
+}
+
+TEST_CASE("gpu: gradients equal the CPU's (GEMMs, a GEMM per b, routes with ties and zeros, a diagonal, repeats)") {
+    if (!gpu_present("gpu gradients")) return;
+#if EINC_HAS_CUDA
+    struct Case {
+        Call call;
+        std::vector<Shape> shapes;
+    };
+    const auto call = [](Op op, const char* pattern, Reduction r = Reduction::none, AxisSizes sizes = {}) {
+        return Call{op, pattern, r, std::move(sizes), false, {}};
+    };
+    const std::vector<Case> cases{
+        {call(Op::einsum, "b d, d k -> b k"), {{16, 32}, {32, 24}}},
+        {call(Op::einsum, "b i h d, b j h d -> b h i j"), {{2, 12, 3, 8}, {2, 10, 3, 8}}},
+        {call(Op::einsum, "i i j -> j"), {{5, 5, 7}}},
+        {call(Op::reduce, "b (h 2) -> b h", Reduction::max), {{8, 12}}},
+        {call(Op::reduce, "a b -> b", Reduction::min), {{9, 6}}},
+        {call(Op::reduce, "a b -> a", Reduction::prod), {{6, 5}}},
+        {call(Op::reduce, "a b c -> a c", Reduction::mean), {{4, 8, 6}}},
+        {call(Op::repeat, "h w -> h (w 2) c", Reduction::none, {{"c", 3}}), {{5, 7}}},
+        {call(Op::rearrange, "b (h w) c -> b h w c", Reduction::none, {{"h", 2}}), {{3, 8, 5}}},
+    };
+    std::mt19937 rng(41);
+    std::uniform_int_distribution<int> small(-2, 2);  // ties and zeros, exact sums in f32
+    const auto numel = [](const Shape& shape) {
+        std::size_t n = 1;
+        for (const std::int64_t e : shape) n *= static_cast<std::size_t>(e);
+        return n;
+    };
+    for (const DType dtype : {DType::f32, DType::f64}) {
+        for (const Case& c : cases) {
+            INFO(name_of(c.call.op), " ", c.call.pattern, " ", name_of(dtype));
+            std::vector<Tensor> host, device;
+            for (const Shape& shape : c.shapes) {
+                std::vector<double> values(numel(shape));
+                for (double& v : values) v = small(rng);
+                host.push_back(reference::make_tensor(dtype, shape, values));
+                device.push_back(cuda::to_device(host.back()));
+            }
+            std::vector<TensorView> host_views, device_views;
+            for (const Tensor& t : host) host_views.push_back(t.view());
+            for (const Tensor& t : device) device_views.push_back(t.view());
+            const Gradient on_cpu = gradient(c.call, host_views), on_gpu = gradient(c.call, device_views);
+            std::vector<Tensor> g_host, g_device;
+            for (const TensorSpec& out : on_cpu.forward().plan().outputs) {
+                std::vector<double> values(numel(out.shape));
+                for (double& v : values) v = small(rng);
+                g_host.push_back(reference::make_tensor(dtype, out.shape, values));
+                g_device.push_back(cuda::to_device(g_host.back()));
+            }
+            const std::vector<Input> xh(host.begin(), host.end()), xd(device.begin(), device.end());
+            const std::vector<Input> gh(g_host.begin(), g_host.end()), gd(g_device.begin(), g_device.end());
+            const std::vector<Tensor> expected = on_cpu.run(xh, gh), got = on_gpu.run(xd, gd);
+            REQUIRE(got.size() == expected.size());
+            for (std::size_t k = 0; k < got.size(); ++k) {  // exact, but for mean's 1/n (rounded once either way)
+                const std::vector<double> a = reference::values_of(cuda::to_host(got[k])), b = reference::values_of(expected[k]);
+                REQUIRE(a.size() == b.size());
+                for (std::size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(a[i] - b[i]) <= 1e-6 * std::fabs(b[i]));
+            }
         }
     }
 #endif
