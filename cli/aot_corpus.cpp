@@ -9,6 +9,7 @@
 #include "cli/arguments.hpp"
 #include "cli/commands.hpp"
 #include "compiler/bind.hpp"
+#include "compiler/gradient.hpp"
 #include "compiler/layout.hpp"
 #include "compiler/schedule.hpp"
 
@@ -223,6 +224,13 @@ CorpusEntry plan_line(const std::string& location, const std::string& line) {
                     PlanOptions options;
                     options.contiguous = contiguous;
                     for (const KernelSignature& k : possible_kernels(plan(bound, specs, options), !symbolic.empty())) add_unique(entry.kernels, k);
+                }
+                if (call.backward) {  // `--backward`: the kernels of its gradients too (row-major output gradients)
+                    std::vector<TensorSpec> gradients;
+                    for (const TensorSpec& out : plan(bound, specs).outputs)
+                        gradients.push_back(TensorSpec{out.dtype, out.shape, row_major_strides(out.shape)});
+                    for (const BackwardPlan& backward : plan_backward(bound, specs, gradients))
+                        for (const KernelSignature& k : possible_kernels(backward.plan, !symbolic.empty())) add_unique(entry.kernels, k);
                 }
                 planned = true;
             } catch (const Error& e) {

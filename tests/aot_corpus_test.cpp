@@ -11,6 +11,7 @@
 #include "cli/aot_corpus.hpp"
 #include "cli/arguments.hpp"
 #include "compiler/bind.hpp"
+#include "compiler/gradient.hpp"
 #include "compiler/schedule.hpp"
 #include "runtime/kernel_registry.hpp"
 #include "tests/shell_words.hpp"
@@ -69,6 +70,29 @@ TEST_CASE("aot corpus: `?` extents collect kernels for every size, 64-bit indexi
     CHECK(many.size() > few.size());
     // Sizes that divide by a group's factor are among those tried.
     CHECK(cli::read_corpus_text("reduce \"b (h 7) (w 13) -> b h w\" max ?x?x?\n", "k.txt").errors.empty());
+}
+
+TEST_CASE("aot corpus: --backward adds the kernels of the call's gradients, those their schedules launch among them") {
+    const cli::Corpus corpus = cli::read_corpus_text("reduce \"b (h 2) -> b h\" max ?x? --dtype f32,bf16\n"
+                                                     "reduce \"b (h 2) -> b h\" max ?x? --dtype f32,bf16 --backward\n",
+                                                     "k.txt");
+    REQUIRE(corpus.errors.empty());
+    const std::vector<std::string> forward = kernel_names(corpus.entries[0]), both = kernel_names(corpus.entries[1]);
+    CHECK_FALSE(any_contains(forward, "route"));
+    CHECK(any_contains(both, "route_max_bf16"));
+    for (const std::string& name : forward) CHECK_MESSAGE(std::find(both.begin(), both.end(), name) != both.end(), name);
+    // what the GPU schedule of the backward launches at some sizes is among them
+    for (const Shape& shape : {Shape{3, 8}, Shape{4096, 2}, Shape{1, 1 << 20}}) {
+        const Call call{Op::reduce, "b (h 2) -> b h", Reduction::max, {}, false, {}};
+        const std::vector<Shape> shapes{shape};
+        const Bound bound = bind(call, shapes);
+        const std::vector<TensorSpec> inputs{TensorSpec{DType::bf16, shape, row_major_strides(shape)}};
+        const Shape out = bound.outputs[0].shape();
+        const std::vector<TensorSpec> gradients{TensorSpec{DType::bf16, out, row_major_strides(out)}};
+        for (const BackwardPlan& backward : plan_backward(bound, inputs, gradients))
+            for (const KernelSignature& k : kernels_of(schedule(backward.plan, Target::gpu(132))))
+                CHECK_MESSAGE(std::find(both.begin(), both.end(), k.name()) != both.end(), k.name());
+    }
 }
 
 TEST_CASE("aot corpus: a bad line is an error at file:line:column, with a caret, and the others still count") {
