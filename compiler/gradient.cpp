@@ -114,12 +114,10 @@ std::string side(const AxisNames& names, const std::vector<BoundOperand>& operan
 
 // The call of `op` from one side of `forward`'s pattern to the other, every axis sized.
 Call call_between(Op op, const AxisNames& names, const BoundOperand& from, const BoundOperand& to,
-                  const Bound& forward, Reduction reduction = Reduction::none) {
-    std::vector<AxisId> axes(forward.axes.size());
-    for (std::size_t a = 0; a < axes.size(); ++a) axes[a] = static_cast<AxisId>(a);
-    std::vector<AxisId> used;  // the sizes of the axes the call mentions, in id order
-    for (const AxisId a : axes)
-        if (contains(distinct_axes(from), a) || contains(distinct_axes(to), a)) used.push_back(a);
+                  Reduction reduction = Reduction::none) {
+    std::vector<AxisId> used = distinct_axes(from);  // every axis the call mentions
+    for (const AxisId a : distinct_axes(to))
+        if (!contains(used, a)) used.push_back(a);
     return Call{op, names.operand(from) + " -> " + names.operand(to), reduction, names.sizes(used), false,
                 {}};
 }
@@ -148,8 +146,8 @@ std::vector<BackwardCall> einsum_backward(const Bound& forward, const AxisNames&
         const std::string what = fmt::format("d(in {})", k);
         const bool just_the_gradient =
             operands.size() == 1 && present == distinct_axes(out) && present.size() == out.dims.size();
-        std::vector<AxisId>
-            grouped;  // the axes of dims like `(i j)`: their sizes, which one length does not give
+        // The sizes of the axes of dims like `(i j)`, which one length does not give.
+        std::vector<AxisId> grouped;
         for (const BoundOperand& operand_of_call : operands)
             for (const BoundDim& dim : operand_of_call.dims)
                 if (dim.axes.size() > 1)
@@ -215,16 +213,15 @@ std::vector<BackwardCall> backward_calls(const Bound& forward, DType dtype) {
     const AxisNames names(forward);
     switch (forward.op) {
     case Op::rearrange:
-        return {
-            BackwardCall{call_between(Op::rearrange, names, forward.outputs[0], forward.inputs[0], forward),
-                         false,
-                         {output_gradient()},
-                         {GradientTarget{}},
-                         1,
-                         "d(in 0) = the output's gradient, rearranged back"}};
+        return {BackwardCall{call_between(Op::rearrange, names, forward.outputs[0], forward.inputs[0]),
+                             false,
+                             {output_gradient()},
+                             {GradientTarget{}},
+                             1,
+                             "d(in 0) = the output's gradient, rearranged back"}};
     case Op::repeat:
         return {BackwardCall{
-            call_between(Op::reduce, names, forward.outputs[0], forward.inputs[0], forward, Reduction::sum),
+            call_between(Op::reduce, names, forward.outputs[0], forward.inputs[0], Reduction::sum),
             false,
             {output_gradient()},
             {GradientTarget{}},
@@ -254,7 +251,7 @@ std::vector<BackwardCall> backward_calls(const Bound& forward, DType dtype) {
         for (const AxisId a : forward.reduced) n *= static_cast<double>(forward.size(a));
         const double alpha =
             r == Reduction::mean && n > 0 ? 1 / n : 1;  // (an empty input has no gradient to scale)
-        return {BackwardCall{call_between(Op::repeat, names, forward.outputs[0], forward.inputs[0], forward),
+        return {BackwardCall{call_between(Op::repeat, names, forward.outputs[0], forward.inputs[0]),
                              false,
                              {output_gradient()},
                              {GradientTarget{}},

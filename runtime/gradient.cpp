@@ -16,39 +16,36 @@ struct Gradient::State {
 Gradient gradient(const Expression& call, std::span<const TensorView> inputs,
                   std::span<const TensorView> output_gradients) {
     Program forward = call.bind(inputs);
-    const Plan plan = forward.plan();
+    const std::vector<TensorSpec>& outputs = forward.plan().outputs;
     const TensorView first = inputs.empty() ? TensorView{} : inputs[0];
-    std::vector<TensorSpec> gradients;  // the output gradients' layouts
-    if (output_gradients.empty()) {
-        for (const TensorSpec& out : plan.outputs)
-            gradients.push_back(TensorSpec{out.dtype, out.shape, row_major_strides(out.shape)});
-    } else {
-        if (output_gradients.size() != plan.outputs.size())
-            throw Error(
-                ErrorKind::usage,
-                fmt::format("the call has {}, got {}",
-                            counted(static_cast<std::int64_t>(plan.outputs.size()), "result"),
-                            counted(static_cast<std::int64_t>(output_gradients.size()), "output gradient")));
-        for (std::size_t k = 0; k < output_gradients.size(); ++k) {
-            const TensorView& g = output_gradients[k];
-            if (g.shape != plan.outputs[k].shape || g.dtype != plan.outputs[k].dtype ||
-                g.strides.size() != g.shape.size())
-                throw Error(ErrorKind::shape,
-                            fmt::format("the gradient of output {} must be {} {}", k,
-                                        name_of(plan.outputs[k].dtype), format_shape(plan.outputs[k].shape)))
-                    .note(fmt::format("got {}", describe(g)));
-            gradients.push_back(spec_of(g));
+    if (!output_gradients.empty() && output_gradients.size() != outputs.size())
+        throw Error(
+            ErrorKind::usage,
+            fmt::format("the call has {}, got {}",
+                        counted(static_cast<std::int64_t>(outputs.size()), "result"),
+                        counted(static_cast<std::int64_t>(output_gradients.size()), "output gradient")));
+    std::vector<TensorSpec> gradients;  // the output gradients' layouts, as programs are planned for them
+    for (std::size_t k = 0; k < outputs.size(); ++k) {
+        const TensorSpec& out = outputs[k];
+        if (output_gradients.empty()) {
+            gradients.push_back(
+                spec_of(TensorView{nullptr, out.dtype, out.shape, row_major_strides(out.shape)}));
+            continue;
         }
+        const TensorView& g = output_gradients[k];
+        if (g.shape != out.shape || g.dtype != out.dtype || g.strides.size() != g.shape.size())
+            throw Error(ErrorKind::shape, fmt::format("the gradient of output {} must be {} {}", k,
+                                                      name_of(out.dtype), format_shape(out.shape)))
+                .note(fmt::format("got {}", describe(g)));
+        gradients.push_back(spec_of(g));
     }
-    for (TensorSpec& g : gradients)  // as spec_of plans strides: 0 along length-1 dims
-        g = spec_of(TensorView{nullptr, g.dtype, g.shape, g.strides});
     std::vector<TensorSpec> specs;
     for (const TensorView& input : inputs) specs.push_back(spec_of(input));
 
     auto state = std::make_shared<Gradient::State>(Gradient::State{std::move(forward), {}, specs});
+    const std::string what = fmt::format("the backward of {} \"{}\" on {}", name_of(call.call().op),
+                                         call.call().pattern, describe(first));
     for (BackwardPlan& backward : plan_backward(state->forward.bound(), specs, gradients)) {
-        const std::string what = fmt::format("the backward of {} \"{}\" on {}", name_of(call.call().op),
-                                             call.call().pattern, describe(first));
         Options options;
         options.alpha = backward.call.alpha;
         Program program = Program::from_plan(std::move(backward.bound), std::move(backward.plan), options,
