@@ -13,15 +13,6 @@
 namespace einc::cli {
 namespace {
 
-std::string json_string(std::string_view text) {
-    std::string out = "\"";
-    for (const char c : text) {
-        if (c == '"' || c == '\\') out += '\\';
-        out += c;
-    }
-    return out + "\"";
-}
-
 // JSON has no infinity or NaN: a quantity that does not apply is null.
 std::string json_number(double value, bool applies = true) {
     return applies ? fmt::format("{}", value) : "null";
@@ -72,14 +63,14 @@ int bench(std::span<const std::string> command_line, std::ostream& out, std::ost
                    "\"peak_flops_per_second\": {}, \"bandwidth_bytes_per_second\": {}, \"mfu\": {}, "
                    "\"bandwidth_fraction\": {}, "
                    "\"bound\": {}, \"predicted_seconds\": {}}}\n",
-                   json_string(call_key(args)), json_string(settings.backend), json_string(device.key),
-                   json_string(name_of(dtype)), settings.repeat, settings.warmup, m.batch, m.seconds,
+                   json_quoted(call_key(args)), json_quoted(settings.backend), json_quoted(device.key),
+                   json_quoted(name_of(dtype)), settings.repeat, settings.warmup, m.batch, m.seconds,
                    m.min_seconds, m.max_seconds, step_count, cost.flops, cost.bytes(),
                    json_number(cost.intensity(), cost.bytes() > 0), achieved_flops, achieved_bytes,
                    json_number(peak, peak > 0), device.bandwidth,
                    json_number(achieved_flops / peak, peak > 0 && cost.flops > 0),
                    json_number(achieved_bytes / device.bandwidth, memory_bound),
-                   json_string(name_of(roof)),
+                   json_quoted(name_of(roof)),
                    bound.seconds);
         return exit_ok;
     }

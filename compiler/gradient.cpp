@@ -309,15 +309,6 @@ std::string call_text(const Call& call) {
     return text;
 }
 
-std::string json_string(std::string_view text) {
-    std::string out = "\"";
-    for (const char c : text) {
-        if (c == '"' || c == '\\') out += '\\';
-        out += c;
-    }
-    return out + '"';
-}
-
 }  // namespace
 
 TensorSpec gradient_view(const TensorSpec& x, const GradientTarget& target) {
@@ -409,8 +400,8 @@ std::string backward_to_json(std::span<const BackwardPlan> backward, std::span<c
         const BackwardPlan& b = backward[c];
         seconds += plan_seconds(b.plan, device);
         calls.push_back(fmt::format(R"({{"call":{},"route":{},"why":{},"plan":{}}})",
-                                    json_string(call_text(b.call.call)), b.call.route,
-                                    json_string(b.call.why), plan_to_json(b.plan, schedules[c], device)));
+                                    json_quoted(call_text(b.call.call)), b.call.route,
+                                    json_quoted(b.call.why), plan_to_json(b.plan, schedules[c], device)));
     }
     return fmt::format(
         R"({{"flops":{},"bytes":{},"bytes_read":{},"bytes_written":{},"predicted_seconds":{},"calls":[{}]}})",

@@ -201,5 +201,7 @@ struct Schedule;
 std::string print_plan(const Plan& plan, const Schedule& schedule, const DeviceModel& device);
 // The same as JSON, with each step's strategy, accumulator, scratch and kernels.
 std::string plan_to_json(const Plan& plan, const Schedule& schedule, const DeviceModel& device);
+// `text` as a JSON string: quoted and escaped, as plan_to_json writes strings.
+std::string json_quoted(std::string_view text);
 
 }  // namespace einc

@@ -182,6 +182,12 @@ void write_cost(Json& json, const Cost& cost, const DeviceModel& device, DType d
 
 }  // namespace
 
+std::string json_quoted(std::string_view text) {
+    Json json;
+    json.value(text);
+    return json.text;
+}
+
 std::string plan_to_json(const Plan& plan, const Schedule& schedule, const DeviceModel& device) {
     const DType dtype = plan.inputs.empty() ? DType::f32 : plan.inputs.front().dtype;
     Json json;
