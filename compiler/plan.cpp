@@ -387,7 +387,7 @@ void plan_unpack(PlanBuilder& b) {
 Plan plan_route(const Bound& forward, const TensorSpec& x, const TensorSpec& grad, const PlanOptions& options) {
     EINC_ASSERT(forward.op == Op::reduce && forward.inputs.size() == 1 && forward.outputs.size() == 1);
     EINC_ASSERT(x.shape == forward.inputs[0].shape() && grad.shape == forward.outputs[0].shape());
-    // The gradient has x's shape: plan it as a call whose output is x again, then read grad as an output.
+    // The gradient has x's shape: plan a call whose output is x's operand again, with grad a second input.
     Bound gradient = forward;
     gradient.outputs = forward.inputs;
     const std::array<TensorSpec, 1> inputs{x};
