@@ -85,23 +85,16 @@ GradientOperand input(std::uint32_t i) {
 // are exactly these axes in order; else the view along the dims holding each axis (a diagonal: several).
 GradientTarget target_over(const Bound& bound, std::uint32_t i, const std::vector<AxisId>& axes) {
     const BoundOperand& operand = bound.inputs[i];
-    GradientTarget target{true, i, false, {}, {}, false};
+    GradientTarget target{true, i, false, {}, false};
     bool identity = operand.dims.size() == axes.size();
     for (std::size_t d = 0; identity && d < axes.size(); ++d)
         identity = operand.dims[d].axes.size() == 1 && operand.dims[d].axes[0] == axes[d];
     if (identity) return target;
     target.view = true;
-    const Shape shape = operand.shape();
-    const std::vector<std::int64_t> strides =
-        detail::axis_strides(bound, detail::dim_axes_of(operand), row_major_strides(shape));
-    std::int64_t covered = 1;
-    for (const AxisId a : axes) {
-        target.shape.push_back(bound.size(a));
-        target.strides.push_back(strides[static_cast<std::size_t>(a)]);
-        covered *= bound.size(a);
-    }
-    std::int64_t elements = 1;
-    for (const std::int64_t e : shape) elements *= e;
+    target.axes = axes;
+    std::int64_t covered = 1, elements = 1;
+    for (const AxisId a : axes) covered *= bound.size(a);
+    for (const std::int64_t e : operand.shape()) elements *= e;
     target.zero_first = covered < elements;
     return target;
 }
@@ -173,7 +166,7 @@ std::vector<BackwardCall> einsum_backward(const Bound& forward, const AxisNames&
         }
         GradientOperand source = output_gradient();
         if (!just_the_gradient) {
-            product.results.push_back(GradientTarget{false, 0, false, {}, {}, false});
+            product.results.push_back(GradientTarget{false, 0, false, {}, false});
             source =
                 GradientOperand{GradientOperand::Kind::partial, static_cast<std::uint32_t>(calls.size())};
             calls.push_back(std::move(product));
@@ -272,7 +265,7 @@ std::vector<BackwardCall> backward_calls(const Bound& forward, DType dtype) {
             1,
             "d(in i) = part i of the output's gradient (unpack)"};
         for (std::uint32_t i = 0; i < forward.inputs.size(); ++i)
-            unpack.results.push_back(GradientTarget{true, i, false, {}, {}, false});
+            unpack.results.push_back(GradientTarget{true, i, false, {}, false});
         return {std::move(unpack)};
     }
     case Op::unpack: {
@@ -311,15 +304,30 @@ std::string call_text(const Call& call) {
 
 }  // namespace
 
-TensorSpec gradient_view(const TensorSpec& x, const GradientTarget& target) {
-    if (!target.view) return TensorSpec{x.dtype, x.shape, row_major_strides(x.shape)};
-    return TensorSpec{x.dtype, target.shape, target.strides};
+TensorSpec gradient_view(const Bound& forward, const TensorSpec& gradient, const GradientTarget& target) {
+    if (!target.view) return gradient;
+    const std::vector<std::int64_t> strides =
+        detail::axis_strides(forward, detail::dim_axes_of(forward.inputs[target.input]), gradient.strides);
+    TensorSpec view{gradient.dtype, {}, {}};
+    for (const AxisId a : target.axes) {
+        view.shape.push_back(forward.size(a));
+        view.strides.push_back(strides[static_cast<std::size_t>(a)]);
+    }
+    return view;
 }
 
 std::vector<BackwardPlan> plan_backward(const Bound& forward, std::span<const TensorSpec> inputs,
-                                        std::span<const TensorSpec> output_gradients) {
+                                        std::span<const TensorSpec> output_gradients,
+                                        std::span<const TensorSpec> input_gradients, Epilogue epilogue) {
     EINC_ASSERT(inputs.size() == forward.inputs.size() && output_gradients.size() == forward.outputs.size());
+    EINC_ASSERT(input_gradients.empty() || input_gradients.size() == inputs.size());
     const DType dtype = inputs.empty() ? DType::f32 : inputs[0].dtype;
+    const auto gradient_of =
+        [&](std::uint32_t input) {  // as it is written: the caller's layout, or row-major
+            const TensorSpec& x = inputs[input];
+            return input_gradients.empty() ? TensorSpec{x.dtype, x.shape, row_major_strides(x.shape)}
+                                           : input_gradients[input];
+        };
     std::vector<BackwardPlan> plans;
     for (BackwardCall& call : backward_calls(forward, dtype)) {
         std::vector<TensorSpec> operands;
@@ -334,23 +342,25 @@ std::vector<BackwardPlan> plan_backward(const Bound& forward, std::span<const Te
                 break;
             }
         }
+        // A result written into a gradient (into the caller's, or into a view of one) is planned for its
+        // strides, with the caller's epilogue; a partial result is the identity's.
+        const bool to_inputs = call.results.front().to_input;
         PlanOptions options;
-        options.epilogue = Epilogue{call.alpha, 0};
-        // A result written into a view of a gradient is planned for the view's strides.
-        if (std::any_of(call.results.begin(), call.results.end(),
-                        [](const GradientTarget& t) { return t.view; }))
+        options.epilogue = to_inputs ? Epilogue{epilogue.alpha * call.alpha, epilogue.beta} : Epilogue{};
+        if (to_inputs && (!input_gradients.empty() || call.results.front().view))
             for (const GradientTarget& target : call.results)
-                options.output_strides.push_back(gradient_view(inputs[target.input], target).strides);
+                options.output_strides.push_back(
+                    gradient_view(forward, gradient_of(target.input), target).strides);
         if (call.route) {
             Plan plan = plan_route(forward, operands[0], operands[1], options);
-            plans.push_back(BackwardPlan{std::move(call), forward, std::move(plan)});
+            plans.push_back(BackwardPlan{std::move(call), forward, std::move(plan), options.epilogue});
             continue;
         }
         std::vector<Shape> shapes;
         for (const TensorSpec& operand : operands) shapes.push_back(operand.shape);
         Bound bound = bind(call.call, shapes);
         Plan plan = einc::plan(bound, operands, options);
-        plans.push_back(BackwardPlan{std::move(call), std::move(bound), std::move(plan)});
+        plans.push_back(BackwardPlan{std::move(call), std::move(bound), std::move(plan), options.epilogue});
     }
     return plans;
 }

@@ -40,15 +40,14 @@ struct GradientOperand {
 };
 
 // Where a backward call's result goes: the gradient of forward input `input`, all of it - or, as a
-// `view`, the view of the (row-major) gradient with this shape and these strides, one dim per axis of
-// the input: an axis in two dims (`i i`) has their strides summed, the diagonal; a broadcast `()` dim has
-// no axis. The gradient is zeroed first when the view does not cover it. A partial result (`to_input`
-// false) is kept for a later call.
+// `view`, the view of it with one dim per axis of `axes` (gradient_view): an axis in two dims (`i i`)
+// has their strides summed, the diagonal; a broadcast `()` dim has no axis. The gradient is zeroed first
+// when the view does not cover it. A partial result (`to_input` false) is kept for a later call.
 struct GradientTarget {
     bool to_input = true;
     std::uint32_t input = 0;
     bool view = false;
-    Shape shape, strides;  // the view's, in elements
+    std::vector<AxisId> axes;
     bool zero_first = false;
 };
 
@@ -74,15 +73,21 @@ struct BackwardPlan {
     BackwardCall call;
     Bound bound;
     Plan plan;
+    Epilogue epilogue;  // how its results are stored (the call's alpha, and the caller's alpha and beta)
 };
 
 // The backward of `forward` over inputs laid out as `inputs` and output gradients as `output_gradients`
-// (one per forward output, of its shape and dtype), each call planned. Input gradients are row-major.
+// (one per forward output, of its shape and dtype), each call planned. The input gradients are written
+// row-major (where a result is a view of an output gradient, it may stay one) - or, given their layouts
+// (`input_gradients`, one per input), into those, stored as alpha * gradient + beta * old (`epilogue`).
 std::vector<BackwardPlan> plan_backward(const Bound& forward, std::span<const TensorSpec> inputs,
-                                        std::span<const TensorSpec> output_gradients);
+                                        std::span<const TensorSpec> output_gradients,
+                                        std::span<const TensorSpec> input_gradients = {},
+                                        Epilogue epilogue = {});
 
-// The layout of target's view of input `x`'s row-major gradient (the whole gradient unless target.view).
-TensorSpec gradient_view(const TensorSpec& x, const GradientTarget& target);
+// The layout of target's view of `gradient`, the gradient of forward input target.input (all of it
+// unless target.view).
+TensorSpec gradient_view(const Bound& forward, const TensorSpec& gradient, const GradientTarget& target);
 
 // `einc explain --backward`: the forward plan, each backward call and its plan, and the totals - forward,
 // backward and training-step FLOPs, bytes and roofline time on `device`. Schedules are one per plan.

@@ -41,11 +41,23 @@ public:
                             void* stream = nullptr) const;
     std::vector<Tensor> run(std::initializer_list<Input> inputs,
                             std::initializer_list<Input> output_gradients, void* stream = nullptr) const;
+    // The same written into your gradients, laid out as bound (einc::gradient with input_gradients), as
+    // d = alpha * gradient + beta * d: beta = 1 accumulates (micro-batches, a weight used twice).
+    void run(std::span<const Input> inputs, std::span<const Input> output_gradients,
+             std::span<const TensorView> input_gradients, void* stream = nullptr) const;
 
 private:
     struct State;
     std::shared_ptr<const State> state_;
+    void run_steps(std::span<const Input> inputs, std::span<const Input> output_gradients,
+                   std::vector<Tensor>& gradients, void* stream) const;
+    // `input_gradients`: the caller's gradients to write into, or null to return fresh ones.
+    static Gradient bind(const Expression& call, std::span<const TensorView> inputs,
+                         std::span<const TensorView> output_gradients,
+                         const std::span<const TensorView>* input_gradients, const Options& options);
     friend Gradient gradient(const Expression&, std::span<const TensorView>, std::span<const TensorView>);
+    friend Gradient gradient(const Expression&, std::span<const TensorView>, std::span<const TensorView>,
+                             std::span<const TensorView>, const Options&);
 };
 
 // Binds the backward of a call to inputs like these (dtype, shape, strides, device; floating dtypes) and
@@ -57,6 +69,18 @@ Gradient gradient(const Expression& call, std::span<const TensorView> inputs,
 inline Gradient gradient(const Call& call, std::span<const TensorView> inputs,
                          std::span<const TensorView> output_gradients = {}) {
     return gradient(Expression(call), inputs, output_gradients);
+}
+// Binds the backward to write into gradients of yours laid out like `input_gradients` (one per input: any
+// strides that give every element its own address; a diagonal's gradient, zeroed first, row-major
+// unless accumulated) as d = alpha * gradient + beta * d (Options::alpha, beta). Run it with
+// run(inputs, output_gradients, input_gradients).
+Gradient gradient(const Expression& call, std::span<const TensorView> inputs,
+                  std::span<const TensorView> output_gradients, std::span<const TensorView> input_gradients,
+                  const Options& options = {});
+inline Gradient gradient(const Call& call, std::span<const TensorView> inputs,
+                         std::span<const TensorView> output_gradients,
+                         std::span<const TensorView> input_gradients, const Options& options = {}) {
+    return gradient(Expression(call), inputs, output_gradients, input_gradients, options);
 }
 inline Gradient gradient(const Call& call, std::initializer_list<TensorView> inputs) {
     return gradient(Expression(call), std::span<const TensorView>(inputs.begin(), inputs.size()));

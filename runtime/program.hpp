@@ -55,9 +55,6 @@ struct Workspace {
     std::size_t bytes = 0;
 };
 
-class Expression;
-Gradient gradient(const Expression& call, std::span<const TensorView> inputs, std::span<const TensorView> output_gradients);
-
 class Expression {
 public:
     explicit Expression(Call call);  // parses; throws einc::Error
@@ -79,7 +76,6 @@ private:
     struct State;
     std::shared_ptr<const State> state_;
     friend class Program;
-class Gradient;
 };
 
 Expression compile(Op op, std::string_view pattern, const AxisSizes& sizes = {}, Reduction reduction = Reduction::none);
@@ -126,7 +122,7 @@ private:
     std::shared_ptr<const State> state_;
     friend class Expression;
     friend class PlanCache;
-    friend Gradient gradient(const Expression&, std::span<const TensorView>, std::span<const TensorView>);
+    friend class Gradient;
 };
 
 }  // namespace einc

@@ -845,3 +845,74 @@ TEST_CASE("gradient of every corpus call: bound, or refused with a clear error; 
     CHECK(bound > 100);
     CHECK(checked > 20);
 }
+
+namespace {
+
+// The gradients of `call` written into `buffers` (bound so) as alpha * d + beta * old, against the
+// gradients returned fresh, combined by hand.
+void check_into(const Call& call, const std::vector<Tensor>& xs, const std::vector<Tensor>& dys,
+                const std::vector<TensorView>& buffers, double alpha, double beta) {
+    std::vector<TensorView> x_views, dy_views;
+    for (const Tensor& x : xs) x_views.push_back(x.view());
+    for (const Tensor& dy : dys) dy_views.push_back(dy.view());
+    const std::vector<Input> x_in(xs.begin(), xs.end()), dy_in(dys.begin(), dys.end());
+    const std::vector<Tensor> fresh = gradient(call, x_views).run(x_in, dy_in);
+    std::vector<std::vector<double>> before;
+    for (const TensorView& b : buffers) before.push_back(values_of(b));
+    const Gradient into = gradient(call, x_views, dy_views, buffers, Options{.alpha = alpha, .beta = beta});
+    into.run(x_in, dy_in, buffers);
+    for (std::size_t k = 0; k < buffers.size(); ++k) {
+        INFO("input ", k);
+        const std::vector<double> d = values_of(fresh[k].view()), got = values_of(buffers[k]);
+        REQUIRE(got.size() == d.size());
+        for (std::size_t i = 0; i < d.size(); ++i) CHECK(got[i] == alpha * d[i] + beta * before[k][i]);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("gradient into your buffers: any strides, alpha and beta (beta = 1 accumulates)") {
+    std::mt19937 rng(43);
+    const auto ints = [&](const Shape& shape) { return make_tensor(DType::f64, shape, random_integers(rng, count(shape), -3, 3)); };
+    const Call matmul = einsum_call("b d, d k -> b k");
+    const Tensor x = ints({4, 3}), w = ints({3, 5}), dy = ints({4, 5});
+    // dx into a column block of a wider matrix, dw into a column-major one
+    Tensor wide = ints({4, 7}), column_major = ints({5, 3});
+    const TensorView dx{static_cast<double*>(wide.data()) + 2, DType::f64, {4, 3}, {7, 1}};
+    const TensorView dw{column_major.data(), DType::f64, {3, 5}, {1, 3}};
+    for (const double beta : {0.0, 1.0}) check_into(matmul, {x, w}, {dy}, {dx, dw}, 1, beta);
+    check_into(matmul, {x, w}, {dy}, {dx, dw}, 0.5, -2);
+
+    // max with ties, mean (alpha folds into its 1/n), a rearrange written rather than viewed
+    const Tensor m = make_tensor(DType::f64, {2, 4}, {1, 3, 3, 2, 0, 0, -1, 0}), dm = ints({2});
+    Tensor gm = ints({2, 4});
+    check_into(reduce_call("a b -> a", Reduction::max), {m}, {dm}, {gm.view()}, 0.5, 1);
+    const Tensor r = ints({2, 6}), dr = ints({2});
+    Tensor gr = ints({2, 6});
+    check_into(reduce_call("a (b 3) -> a", Reduction::mean), {r}, {dr}, {gr.view()}, 3, 1);
+    const Tensor t = ints({2, 3, 4}), dt = ints({4, 2, 3});
+    Tensor gt = ints({2, 3, 4});
+    check_into(call_of(Op::rearrange, "a b c -> c a b"), {t}, {dt}, {gt.view()}, 1, 0);
+
+    // a diagonal: accumulated into any buffer (the off-diagonal keeps its values), or zeroed first when row-major
+    const Tensor sq = ints({3, 3}), dd = ints({3});
+    Tensor into = ints({3, 3});
+    check_into(einsum_call("i i -> i"), {sq}, {dd}, {into.view()}, 1, 1);
+    check_into(einsum_call("i i -> i"), {sq}, {dd}, {into.view()}, 1, 0);
+    Tensor transposed = ints({3, 3});
+    const TensorView column{transposed.data(), DType::f64, {3, 3}, {1, 3}};
+    check_into(einsum_call("i i -> i"), {sq}, {dd}, {column}, 1, 1);
+    using Views = std::vector<TensorView>;
+    CHECK_THROWS_WITH_AS(gradient(einsum_call("i i -> i"), Views{sq.view()}, Views{dd.view()}, Views{column}),
+                         doctest::Contains("must be row-major to be zeroed first"), Error);
+
+    // what is refused: a wrong layout at run, the other kind of run, a gradient that writes an element twice
+    const Gradient bound = gradient(matmul, Views{x.view(), w.view()}, Views{dy.view()}, Views{dx, dw});
+    const std::vector<Input> in{x, w}, grads{dy};
+    const std::vector<TensorView> swapped{dx, TensorView{column_major.data(), DType::f64, {3, 5}, {5, 1}}};
+    CHECK_THROWS_WITH_AS(bound.run(in, grads, swapped), doctest::Contains("not what the gradient was bound to write"), Error);
+    CHECK_THROWS_WITH_AS((void)bound.run(in, grads), doctest::Contains("bound to write into your gradients"), Error);
+    const TensorView twice{wide.data(), DType::f64, {4, 3}, {0, 1}};
+    CHECK_THROWS_WITH_AS(gradient(matmul, Views{x.view(), w.view()}, Views{dy.view()}, Views{twice, dw}),
+                         doctest::Contains("write some elements twice"), Error);
+}
