@@ -2,12 +2,11 @@
 // of terms (one index of the kept modes) the terms are walked twice: once to find the extremum and its
 // ties (or the product of the non-zero terms and the zeros), once to write every term's share of the
 // group's output gradient.
-#include <cmath>
+#include <algorithm>
 
 #include "runtime/cpu/element.hpp"
 #include "runtime/cpu/epilogue.hpp"
 #include "runtime/cpu/kernels.hpp"
-#include "runtime/cpu/nest.hpp"
 #include "runtime/cpu/parallel.hpp"
 
 namespace einc::cpu {
