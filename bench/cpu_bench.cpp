@@ -289,6 +289,49 @@ int main(int argc, char** argv) {
         rows.push_back(row);
     }
 
+    // ---- backward: every input's gradient (einc::gradient, into buffers bound once) vs numpy --------
+    struct BackwardCase {
+        std::string key;
+        einc::Call call;
+        std::vector<einc::Shape> shapes;
+    };
+    const std::vector<BackwardCase> backward_cases{
+        {"backward_linear", einc::Call{einc::Op::einsum, "b s d, d e -> b s e", einc::Reduction::none, {}, false, {}},
+         {{8 / scale, 512, 1024}, {1024, 1024}}},
+        {"backward_attention_natural", einc::Call{einc::Op::einsum, "b i h d, b j h d -> b h i j", einc::Reduction::none, {}, false, {}},
+         {{8 / scale, 197, 12, 64}, {8 / scale, 197, 12, 64}}},
+        {"backward_max_rows", einc::Call{einc::Op::reduce, "a b -> a", einc::Reduction::max, {}, false, {}}, {{16384 / scale, 1024}}},
+    };
+    for (const BackwardCase& c : backward_cases) {
+        std::vector<einc::Tensor> operands, output_gradients, gradients;
+        std::vector<einc::TensorView> views, gradient_views, into;
+        for (std::size_t i = 0; i < c.shapes.size(); ++i) {
+            operands.push_back(random_tensor(einc::DType::f32, c.shapes[i], static_cast<unsigned>(20 + i)));
+            views.push_back(operands.back().view());
+            gradients.push_back(einc::Tensor::empty(einc::DType::f32, c.shapes[i]));
+            into.push_back(gradients.back().view());
+        }
+        const einc::Program forward = einc::Expression(c.call).bind(views);
+        for (const einc::TensorSpec& out : forward.plan().outputs) {
+            output_gradients.push_back(random_tensor(einc::DType::f32, out.shape, 30));
+            gradient_views.push_back(output_gradients.back().view());
+        }
+        const einc::Gradient gradient = einc::gradient(c.call, views, gradient_views, into);
+        const std::vector<einc::Input> inputs(operands.begin(), operands.end()), dys(output_gradients.begin(), output_gradients.end());
+        std::string shapes;
+        for (const einc::Shape& shape : c.shapes) shapes += fmt::format(" {}", einc::format_shape(shape));
+        const std::string reduction = c.call.op == einc::Op::reduce ? fmt::format("{} ", einc::name_of(c.call.reduction)) : "";
+        Row row{"backward", fmt::format("{}{}{}", reduction, c.call.pattern, shapes), "memcpy of the bytes moved"};
+        row.bytes = gradient.backward_cost().bytes();
+        const std::size_t half = static_cast<std::size_t>(row.bytes / 2);
+        std::vector<std::byte> from(half), to(half);
+        row.einc_seconds = time_it([&] { gradient.run(inputs, dys, into); }, repeats);
+        row.baseline_seconds = time_it([&] { parallel_memcpy(to.data(), from.data(), half); }, repeats);
+        row.numpy_seconds = numpy_time(c.key);
+        row.target = ">= 1x numpy";
+        rows.push_back(row);
+    }
+
     // ---- dispatch ---------------------------------------------------------------------------------
     {
         const einc::Tensor x = random_tensor(einc::DType::f32, {2, 3, 8, 8}, 5);

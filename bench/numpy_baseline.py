@@ -94,6 +94,23 @@ report("perm3d", median_time(lambda: np.ascontiguousarray(x.transpose(2, 1, 0)))
 x = f32(16 // scale, 16, 32, 32, 32)
 report("perm5d", median_time(lambda: np.ascontiguousarray(x.transpose(4, 2, 0, 3, 1))))
 
+# gradients, written the obvious numpy way (cpu_bench's "backward" group): every input's gradient
+x, w, g = f32(8 // scale, 512, 1024), f32(1024, 1024), f32(8 // scale, 512, 1024)
+report("backward_linear", median_time(lambda: (np.einsum("bse,de->bsd", g, w, optimize=True),
+                                               np.einsum("bsd,bse->de", x, g, optimize=True))))
+q, k, g = f32(8 // scale, 197, 12, 64), f32(8 // scale, 197, 12, 64), f32(8 // scale, 12, 197, 197)
+report("backward_attention_natural", median_time(lambda: (np.einsum("bhij,bjhd->bihd", g, k, optimize=True),
+                                                          np.einsum("bhij,bihd->bjhd", g, q, optimize=True))))
+x, g = f32(16384 // scale, 1024), f32(16384 // scale)
+
+
+def max_rows_backward():  # as torch.amax: ties share the gradient evenly
+    mask = x == x.max(axis=1, keepdims=True)
+    return mask * (g / mask.sum(axis=1))[:, None]
+
+
+report("backward_max_rows", median_time(max_rows_backward))
+
 try:
     import einops
     x = f32(2, 3, 8, 8)
