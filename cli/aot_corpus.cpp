@@ -226,10 +226,7 @@ CorpusEntry plan_line(const std::string& location, const std::string& line) {
                     for (const KernelSignature& k : possible_kernels(plan(bound, specs, options), !symbolic.empty())) add_unique(entry.kernels, k);
                 }
                 if (call.backward) {  // `--backward`: the kernels of its gradients too (row-major output gradients)
-                    std::vector<TensorSpec> gradients;
-                    for (const TensorSpec& out : plan(bound, specs).outputs)
-                        gradients.push_back(TensorSpec{out.dtype, out.shape, row_major_strides(out.shape)});
-                    for (const BackwardPlan& backward : plan_backward(bound, specs, gradients))
+                    for (const BackwardPlan& backward : plan_backward(bound, specs, row_major_gradients(plan(bound, specs))))
                         for (const KernelSignature& k : possible_kernels(backward.plan, !symbolic.empty())) add_unique(entry.kernels, k);
                 }
                 planned = true;

@@ -79,9 +79,7 @@ int explain(const CallArgs& args, std::ostream& out) {
     const Target target = schedule_target(args, device);
     const Schedule scheduled = schedule(planned, target);
     if (args.backward) {
-        std::vector<TensorSpec> gradients;  // row-major, as a training loop's output gradients are
-        for (const TensorSpec& output : planned.outputs) gradients.push_back(TensorSpec{output.dtype, output.shape, row_major_strides(output.shape)});
-        const std::vector<BackwardPlan> backward = plan_backward(bound, inputs, gradients);
+        const std::vector<BackwardPlan> backward = plan_backward(bound, inputs, row_major_gradients(planned));
         std::vector<Schedule> schedules;
         for (const BackwardPlan& b : backward) schedules.push_back(schedule(b.plan, target));
         if (args.json) {

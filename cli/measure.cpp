@@ -242,8 +242,8 @@ Measurement time_runs(const Run& run_once, Device device, const BenchSettings& s
 Measurement measure_backward(const CallArgs& args, const BenchSettings& settings, const Operands& operands, Device device) {
     const Gradient gradient = einc::gradient(Expression(args.call), operands.views);
     LoadedOperands loaded;  // random output gradients, of the outputs' dtypes and shapes, row-major
-    for (const TensorSpec& out : gradient.forward().plan().outputs)
-        loaded.views.push_back(TensorView{nullptr, out.dtype, out.shape, row_major_strides(out.shape)});
+    for (const TensorSpec& g : row_major_gradients(gradient.forward().plan()))
+        loaded.views.push_back(TensorView{nullptr, g.dtype, g.shape, g.strides});
     const Operands output_gradients = make_operands(loaded, device);
     const std::vector<Input> inputs(operands.views.begin(), operands.views.end());
     const std::vector<Input> gradients(output_gradients.views.begin(), output_gradients.views.end());

@@ -103,11 +103,8 @@ std::vector<ChartPlan> plan_call(const CallArgs& args) {
     const Bound bound = bind(pattern, args.call, shapes);
     Plan forward = plan(bound, inputs, options);
     if (!args.backward) return {ChartPlan{std::move(forward), ""}};
-    std::vector<TensorSpec> gradients;
-    for (const TensorSpec& out : forward.outputs)
-        gradients.push_back(TensorSpec{out.dtype, out.shape, row_major_strides(out.shape)});
     std::vector<ChartPlan> plans;
-    for (BackwardPlan& b : plan_backward(bound, inputs, gradients))
+    for (BackwardPlan& b : plan_backward(bound, inputs, row_major_gradients(forward)))
         plans.push_back(ChartPlan{std::move(b.plan), fmt::format("backward {}", plans.size() + 1)});
     return plans;
 }

@@ -304,6 +304,13 @@ std::string call_text(const Call& call) {
 
 }  // namespace
 
+std::vector<TensorSpec> row_major_gradients(const Plan& forward) {
+    std::vector<TensorSpec> gradients;
+    for (const TensorSpec& out : forward.outputs)
+        gradients.push_back(TensorSpec{out.dtype, out.shape, row_major_strides(out.shape)});
+    return gradients;
+}
+
 TensorSpec gradient_view(const Bound& forward, const TensorSpec& gradient, const GradientTarget& target) {
     if (!target.view) return gradient;
     const std::vector<std::int64_t> strides =

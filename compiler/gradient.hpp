@@ -76,6 +76,10 @@ struct BackwardPlan {
     Epilogue epilogue;  // how its results are stored (the call's alpha, and the caller's alpha and beta)
 };
 
+// The output gradients a training loop passes, and what `einc explain --backward` assumes: row-major,
+// of the forward plan's outputs' dtypes and shapes.
+std::vector<TensorSpec> row_major_gradients(const Plan& forward);
+
 // The backward of `forward` over inputs laid out as `inputs` and output gradients as `output_gradients`
 // (one per forward output, of its shape and dtype), each call planned. The input gradients are written
 // row-major (where a result is a view of an output gradient, it may stay one) - or, given their layouts
