@@ -47,6 +47,7 @@ public:
              std::span<const TensorView> input_gradients, void* stream = nullptr) const;
 
 private:
+    Gradient() = default;  // made by einc::gradient only: a Gradient is always bound
     struct State;
     std::shared_ptr<const State> state_;
     void run_steps(std::span<const Input> inputs, std::span<const Input> output_gradients,
