@@ -20,10 +20,11 @@ void canonicalize(std::span<Layout> accesses) {
             return;
         }
         // An empty reduction still writes every destination element (the reduction's identity): keep
-        // the modes the destination steps along, then one empty mode it reduces.
+        // the modes the destination steps along, then one empty mode it reduces. (The other reduced
+        // modes read nothing either; kept, their extents could overflow when merged: 4 x 2^63-1 x 0.)
         std::vector<std::size_t> nonempty;
         for (std::size_t k = 0; k < rank; ++k)
-            if (accesses[0].modes[k].extent != 0) nonempty.push_back(k);
+            if (accesses[0].modes[k].extent != 0 && accesses[0].modes[k].stride != 0) nonempty.push_back(k);
         for (Layout& layout : accesses) layout = permute(layout, nonempty);
         canonicalize(accesses);
         for (Layout& layout : accesses) layout.modes.push_back(Mode{0, 0});

@@ -341,6 +341,11 @@ TEST_CASE("hostile: zero-length axes give numpy's answers") {
     folded.run(std::vector<Input>{huge_empty}, std::vector<TensorView>{folded_out.view()});
     CHECK(values_of(folded_out.view()) == std::vector<double>(12, 0.0));
     CHECK(rearrange(huge_empty, "a b c d -> d c b a").shape() == Shape{3, 0, int64_max, 4});
+    // Found by fuzzing: the same tensor reduced over a and b too - canonicalize kept the empty
+    // reduction's other reduced modes and merged 4 x int64_max.
+    const Tensor huge_sums = reduce(huge_empty, "a b c d -> d 1", einc::sum);
+    CHECK(huge_sums.shape() == Shape{3, 1});
+    CHECK(values_of(huge_sums.view()) == std::vector<double>(3, 0.0));
     // Patterns on operands with an axis of length 0, against the reference.
     struct Case {
         Op op;
