@@ -277,12 +277,7 @@ BenchSettings take_bench_options(std::vector<std::string>& args) {
 }
 
 std::string call_key(const CallArgs& args) {
-    std::string key = fmt::format("{} \"{}\"", name_of(args.call.op), args.call.pattern);
-    if (args.call.reduction != Reduction::none) key += fmt::format(" {}", name_of(args.call.reduction));
-    for (const AxisSize& size : args.call.sizes) key += fmt::format(" -a {}={}", size.name, size.size);
-    for (const Shape& shape : args.call.packed_shapes)
-        key += fmt::format(" --packed {}", format_shape(shape));
-    if (args.call.compact) key += " --compact";
+    std::string key = format_call(args.call);
     if (args.backward) key += " --backward";
     for (const OperandArg& operand : args.operands)
         key += " " + (operand.is_file || operand.strides ? operand.text : format_shape(operand.shape));

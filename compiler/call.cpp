@@ -68,4 +68,13 @@ std::string format_shape(const Shape& shape) {
     return fmt::format("{}", fmt::join(shape, "x"));
 }
 
+std::string format_call(const Call& call) {
+    std::string text = fmt::format("{} \"{}\"", name_of(call.op), call.pattern);
+    if (call.reduction != Reduction::none) text += fmt::format(" {}", name_of(call.reduction));
+    for (const AxisSize& size : call.sizes) text += fmt::format(" -a {}={}", size.name, size.size);
+    for (const Shape& shape : call.packed_shapes) text += fmt::format(" --packed {}", format_shape(shape));
+    if (call.compact) text += " --compact";
+    return text;
+}
+
 }  // namespace einc

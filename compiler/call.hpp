@@ -43,4 +43,8 @@ struct Call {
     friend bool operator==(const Call&, const Call&) = default;
 };
 
+// The call as typed after `einc explain`: `reduce "a (b 2) -> a" max -a b=3`, with --packed shapes and
+// --compact where it has them.
+std::string format_call(const Call& call);
+
 }  // namespace einc

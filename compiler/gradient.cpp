@@ -63,11 +63,7 @@ private:
 
 // The distinct axes of an operand, in the order they first appear.
 std::vector<AxisId> distinct_axes(const BoundOperand& operand) {
-    std::vector<AxisId> axes;
-    for (const BoundDim& dim : operand.dims)
-        for (const AxisId a : dim.axes)
-            if (std::find(axes.begin(), axes.end(), a) == axes.end()) axes.push_back(a);
-    return axes;
+    return detail::axes_of(detail::dim_axes_of(operand));
 }
 
 bool contains(const std::vector<AxisId>& axes, AxisId a) {
@@ -294,14 +290,6 @@ double plan_seconds(const Plan& plan, const DeviceModel& device) {
     return seconds;
 }
 
-std::string call_text(const Call& call) {
-    std::string text = fmt::format("{} \"{}\"", name_of(call.op), call.pattern);
-    if (call.reduction != Reduction::none) text += fmt::format(" {}", name_of(call.reduction));
-    for (const AxisSize& size : call.sizes) text += fmt::format(" -a {}={}", size.name, size.size);
-    for (const Shape& shape : call.packed_shapes) text += fmt::format(" --packed {}", format_shape(shape));
-    return text;
-}
-
 }  // namespace
 
 std::vector<TensorSpec> row_major_gradients(const Plan& forward) {
@@ -388,7 +376,7 @@ std::string print_backward(const Plan& forward, const Schedule& forward_schedule
         out += fmt::format("\nbackward {}: {}\n  {}\n", c + 1, b.call.why,
                            b.call.route ? fmt::format("the gradient of reduce \"{}\" {}", b.call.call.pattern,
                                                       name_of(b.call.call.reduction))
-                                        : call_text(b.call.call));
+                                        : format_call(b.call.call));
         out += print_plan(b.plan, schedules[c], device);
         backward_seconds += plan_seconds(b.plan, device);
     }
@@ -417,7 +405,7 @@ std::string backward_to_json(std::span<const BackwardPlan> backward, std::span<c
         const BackwardPlan& b = backward[c];
         seconds += plan_seconds(b.plan, device);
         calls.push_back(fmt::format(R"({{"call":{},"route":{},"why":{},"plan":{}}})",
-                                    json_quoted(call_text(b.call.call)), b.call.route,
+                                    json_quoted(format_call(b.call.call)), b.call.route,
                                     json_quoted(b.call.why), plan_to_json(b.plan, schedules[c], device)));
     }
     return fmt::format(

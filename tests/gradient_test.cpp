@@ -59,14 +59,6 @@ Call reduce_call(std::string pattern, Reduction reduction, AxisSizes sizes = {})
     return call_of(Op::reduce, std::move(pattern), std::move(sizes), reduction);
 }
 
-std::string describe_call(const Call& call) {
-    std::string text = fmt::format("{} \"{}\"", name_of(call.op), call.pattern);
-    if (call.reduction != Reduction::none) text += fmt::format(" {}", name_of(call.reduction));
-    for (const AxisSize& s : call.sizes) text += fmt::format(" -a {}={}", s.name, s.size);
-    for (const Shape& p : call.packed_shapes) text += fmt::format(" --packed {}", format_shape(p));
-    return text;
-}
-
 std::vector<double> random_integers(std::mt19937& rng, std::int64_t n, int low, int high) {
     std::uniform_int_distribution<int> pick(low, high);
     std::vector<double> values(static_cast<std::size_t>(n));
@@ -314,13 +306,13 @@ void check_gradient_or_throw(const Call& call, std::span<const TensorView> input
 
 // The same, an einc::Error reported as a failure of this call (the other calls still run).
 void check_gradient(const Call& call, std::span<const TensorView> inputs, std::mt19937& rng, const CheckOptions& options = {}) {
-    INFO(describe_call(call));
+    INFO(format_call(call));
     try {
         check_gradient_or_throw(call, inputs, rng, options);
     } catch (const Error& e) {
         std::string described;
         for (const TensorView& x : inputs) described += fmt::format(" {}", describe(x));
-        FAIL_CHECK(fmt::format("{} on{}: einc::Error\n{}", describe_call(call), described, e.what()));
+        FAIL_CHECK(fmt::format("{} on{}: einc::Error\n{}", format_call(call), described, e.what()));
     }
 }
 
@@ -695,7 +687,7 @@ TEST_CASE("gradient of a rearrange is a view of the output's gradient where it c
     for (const HandCase& c : std::vector<HandCase>{{call_of(Op::rearrange, "b h w c -> b c h w"), {{2, 3, 4, 5}}},
                                                     {call_of(Op::rearrange, "b (h w) c -> b h w c", {{"h", 2}}), {{2, 6, 3}}},
                                                     {call_of(Op::rearrange, "a b -> (b a)"), {{3, 4}}}}) {
-        INFO(describe_call(c.call));
+        INFO(format_call(c.call));
         const Tensor x = make_tensor(DType::f32, c.shapes[0], random_integers(rng, count(c.shapes[0]), -3, 3));
         const Gradient g = gradient(c.call, {x.view()});
         REQUIRE(g.steps().size() == 1);

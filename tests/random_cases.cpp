@@ -304,10 +304,7 @@ Planned bind_and_plan(const Call& call, std::span<const TensorView> inputs, cons
 }
 
 std::string RandomCase::describe() const {
-    std::string text = fmt::format("{} \"{}\"", name_of(call.op), call.pattern);
-    if (call.reduction != Reduction::none) text += fmt::format(" {}", name_of(call.reduction));
-    for (const AxisSize& s : call.sizes) text += fmt::format(" -a {}={}", s.name, s.size);
-    for (const Shape& p : call.packed_shapes) text += fmt::format(" --packed {}", format_shape(p));
+    std::string text = format_call(call);
     for (const TensorView& input : inputs) text += fmt::format(" {}", einc::describe(input));
     return text;
 }
