@@ -47,6 +47,12 @@ Error Tensors::shape_error(std::string message, ErrorKind kind) const {
     return error;
 }
 
+std::string too_many_elements(std::string_view what, std::span<const std::int64_t> lengths) {
+    if (checked_product(lengths) == 0)
+        return fmt::format("{} is empty, but its other lengths multiply past 64 bits (numpy refuses such a shape too)", what);
+    return fmt::format("{} has more elements than fit in 64 bits", what);
+}
+
 void Tensors::check_not_negative(std::size_t i, ShapeShown shown) const {
     const Shape& shape = shapes[i];
     if (std::none_of(shape.begin(), shape.end(), [](std::int64_t extent) { return extent < 0; })) return;
@@ -57,8 +63,7 @@ void Tensors::check_not_negative(std::size_t i, ShapeShown shown) const {
 
 void Tensors::check_lengths(std::size_t i) const {
     check_not_negative(i, ShapeShown::in_message);
-    if (!checked_product(shapes[i]))
-        throw shape_error(fmt::format("{} has more elements than fit in 64 bits", name(i)));
+    if (!lengths_fit(shapes[i])) throw shape_error(too_many_elements(name(i), shapes[i]));
 }
 
 void check_rank(const Tensors& tensors, std::size_t i, const syntax::Operand& operand, std::string_view text,

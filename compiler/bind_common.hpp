@@ -41,6 +41,10 @@ std::string anonymous_axis_name(const syntax::Number& number);
 // The name of the k-th axis `...` stands for: "...0", "...1".
 std::string ellipsis_axis_name(std::size_t k);
 
+// The message refusing a tensor whose lengths don't fit (lengths_fit): "<what> has more elements than fit
+// in 64 bits", or, where a 0 makes it empty, that its other lengths multiply past 64 bits.
+std::string too_many_elements(std::string_view what, std::span<const std::int64_t> lengths);
+
 // The first `...` of an operand, or null.
 const syntax::Ellipsis* ellipsis_in(const syntax::Operand& operand);
 // The dims of an operand besides its `...`: each matches one dim of the tensor.
@@ -66,7 +70,7 @@ struct Tensors {
     Error shape_error(std::string message, ErrorKind kind = ErrorKind::shape) const;
     // Refuses a negative length in tensor i's shape (a usage error).
     void check_not_negative(std::size_t i, ShapeShown shown) const;
-    // Refuses a negative length in tensor i's shape, or more elements than fit in 64 bits.
+    // Refuses a negative length in tensor i's shape, or lengths that don't fit (lengths_fit).
     void check_lengths(std::size_t i) const;
 };
 

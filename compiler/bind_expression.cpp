@@ -70,6 +70,7 @@ public:
         bind_inputs();
         infer_sizes();
         bind_output();
+        check_axes_fit();
         classify_axes();
         check_empty_reductions();
         return std::move(bound_);
@@ -630,9 +631,20 @@ private:
             bound_dim.extent = *extent;
             bound.dims.push_back(std::move(bound_dim));
         }
-        if (!checked_product(bound.shape()))
-            throw shape_error("the output has more elements than fit in 64 bits").at(text_, operand.span);
         bound_.outputs.push_back(std::move(bound));
+    }
+
+    // Every tensor's axes fit (lengths_fit), not only its dims: a group `(b c)` of length 0 can hide
+    // b = 2^63-1 beside a dim a = 4, and the planner multiplies the lengths of axes.
+    void check_axes_fit() const {
+        const auto check = [&](const BoundOperand& operand, const std::string& what) {
+            std::vector<std::int64_t> sizes;
+            for (const BoundDim& dim : operand.dims)
+                for (const AxisId a : dim.axes) sizes.push_back(bound_.size(a));
+            if (!lengths_fit(sizes)) throw shape_error(too_many_elements(what, sizes)).at(text_, operand.span);
+        };
+        for (std::size_t i = 0; i < bound_.inputs.size(); ++i) check(bound_.inputs[i], tensor_of(i));
+        check(bound_.outputs[0], "the output");
     }
 
     void classify_axes() {

@@ -219,7 +219,7 @@ private:
     }
 
     void check_total(const BoundOperand& operand) const {
-        if (!checked_product(operand.shape())) throw shape_error("a result has more elements than fit in 64 bits");
+        if (!lengths_fit(operand.shape())) throw shape_error(too_many_elements("a result", operand.shape()));
     }
 
     const syntax::Pattern& pattern_;

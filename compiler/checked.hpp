@@ -38,4 +38,18 @@ inline std::optional<std::int64_t> checked_product(std::span<const std::int64_t>
     return product;
 }
 
+// Whether a tensor of these lengths can be described: the product of its non-zero lengths fits, as numpy
+// requires of every array, an empty one too. Then the product of any of its lengths fits (or is 0), which
+// the planner relies on: 4 x (2^63-1) x 0 is empty, yet its first two lengths multiply past 64 bits.
+inline bool lengths_fit(std::span<const std::int64_t> lengths) {
+    std::int64_t product = 1;
+    for (const std::int64_t v : lengths) {
+        if (v == 0) continue;
+        const auto next = checked_mul(product, v);
+        if (!next) return false;
+        product = *next;
+    }
+    return true;
+}
+
 }  // namespace einc

@@ -287,7 +287,7 @@ Prefix read_prefix(std::span<const std::byte> head, std::uint64_t file_size, std
 // The data's size in bytes, checked (before anything is allocated) against what the file holds.
 std::size_t data_size(const Header& header, std::uint64_t available, std::string_view name) {
     const auto elements = checked_product(header.shape);
-    if (!elements)
+    if (!elements || !lengths_fit(header.shape))  // numpy refuses an empty shape whose other lengths overflow too
         fail(name,
              fmt::format("the shape {} has more elements than fit in 64 bits", format_shape(header.shape)));
     const auto bytes = checked_mul(*elements, static_cast<std::int64_t>(size_of(header.descr.dtype)));

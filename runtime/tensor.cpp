@@ -36,7 +36,7 @@ std::string describe(const TensorView& view) {
 Tensor Tensor::empty(DType dtype, Shape shape, Device device, int device_index) {
     const auto elements = checked_product(shape);
     const auto bytes = elements ? checked_mul(*elements, static_cast<std::int64_t>(size_of(dtype))) : std::nullopt;
-    if (!bytes) throw Error(ErrorKind::shape, fmt::format("a {} tensor of shape {} has more bytes than fit in 64 bits", name_of(dtype), format_shape(shape)));
+    if (!bytes || !lengths_fit(shape))  // numpy refuses an empty shape whose other lengths overflow too throw Error(ErrorKind::shape, fmt::format("a {} tensor of shape {} has more bytes than fit in 64 bits", name_of(dtype), format_shape(shape)));
     if (device != Device::cpu) return allocate_on_gpu(dtype, std::move(shape), device_index);
     constexpr std::size_t alignment = 64;
     const std::size_t size = (static_cast<std::size_t>(*bytes) + alignment - 1) / alignment * alignment;

@@ -456,6 +456,8 @@ TEST_CASE("npy: bad shapes and lying sizes are rejected before anything is alloc
     reject("(9223372036854775808,)", "too large for 64 bits");
     reject("(4294967296, 4294967296)",
            "the shape 4294967296x4294967296 has more elements than fit in 64 bits");
+    reject("(4294967296, 0, 4294967296)",  // empty, but numpy refuses it too ("array is too big")
+           "the shape 4294967296x0x4294967296 has more elements than fit in 64 bits");
     reject("(1152921504606846976,)",
            "the shape 1152921504606846976 of '<f8' has more bytes than fit in 64 bits", "<f8");
     reject("(2, 4)",
