@@ -64,16 +64,35 @@ enum class Split : std::uint8_t {
     none,      // on the calling thread: the work is below the threshold, or nothing splits
     outer,     // the outermost mode of the nest: threads write disjoint outputs
     rows,      // the rows of the innermost block: threads write disjoint outputs
-    tiles,           // a transpose with no batch: bands of tiles along its long side
+    tiles,           // a transpose: its tiles (a short-sided one: bands along its long side)
     partials_outer,  // the outermost mode, which is reduced: each thread folds into accumulators of its own
     partials_rows,   // the block's rows, which are reduced: likewise; the arrays are combined after
 };
 std::string_view name_of(Split split);
 
-// How a CPU transpose moves a tile: 8x8 (AVX2) or 4x4 (SSE2) register blocks of 4-byte elements; a
-// buffer in L1; or, when one side has 8 elements or fewer, streaming along the other side.
+// How a CPU transpose moves a tile from its buffer to the destination: 8x8 (AVX2) or 4x4 (SSE2) register
+// blocks of 4-byte elements, or element by element; or, when one side has 8 elements or fewer, with no
+// tiles, streaming along the other side.
 enum class TransposeKind : std::uint8_t { registers, tiles, short_side };
 std::string_view name_of(TransposeKind kind);
+
+// The largest tile of a CPU transpose, in bytes: its buffer, on the stack of each thread that moves tiles.
+inline constexpr std::int64_t transpose_buffer_bytes = 64 << 10;
+// The most modes a CPU transpose has (its kernel keeps its loop state on the stack); a copy of more is a move.
+inline constexpr std::size_t max_transpose_rank = 12;
+
+// The tiles of a CPU transpose (kinds registers and tiles), as HPTT cuts a permutation: the index space in
+// tiles of at most transpose_buffer_bytes, each read from the source into a buffer along source-contiguous
+// runs, then written out along destination-contiguous runs, so that both sides move whole cache lines
+// (modes are positions in the nest; p is the source's unit-stride mode, the last the destination's).
+struct TransposeTiles {
+    Shape extents;                          // per mode: the tile's extent (1: the mode is walked between tiles)
+    std::vector<std::size_t> read_order;    // the tile's modes but p, innermost first (source stride ascending)
+    std::vector<std::size_t> write_order;   // the tile's modes but p and the last, innermost first (destination's)
+    std::vector<std::size_t> tile_order;    // the modes tiles are walked along, innermost first (nearest in memory)
+    std::int64_t count = 0;                 // tiles in all
+    bool streaming_stores = false;          // a destination larger than the caches is written around them
+};
 
 // The loop nest of a CPU step, every access over one index space in traversal order (outermost first).
 //   move, convert, transpose: dst, src (the plan's canonical layouts)
@@ -101,6 +120,7 @@ struct ScheduledStep {
     Split split = Split::none;
     std::size_t transpose_mode = 0;  // transpose: the mode unit-stride in the source
     TransposeKind transpose_kind = TransposeKind::tiles;
+    TransposeTiles tiles;            // transpose of kind registers or tiles
     std::int64_t window = 0;        // reduce_windows: terms per output
     std::int64_t accumulators = 0;  // reduce/contract_accumulate: elements of the accumulator array
     int partial_arrays = 0;         // Split::partials_*: one more accumulator array per thread

@@ -20,6 +20,66 @@ void pad_front(std::size_t rank, std::initializer_list<Layout*> layouts) {
         while (layout->rank() < rank) layout->modes.insert(layout->modes.begin(), Mode{1, 0});
 }
 
+// A transpose's tiles (TransposeTiles). Each side's runs reach 512 bytes where its contiguous modes allow
+// (a run's cache lines are used up while in L1, and the prefetchers see streams), then the two tiled modes
+// grow to fill half the buffer; a tile never exceeds the buffer. Tiles are walked nearest first: along the
+// mode whose step moves least in both memories, so that consecutive tiles share pages and lines.
+TransposeTiles tile_transpose(const Layout& dst, const Layout& src, std::size_t p, std::int64_t element_bytes, std::int64_t block) {
+    constexpr std::int64_t run_bytes = 512, streaming_bytes = 8 << 20;
+    const std::size_t rank = dst.rank(), q = rank - 1;
+    const std::int64_t run = std::max<std::int64_t>(run_bytes / element_bytes, 1), budget = transpose_buffer_bytes / element_bytes;
+    const auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
+    TransposeTiles tiles;
+    tiles.extents.assign(rank, 1);
+    const auto size = [&] { return std::accumulate(tiles.extents.begin(), tiles.extents.end(), std::int64_t{1}, std::multiplies<>()); };
+    // From a side's unit-stride mode along the modes contiguous after it, until the run is long enough.
+    const auto follow = [&](const Layout& side, std::size_t first) {
+        std::int64_t length = 1;
+        for (std::size_t m = first;;) {
+            const std::int64_t extent = side.modes[m].extent;
+            std::int64_t want = ceil_div(run, length);
+            if (m == p || m == q) want = ceil_div(want, block) * block;  // whole register blocks
+            tiles.extents[m] = std::max(tiles.extents[m], std::min(extent, want));
+            if (tiles.extents[m] < extent) return;
+            length *= extent;
+            if (length >= run) return;
+            const auto next = std::find_if(side.modes.begin(), side.modes.end(), [&](const Mode& mode) { return mode.stride == length && mode.extent > 1; });
+            if (next == side.modes.end()) return;
+            m = static_cast<std::size_t>(next - side.modes.begin());
+        }
+    };
+    follow(src, p);
+    follow(dst, q);
+    for (bool grew = true; grew;) {
+        grew = false;
+        for (const std::size_t m : {p, q})
+            if (tiles.extents[m] < dst.modes[m].extent && size() * 2 <= budget / 2) {
+                tiles.extents[m] = std::min(dst.modes[m].extent, tiles.extents[m] * 2);
+                grew = true;
+            }
+    }
+    while (size() > budget) {  // both sides' runs too long together: halve the longest tiled mode
+        const auto longest = std::max_element(tiles.extents.begin(), tiles.extents.end());
+        *longest = std::max<std::int64_t>(*longest / 2, 1);
+    }
+    const auto by_stride = [](const Layout& side) {
+        return [&side](std::size_t a, std::size_t b) { return std::abs(side.modes[a].stride) < std::abs(side.modes[b].stride); };
+    };
+    for (std::size_t m = 0; m < rank; ++m) {
+        if (tiles.extents[m] > 1 && m != p) tiles.read_order.push_back(m);
+        if (tiles.extents[m] > 1 && m != p && m != q) tiles.write_order.push_back(m);
+        if (tiles.extents[m] < dst.modes[m].extent) tiles.tile_order.push_back(m);
+    }
+    std::sort(tiles.read_order.begin(), tiles.read_order.end(), by_stride(src));
+    std::sort(tiles.write_order.begin(), tiles.write_order.end(), by_stride(dst));
+    const auto jump = [&](std::size_t m) { return tiles.extents[m] * (std::abs(src.modes[m].stride) + std::abs(dst.modes[m].stride)); };
+    std::stable_sort(tiles.tile_order.begin(), tiles.tile_order.end(), [&](std::size_t a, std::size_t b) { return jump(a) < jump(b); });
+    tiles.count = 1;
+    for (std::size_t m = 0; m < rank; ++m) tiles.count *= ceil_div(dst.modes[m].extent, tiles.extents[m]);
+    tiles.streaming_stores = block > 0 && element_bytes == 4 && dst.size() * element_bytes >= streaming_bytes;
+    return tiles;
+}
+
 // Copies: by element size (move), with a conversion, or tiled between the source's and the destination's
 // contiguous modes.
 ScheduledStep schedule_copy(const Plan& plan, const Copy& copy, const Target& target) {
@@ -34,7 +94,7 @@ ScheduledStep schedule_copy(const Plan& plan, const Copy& copy, const Target& ta
     const std::optional<std::size_t> p = from == to && copy.epilogue.identity()
                                              ? transpose_mode(copy.dst.layout, copy.src.layout, 4)
                                              : std::nullopt;
-    if (!p) {
+    if (!p || copy.dst.layout.rank() > max_transpose_rank) {
         step.split = parallel && copy.dst.layout.rank() > 0 && copy.dst.layout.modes[0].extent >= 2 ? Split::outer : Split::none;
         return step;
     }
@@ -46,8 +106,15 @@ ScheduledStep schedule_copy(const Plan& plan, const Copy& copy, const Target& ta
     if (size_of(from) == 4 && block > 0 && rows >= block && cols >= block) step.transpose_kind = TransposeKind::registers;
     else if (rows <= 8 || cols <= 8) step.transpose_kind = TransposeKind::short_side;
     else step.transpose_kind = TransposeKind::tiles;
-    const std::int64_t batch = copy.dst.layout.size() / (rows * cols);  // the other modes
-    step.split = !parallel ? Split::none : batch >= 2 ? Split::outer : Split::tiles;
+    if (step.transpose_kind == TransposeKind::short_side) {
+        const std::int64_t batch = copy.dst.layout.size() / (rows * cols);  // the other modes
+        step.split = !parallel ? Split::none : batch >= 2 ? Split::outer : Split::tiles;
+        return step;
+    }
+    const std::int64_t element_bytes = static_cast<std::int64_t>(size_of(from));
+    step.tiles = tile_transpose(copy.dst.layout, copy.src.layout, *p, element_bytes,
+                                step.transpose_kind == TransposeKind::registers ? block : 1);
+    step.split = parallel && step.tiles.count >= 2 ? Split::tiles : Split::none;
     return step;
 }
 

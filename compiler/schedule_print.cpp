@@ -1,5 +1,6 @@
 // Printing schedules: what `einc explain --print schedule` shows.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compiler/cost.hpp"
 #include "compiler/schedule.hpp"
@@ -37,9 +38,16 @@ std::vector<std::string> cpu_lines(const ScheduledStep& step) {
                           step.strategy == Strategy::contract_accumulate;
     if (products) lines.push_back(fmt::format("src  {}", to_string(nest.src1)));
     if (step.accumulators > 0) lines.push_back(fmt::format("acc  {}", to_string(nest.acc)));
-    if (step.strategy == Strategy::transpose)
+    if (step.strategy == Strategy::transpose) {
         lines.push_back(fmt::format("tiles between mode {} (unit-stride in the source) and mode {}: {}", step.transpose_mode,
                                     nest.dst.rank() - 1, name_of(step.transpose_kind)));
+        const TransposeTiles& tiles = step.tiles;
+        if (step.transpose_kind != TransposeKind::short_side)
+            lines.push_back(fmt::format("{} tiles of ({}) walked along modes [{}], read along [{}], written along [{}] (innermost first){}",
+                                        tiles.count, fmt::join(tiles.extents, ","), fmt::join(tiles.tile_order, ","),
+                                        fmt::join(tiles.read_order, ","), fmt::join(tiles.write_order, ","),
+                                        tiles.streaming_stores ? "; streaming stores" : ""));
+    }
     if (step.strategy == Strategy::reduce_windows) lines.push_back(fmt::format("window of {} terms per output", step.window));
     if (step.accumulators > 0)
         lines.push_back(fmt::format("{} accumulators{}", step.accumulators,

@@ -50,6 +50,64 @@ void check_executor(Op op, DType dtype, int cases, unsigned seed) {
     }
 }
 
+// Each instruction set's copy kernels, with the register width to schedule them for (and the baseline's
+// without register blocks too, so that 4-byte tiles are also written element by element).
+struct CopyKernels {
+    const char* name;
+    void (*copy)(const ScheduledStep&, const cpu::Data&, const cpu::Data&);
+    int vector_bytes;
+};
+std::vector<CopyKernels> copy_kernels() {
+    std::vector<CopyKernels> isas{{"baseline", cpu::baseline::copy, 16}, {"baseline, no register blocks", cpu::baseline::copy, 0}};
+#if EINC_HAS_AVX2_KERNELS
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isas.push_back({"avx2", cpu::avx2::copy, 32});
+#endif
+    return isas;
+}
+
+// Schedules a copy between two layouts of one index space for `isa` and runs that kernel on bytes that
+// differ everywhere; returns the elements of dst that differ from an index loop's.
+std::int64_t wrong_after_copy(const CopyKernels& isa, DType dtype, const Layout& dst_layout, const Layout& src_layout,
+                              std::set<TransposeKind>* kinds = nullptr, bool* streamed = nullptr) {
+    const auto size = static_cast<std::int64_t>(size_of(dtype));
+    const auto span_of = [](const Layout& layout) {
+        std::int64_t last = 0;
+        for (const Mode& m : layout.modes) last += (m.extent - 1) * m.stride;
+        return last + 1;
+    };
+    Tensor src = Tensor::empty(dtype, {span_of(src_layout)}), dst = Tensor::zeros(dtype, {span_of(dst_layout)});
+    auto* in = static_cast<std::uint8_t*>(src.data());
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(src.nbytes()); ++i) in[i] = static_cast<std::uint8_t>(i * 131 + i / 253);
+    Plan plan;
+    plan.inputs = {TensorSpec{dtype, {span_of(src_layout)}, {1}}};
+    plan.outputs = {TensorSpec{dtype, {span_of(dst_layout)}, {1}}};
+    plan.steps.push_back(PlanStep{
+        Copy{Access{Buffer{Buffer::Kind::input, 0}, 0, src_layout}, Access{Buffer{Buffer::Kind::output, 0}, 0, dst_layout}, {}}, {}, ""});
+    const ScheduledStep step = schedule(plan, Target::cpu(2, isa.vector_bytes, false)).steps[0];
+    REQUIRE(step.strategy == Strategy::transpose);
+    if (kinds != nullptr) kinds->insert(step.transpose_kind);
+    if (streamed != nullptr) *streamed |= step.tiles.streaming_stores;
+    isa.copy(step, cpu::Data{static_cast<std::byte*>(dst.data()), dtype}, cpu::Data{static_cast<std::byte*>(src.data()), dtype});
+    const auto* out = static_cast<const std::uint8_t*>(dst.data());
+    std::int64_t wrong = 0;
+    const std::size_t rank = dst_layout.rank();
+    std::vector<std::int64_t> index(rank, 0);
+    for (std::int64_t n = 0; n < dst_layout.size(); ++n) {
+        std::int64_t d = 0, s_ = 0;
+        for (std::size_t m = 0; m < rank; ++m) {
+            d += index[m] * dst_layout.modes[m].stride;
+            s_ += index[m] * src_layout.modes[m].stride;
+        }
+        wrong += std::memcmp(out + d * size, in + s_ * size, static_cast<std::size_t>(size)) != 0;
+        for (std::size_t m = rank; m-- > 0;) {
+            if (++index[m] < dst_layout.modes[m].extent) break;
+            index[m] = 0;
+        }
+    }
+    return wrong;
+}
+
 const DType movement_dtypes[] = {DType::f64, DType::f32, DType::f16, DType::bf16, DType::f8e4m3,
                                  DType::f8e5m2, DType::i8, DType::i32, DType::i64, DType::boolean};
 const DType numeric_dtypes[] = {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i8, DType::i32, DType::i64};
@@ -165,24 +223,17 @@ TEST_CASE("cpu executor: tensors large enough to be split across threads") {
 // The tiled transposes of runtime/cpu/copy.cpp: 64 x 64 tiles of 8x8 (AVX2) or 4x4 (SSE2) register blocks
 // for 4-byte elements, a buffer for the others, element by element at the edges and along short sides.
 // Each instruction set's kernels are called directly, on sizes around every edge, against index loops.
+// The transposes of runtime/cpu/copy.cpp: tiles through a buffer, written out through 8x8 (AVX2) or 4x4
+// (SSE2) register blocks for 4-byte elements and element by element for the others (and at the edges);
+// with a side of 8 or fewer, no tiles. Each instruction set's kernel is called directly, on sizes around
+// every edge, against index loops.
 TEST_CASE("cpu kernels: tiled transposes at every edge width, every element size, each instruction set") {
-    // Each instruction set's kernel, scheduled for its register width (and the baseline's without register
-    // blocks too, so that 4-byte tiles also go through the buffer).
-    struct Isa {
-        const char* name;
-        void (*copy)(const ScheduledStep&, const cpu::Data&, const cpu::Data&);
-        int vector_bytes;
-    };
-    std::vector<Isa> isas{{"baseline", cpu::baseline::copy, 16}, {"baseline, no register blocks", cpu::baseline::copy, 0}};
-#if EINC_HAS_AVX2_KERNELS
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isas.push_back({"avx2", cpu::avx2::copy, 32});
-#endif
     const std::pair<std::int64_t, std::int64_t> sizes[] = {{4, 4},   {8, 8},   {9, 7},   {16, 12},  {64, 64},  {67, 130},
                                                            {131, 65}, {5, 300}, {300, 5}, {1030, 1000}};
     std::set<TransposeKind> kinds;
+    bool streamed = false;
     // (No structured bindings: CAPTURE's lambdas take them, which Clang 14 refuses.)
-    for (const Isa& isa : isas)
+    for (const CopyKernels& isa : copy_kernels())
         for (const DType dtype : {DType::i8, DType::f16, DType::f32, DType::f64})
             for (const auto& size_pair : sizes)
                 for (const std::int64_t batch : {1, 3}) {
@@ -194,35 +245,54 @@ TEST_CASE("cpu kernels: tiled transposes at every edge width, every element size
                     CAPTURE(cols);
                     CAPTURE(batch);
                     // dst[b][r][c] = src[b][c][r], both row-major: the source is contiguous along r.
-                    Tensor src = Tensor::empty(dtype, {batch, cols, rows}), dst = Tensor::zeros(dtype, {batch, rows, cols});
-                    const auto size = static_cast<std::int64_t>(size_of(dtype));
-                    auto* in = static_cast<std::uint8_t*>(src.data());
-                    for (std::int64_t i = 0; i < static_cast<std::int64_t>(src.nbytes()); ++i) in[i] = static_cast<std::uint8_t>(i * 131 + i / 253);
-                    Plan plan;
-                    plan.inputs = {TensorSpec{dtype, {batch, cols, rows}, {rows * cols, rows, 1}}};
-                    plan.outputs = {TensorSpec{dtype, {batch, rows, cols}, {rows * cols, cols, 1}}};
                     const Shape extents{batch, rows, cols};
-                    plan.steps.push_back(
-                        PlanStep{Copy{Access{Buffer{Buffer::Kind::input, 0}, 0,
-                                             make_layout(extents, Shape{rows * cols, 1, rows})},
-                                      Access{Buffer{Buffer::Kind::output, 0}, 0, row_major(extents)},
-                                      {}},
-                                 {},
-                                 ""});
-                    const ScheduledStep step = schedule(plan, Target::cpu(2, isa.vector_bytes, false)).steps[0];
-                    REQUIRE(step.strategy == Strategy::transpose);
-                    kinds.insert(step.transpose_kind);
-                    isa.copy(step, cpu::Data{static_cast<std::byte*>(dst.data()), dtype}, cpu::Data{static_cast<std::byte*>(src.data()), dtype});
-                    const auto* out = static_cast<const std::uint8_t*>(dst.data());
-                    std::int64_t wrong = 0;
-                    for (std::int64_t b = 0; b < batch; ++b)
-                        for (std::int64_t r = 0; r < rows; ++r)
-                            for (std::int64_t c = 0; c < cols; ++c)
-                                wrong += std::memcmp(out + ((b * rows + r) * cols + c) * size, in + ((b * cols + c) * rows + r) * size,
-                                                     static_cast<std::size_t>(size)) != 0;
-                    CHECK(wrong == 0);
+                    CHECK(wrong_after_copy(isa, dtype, row_major(extents), make_layout(extents, Shape{rows * cols, 1, rows}), &kinds,
+                                           &streamed) == 0);
                 }
     CHECK(kinds == std::set<TransposeKind>{TransposeKind::registers, TransposeKind::tiles, TransposeKind::short_side});
+    CHECK(streamed);  // 3 x 1030 x 1000 4-byte elements: 12 MB, written with streaming stores
+}
+
+// Permutations of rank 3 to 6 whose tiles span several modes (each side's contiguous modes, whole or in
+// part), with partial tiles at every edge, every element size, against index loops.
+TEST_CASE("cpu kernels: tiled transposes of higher rank, across modes and partial tiles, each instruction set") {
+    struct Case {
+        Shape shape;                   // the source, row-major
+        std::vector<std::size_t> dst;  // the destination's dims: source dims, row-major
+    };
+    const Case cases[] = {
+        {{8, 8, 16, 16, 8, 32}, {5, 3, 1, 4, 2, 0}},  // cpu_bench's 6-D permutation
+        {{9, 5, 7, 3, 11, 13}, {5, 3, 1, 4, 2, 0}},   // odd extents: every tile partial
+        {{16, 3, 32, 10, 33}, {4, 2, 1, 3, 0}},
+        {{40, 41, 42}, {2, 1, 0}},
+        {{9, 70, 6, 12}, {0, 2, 3, 1}},
+        {{2, 3, 4, 5, 6, 7}, {1, 5, 3, 0, 4, 2}},
+        {{12, 18, 2, 20}, {3, 1, 2, 0}},
+    };
+    bool tiled_across_modes = false;
+    for (const CopyKernels& isa : copy_kernels())
+        for (const DType dtype : {DType::i8, DType::f16, DType::f32, DType::f64})
+            for (const Case& c : cases) {
+                const std::string kernels_for = isa.name;
+                CAPTURE(kernels_for);
+                CAPTURE(name_of(dtype));
+                CAPTURE(format_shape(c.shape));
+                const Shape src_strides = row_major_strides(c.shape);
+                Shape extents, strides;
+                for (const std::size_t d : c.dst) {
+                    extents.push_back(c.shape[d]);
+                    strides.push_back(src_strides[d]);
+                }
+                const Layout dst = row_major(extents), src = make_layout(extents, strides);
+                CHECK(wrong_after_copy(isa, dtype, dst, src) == 0);
+                Plan plan;  // the tile, for the check below that some span more than the two transposed modes
+                plan.inputs = {TensorSpec{dtype, c.shape, src_strides}};
+                plan.outputs = {TensorSpec{dtype, extents, row_major_strides(extents)}};
+                plan.steps.push_back(PlanStep{Copy{Access{Buffer{Buffer::Kind::input, 0}, 0, src}, Access{Buffer{Buffer::Kind::output, 0}, 0, dst}, {}}, {}, ""});
+                const TransposeTiles& tiles = schedule(plan, Target::cpu(2, isa.vector_bytes, false)).steps[0].tiles;
+                tiled_across_modes |= std::count_if(tiles.extents.begin(), tiles.extents.end(), [](std::int64_t e) { return e > 1; }) > 2;
+            }
+    CHECK(tiled_across_modes);
 }
 
 TEST_CASE("cpu executor: every CPU strategy of the schedule, small and split between threads, against the reference") {

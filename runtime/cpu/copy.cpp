@@ -49,8 +49,15 @@ void walk(const Nest<N>& nest, Split split, Run run) {
 }
 
 #if defined(EINC_CPU_AVX2)
+template <bool Stream>
+__attribute__((target("avx2"))) inline void store_row(float* o, __m256 v) {
+    if constexpr (Stream) _mm256_stream_ps(o, v);
+    else _mm256_storeu_ps(o, v);
+}
 // An 8x8 block of 4-byte elements transposed in registers: source rows s, s + ss, ... (8 elements each)
 // become destination rows d, d + ds, ... (strides in elements). Bits only move: any 4-byte dtype.
+// Stream: non-temporal stores (every row 32-byte aligned), which write around the caches.
+template <bool Stream>
 __attribute__((target("avx2"))) inline void transpose_block(const std::uint32_t* s, std::int64_t ss, std::uint32_t* d, std::int64_t ds) {
     // (No lambdas: they would not inherit the target attribute the intrinsics need.)
     const float* f = reinterpret_cast<const float*>(s);
@@ -63,71 +70,176 @@ __attribute__((target("avx2"))) inline void transpose_block(const std::uint32_t*
     const __m256 u3 = _mm256_shuffle_ps(t1, t3, 0xEE), u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
     const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
     float* o = reinterpret_cast<float*>(d);
-    _mm256_storeu_ps(o, _mm256_permute2f128_ps(u0, u4, 0x20));
-    _mm256_storeu_ps(o + ds, _mm256_permute2f128_ps(u1, u5, 0x20));
-    _mm256_storeu_ps(o + 2 * ds, _mm256_permute2f128_ps(u2, u6, 0x20));
-    _mm256_storeu_ps(o + 3 * ds, _mm256_permute2f128_ps(u3, u7, 0x20));
-    _mm256_storeu_ps(o + 4 * ds, _mm256_permute2f128_ps(u0, u4, 0x31));
-    _mm256_storeu_ps(o + 5 * ds, _mm256_permute2f128_ps(u1, u5, 0x31));
-    _mm256_storeu_ps(o + 6 * ds, _mm256_permute2f128_ps(u2, u6, 0x31));
-    _mm256_storeu_ps(o + 7 * ds, _mm256_permute2f128_ps(u3, u7, 0x31));
+    store_row<Stream>(o, _mm256_permute2f128_ps(u0, u4, 0x20));
+    store_row<Stream>(o + ds, _mm256_permute2f128_ps(u1, u5, 0x20));
+    store_row<Stream>(o + 2 * ds, _mm256_permute2f128_ps(u2, u6, 0x20));
+    store_row<Stream>(o + 3 * ds, _mm256_permute2f128_ps(u3, u7, 0x20));
+    store_row<Stream>(o + 4 * ds, _mm256_permute2f128_ps(u0, u4, 0x31));
+    store_row<Stream>(o + 5 * ds, _mm256_permute2f128_ps(u1, u5, 0x31));
+    store_row<Stream>(o + 6 * ds, _mm256_permute2f128_ps(u2, u6, 0x31));
+    store_row<Stream>(o + 7 * ds, _mm256_permute2f128_ps(u3, u7, 0x31));
 }
 constexpr std::int64_t register_block = 8;
 #elif defined(__SSE2__)
 // A 4x4 block of 4-byte elements transposed in registers (as the AVX2 version, with 4-wide vectors).
+template <bool Stream>
 inline void transpose_block(const std::uint32_t* s, std::int64_t ss, std::uint32_t* d, std::int64_t ds) {
     __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(s)), r1 = _mm_loadu_ps(reinterpret_cast<const float*>(s + ss));
     __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(s + 2 * ss)), r3 = _mm_loadu_ps(reinterpret_cast<const float*>(s + 3 * ss));
     _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-    _mm_storeu_ps(reinterpret_cast<float*>(d), r0);
-    _mm_storeu_ps(reinterpret_cast<float*>(d + ds), r1);
-    _mm_storeu_ps(reinterpret_cast<float*>(d + 2 * ds), r2);
-    _mm_storeu_ps(reinterpret_cast<float*>(d + 3 * ds), r3);
+    float* o = reinterpret_cast<float*>(d);
+    const __m128 rows[4] = {r0, r1, r2, r3};
+    for (int k = 0; k < 4; ++k) {
+        if constexpr (Stream) _mm_stream_ps(o + k * ds, rows[k]);
+        else _mm_storeu_ps(o + k * ds, rows[k]);
+    }
 }
 constexpr std::int64_t register_block = 4;
 #else
-constexpr std::int64_t register_block = 0;  // no vector transposes: tiles go through the buffer
+constexpr std::int64_t register_block = 0;  // no vector transposes: tiles go element by element
 #endif
 
-#if defined(__SSE2__)
-// Rows [row_begin, row_end) of a 2-D transpose of 4-byte elements, in 64 x 64 tiles of register blocks
-// loaded from the source and stored to the destination directly: whole blocks are 32 (16) contiguous
-// bytes on both sides, so no buffer is needed; the edges of a tile that make no whole block are copied
-// one element at a time. (About 2.5x the buffered transpose on a 4096^2 f32 matrix.)
-EINC_KERNEL void transpose_tiles_in_registers(std::uint32_t* d, const std::uint32_t* s, std::int64_t row_begin, std::int64_t row_end,
-                                              std::int64_t cols, std::int64_t src_col, std::int64_t dst_row) {
-    constexpr std::int64_t tile = 64, b = register_block;
-    for (std::int64_t r0 = row_begin; r0 < row_end; r0 += tile)
-        for (std::int64_t c0 = 0; c0 < cols; c0 += tile) {
-            const std::int64_t nr = std::min(tile, row_end - r0), nc = std::min(tile, cols - c0);
-            const std::int64_t whole_r = nr / b * b, whole_c = nc / b * b;
-            for (std::int64_t c = c0; c < c0 + whole_c; c += b)
-                for (std::int64_t r = r0; r < r0 + whole_r; r += b) transpose_block(s + c * src_col + r, src_col, d + r * dst_row + c, dst_row);
-            for (std::int64_t r = r0; r < r0 + nr; ++r)
-                for (std::int64_t c = r < r0 + whole_r ? c0 + whole_c : c0; c < c0 + nc; ++c) d[r * dst_row + c] = s[c * src_col + r];
+// A tiled transpose (TransposeTiles) as one run walks it, in elements: the nest's extents and strides, the
+// tile's extents and its buffer's strides (mode p contiguous, then the read order's modes), and the
+// orders. Set up once per run, on the stack.
+struct Tiling {
+    using Modes = std::array<std::int64_t, max_transpose_rank>;
+    using Order = std::array<std::size_t, max_transpose_rank>;
+    std::size_t p = 0, q = 0, reads = 0, writes = 0, walks = 0;
+    Modes extent{}, src_stride{}, dst_stride{}, tile{}, buffer_stride{}, tiles_along{};
+    Order read{}, write{}, walk{};
+
+    Tiling(const ScheduledStep& step, std::int64_t element_bytes) : p(step.transpose_mode), q(step.nest.dst.rank() - 1) {
+        const TransposeTiles& t = step.tiles;
+        for (std::size_t m = 0; m <= q; ++m) {
+            extent[m] = step.nest.dst.modes[m].extent;
+            src_stride[m] = step.nest.src.modes[m].stride;
+            dst_stride[m] = step.nest.dst.modes[m].stride;
+            tile[m] = t.extents[m];
+            tiles_along[m] = (extent[m] + tile[m] - 1) / tile[m];
         }
-}
-#endif
+        for (const std::size_t m : t.read_order) read[reads++] = m;
+        for (const std::size_t m : t.write_order) write[writes++] = m;
+        for (const std::size_t m : t.tile_order) walk[walks++] = m;
+        buffer_stride[p] = 1;
+        std::int64_t stride = tile[p];
+        for (std::size_t i = 0; i < reads; ++i) {
+            buffer_stride[read[i]] = stride;
+            stride *= tile[read[i]];
+        }
+        EINC_ASSERT(stride * element_bytes <= transpose_buffer_bytes);
+    }
 
-// Rows [row_begin, row_end) of a 2-D transpose, tile by tile through a buffer (see transpose()).
+    // Tile number t (innermost walk mode fastest): its first index per mode, and its offsets.
+    void locate(std::int64_t t, Modes& origin, std::int64_t& src_offset, std::int64_t& dst_offset) const {
+        src_offset = dst_offset = 0;
+        for (std::size_t i = 0; i < walks; ++i) {
+            const std::size_t m = walk[i];
+            origin[m] = t % tiles_along[m] * tile[m];
+            t /= tiles_along[m];
+            src_offset += origin[m] * src_stride[m];
+            dst_offset += origin[m] * dst_stride[m];
+        }
+    }
+};
+
+// An odometer over some of a tile's modes (innermost first), carrying two offsets along.
+template <std::size_t N>
+struct Odometer {
+    const std::size_t* modes;
+    std::size_t count;
+    const std::int64_t* extent;
+    std::array<const std::int64_t*, N> stride;
+    std::array<std::int64_t, max_transpose_rank> index{};
+    std::array<std::int64_t, N> offset{};
+
+    bool next() {
+        for (std::size_t i = 0; i < count; ++i) {
+            const std::size_t m = modes[i];
+            for (std::size_t a = 0; a < N; ++a) offset[a] += stride[a][m];
+            if (++index[i] < extent[m]) return true;
+            for (std::size_t a = 0; a < N; ++a) offset[a] -= index[i] * stride[a][m];
+            index[i] = 0;
+        }
+        return false;
+    }
+};
+
+// Reads one tile into the buffer, a source run (mode p) at a time, and asks for the same runs of the next
+// tile to be brought into L2 meanwhile: the prefetchers don't follow hundreds of short runs far apart.
 template <std::size_t Size>
-EINC_KERNEL void transpose_tiles(std::byte* d_bytes, const std::byte* s_bytes, std::int64_t row_begin, std::int64_t row_end,
-                                 std::int64_t cols, std::int64_t src_col, std::int64_t dst_row) {
+EINC_KERNEL void read_tile(const Tiling& t, const std::int64_t* n, const std::byte* src, const std::byte* next, std::byte* buffer) {
+    const auto run_bytes = static_cast<std::size_t>(n[t.p]) * Size;
+    Odometer<2> runs{t.read.data(), t.reads, n, {t.src_stride.data(), t.buffer_stride.data()}};
+    do {
+        const std::byte* from = src + runs.offset[0] * static_cast<std::int64_t>(Size);
+        std::byte* to = buffer + runs.offset[1] * static_cast<std::int64_t>(Size);
+        if (next != nullptr)
+            for (std::size_t line = 0; line < run_bytes; line += 64) __builtin_prefetch(next + runs.offset[0] * static_cast<std::int64_t>(Size) + line, 0, 2);
+        std::size_t i = 0;
+        for (; i + 32 <= run_bytes; i += 32) std::memcpy(to + i, from + i, 32);  // vector moves
+        std::memcpy(to + i, from + i, run_bytes - i);
+    } while (runs.next());
+}
+
+// Writes one tile from the buffer to the destination: blocks of rows of mode p (the register block's
+// height), each along the destination's contiguous modes, so that every destination line is finished by
+// the next block or two while it is still in L1 (or in a write-combining buffer, when streaming).
+template <std::size_t Size, bool Registers, bool Stream>
+EINC_KERNEL void write_tile(const Tiling& t, const std::int64_t* n, const std::byte* buffer_bytes, std::byte* dst_bytes) {
     using T = typename Bits<Size>::type;
-    T* d = reinterpret_cast<T*>(d_bytes);
-    const T* s = reinterpret_cast<const T*>(s_bytes);
-    constexpr std::int64_t tile = Size == 8 ? 32 : 64;
-    alignas(64) T buffer[tile * tile];  // buffer[c * tile + r]
-    for (std::int64_t r0 = row_begin; r0 < row_end; r0 += tile)
-        for (std::int64_t c0 = 0; c0 < cols; c0 += tile) {
-            const std::int64_t nr = std::min(tile, row_end - r0), nc = std::min(tile, cols - c0);
-            for (std::int64_t c = 0; c < nc; ++c)
-                std::memcpy(buffer + c * tile, s + (c0 + c) * src_col + r0, static_cast<std::size_t>(nr) * Size);
-            for (std::int64_t r = 0; r < nr; ++r) {
-                T* out = d + (r0 + r) * dst_row + c0;
-                for (std::int64_t c = 0; c < nc; ++c) out[c] = buffer[c * tile + r];
-            }
-        }
+    const T* buffer = reinterpret_cast<const T*>(buffer_bytes);
+    T* dst = reinterpret_cast<T*>(dst_bytes);
+    const std::int64_t np = n[t.p], nq = n[t.q], dst_row = t.dst_stride[t.p], buffer_row = t.buffer_stride[t.q];
+    constexpr std::int64_t block = Registers ? register_block : 1;
+    for (std::int64_t p0 = 0; p0 < np; p0 += std::max<std::int64_t>(block, 1)) {
+        const std::int64_t rows = std::min(std::max<std::int64_t>(block, 1), np - p0);
+        Odometer<2> lines{t.write.data(), t.writes, n, {t.dst_stride.data(), t.buffer_stride.data()}};
+        do {
+            T* d = dst + lines.offset[0] + p0 * dst_row;
+            const T* b = buffer + lines.offset[1] + p0;
+            std::int64_t q0 = 0;
+#if defined(__SSE2__)
+            if constexpr (Registers && Size == 4 && block > 0)
+                if (rows == block)
+                    for (; q0 + block <= nq; q0 += block) {
+                        const auto* from = reinterpret_cast<const std::uint32_t*>(b + q0 * buffer_row);
+                        auto* to = reinterpret_cast<std::uint32_t*>(d + q0);
+                        // (Streaming stores need aligned rows; the row stride is a multiple of the block.)
+                        if (Stream && reinterpret_cast<std::uintptr_t>(to) % (block * Size) == 0) transpose_block<true>(from, buffer_row, to, dst_row);
+                        else transpose_block<false>(from, buffer_row, to, dst_row);
+                    }
+#endif
+            for (std::int64_t r = 0; r < rows; ++r)
+                for (std::int64_t c = q0; c < nq; ++c) d[r * dst_row + c] = b[c * buffer_row + r];
+        } while (lines.next());
+    }
+}
+
+// Tiles [begin, end) of a tiled transpose, through a buffer on this thread's stack.
+template <std::size_t Size>
+void transpose_tiles(const ScheduledStep& step, const Tiling& t, std::byte* dst, const std::byte* src, std::int64_t begin, std::int64_t end) {
+    alignas(64) std::byte buffer[transpose_buffer_bytes];
+    constexpr auto size = static_cast<std::int64_t>(Size);
+    const bool registers = step.transpose_kind == TransposeKind::registers;
+    // Streaming stores write whole aligned vectors: rows a multiple of the register block apart.
+    const bool stream = step.tiles.streaming_stores && register_block > 0 && t.dst_stride[t.p] % std::max<std::int64_t>(register_block, 1) == 0;
+    Tiling::Modes origin{}, next_origin{};
+    for (std::int64_t k = begin; k < end; ++k) {
+        std::int64_t src_offset = 0, dst_offset = 0, next_src = 0, next_dst = 0;
+        t.locate(k, origin, src_offset, dst_offset);
+        if (k + 1 < end) t.locate(k + 1, next_origin, next_src, next_dst);
+        std::array<std::int64_t, max_transpose_rank> n{};
+        for (std::size_t m = 0; m <= t.q; ++m) n[m] = std::min(t.tile[m], t.extent[m] - origin[m]);
+        read_tile<Size>(t, n.data(), src + src_offset * size, k + 1 < end ? src + next_src * size : nullptr, buffer);
+        std::byte* out = dst + dst_offset * size;
+        if (!registers) write_tile<Size, false, false>(t, n.data(), buffer, out);
+        else if (stream) write_tile<Size, true, true>(t, n.data(), buffer, out);
+        else write_tile<Size, true, false>(t, n.data(), buffer, out);
+    }
+#if defined(__SSE2__)
+    if (stream) _mm_sfence();  // the streamed lines are visible before this thread says it is done
+#endif
 }
 
 // A 2-D transpose with a short side (8 elements or fewer): stream along the long one. Either the source
@@ -148,13 +260,19 @@ EINC_KERNEL void transpose_short(std::byte* d_bytes, const std::byte* s_bytes, s
     }
 }
 
-// A 2-D transpose between mode `p` (unit stride in the source) and the last mode (unit stride in the
-// destination), for every index of the other modes. Each tile goes through registers, or through a small
-// buffer: read from the source along its contiguous mode, then written to the destination along its own.
-// Done directly, with power-of-two strides every line of a tile maps to the same L1 set and lines evict
-// each other before they are used up; through the buffer each side streams whole lines.
+// A transpose between mode p (unit stride in the source) and the last mode (unit stride in the
+// destination). Tiled (TransposeTiles), or, with a short side, a 2-D loop for every index of the other
+// modes. (Moved directly, element by element between two power-of-two strided sides, every line of a
+// tile maps to the same L1 set, and lines evict each other before they are used up.)
 template <std::size_t Size>
 void transpose(const ScheduledStep& step, const Data& dst, const Data& src) {
+    if (step.transpose_kind != TransposeKind::short_side) {
+        const Tiling tiling(step, static_cast<std::int64_t>(Size));
+        const auto tiles = [&](std::int64_t begin, std::int64_t end) { transpose_tiles<Size>(step, tiling, dst.base, src.base, begin, end); };
+        if (step.split == Split::tiles) parallel_for(step.tiles.count, tiles);
+        else tiles(0, step.tiles.count);
+        return;
+    }
     const Layout& src_layout = step.nest.src;
     const Layout& dst_layout = step.nest.dst;
     const std::size_t p = step.transpose_mode, last = dst_layout.rank() - 1;
@@ -171,28 +289,18 @@ void transpose(const ScheduledStep& step, const Data& dst, const Data& src) {
     src_outer.modes.push_back(Mode{1, 0});
     dst_outer.modes.push_back(Mode{1, 0});
     const Nest<2> outer = make_nest<2>({&dst_outer, &src_outer}, {dst.base, src.base}, {Size, Size});
-    constexpr std::int64_t tile = Size == 8 ? 32 : 64;  // 16 KiB or less: a buffered tile stays in L1
-    const TransposeKind kind = step.transpose_kind;
-    const std::int64_t long_side = kind == TransposeKind::short_side && rows <= 8 ? cols : rows;
-    const auto block = [&](std::byte* d, const std::byte* s_, std::int64_t begin, std::int64_t end) {
-        if (kind == TransposeKind::short_side) return transpose_short<Size>(d, s_, begin, end, rows, cols, src_col, dst_row);
-#if defined(__SSE2__)
-        if constexpr (Size == 4)
-            if (kind == TransposeKind::registers)
-                return transpose_tiles_in_registers(reinterpret_cast<std::uint32_t*>(d), reinterpret_cast<const std::uint32_t*>(s_), begin,
-                                                    end, cols, src_col, dst_row);
-#endif
-        EINC_ASSERT(kind != TransposeKind::registers);
-        transpose_tiles<Size>(d, s_, begin, end, cols, src_col, dst_row);
+    constexpr std::int64_t band = 64;
+    const std::int64_t long_side = rows <= 8 ? cols : rows;
+    const auto whole = [&](std::array<std::byte*, 2> ptr, std::int64_t, const std::array<std::int64_t, 2>&) {
+        transpose_short<Size>(ptr[0], ptr[1], 0, long_side, rows, cols, src_col, dst_row);
     };
-    const auto whole = [&](std::array<std::byte*, 2> ptr, std::int64_t, const std::array<std::int64_t, 2>&) { block(ptr[0], ptr[1], 0, long_side); };
     switch (step.split) {
     case Split::outer:
         parallel_for(outer.extents[0], [&](std::int64_t begin, std::int64_t end) { for_each_run(outer, begin, end, whole); });
         break;
     case Split::tiles:
-        parallel_for((long_side + tile - 1) / tile, [&](std::int64_t begin, std::int64_t end) {
-            block(dst.base, src.base, begin * tile, std::min(end * tile, long_side));
+        parallel_for((long_side + band - 1) / band, [&](std::int64_t begin, std::int64_t end) {
+            transpose_short<Size>(dst.base, src.base, begin * band, std::min(end * band, long_side), rows, cols, src_col, dst_row);
         });
         break;
     default: for_each_run(outer, 0, outer.extents[0], whole);
