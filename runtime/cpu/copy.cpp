@@ -165,17 +165,33 @@ struct Odometer {
     }
 };
 
-// Reads one tile into the buffer, a source run (mode p) at a time, and asks for the same runs of the next
-// tile to be brought into L2 meanwhile: the prefetchers don't follow hundreds of short runs far apart.
+// Reads one tile into the buffer, a source run (mode p) at a time, and keeps the runs a few further on (of
+// this tile, then of the next) on their way to L1: the prefetchers don't follow hundreds of short runs
+// far apart. (Prefetching whole tiles ahead fails where the runs lie a power of two apart: they share
+// a few cache sets and evict each other before they are read.)
 template <std::size_t Size>
 EINC_KERNEL void read_tile(const Tiling& t, const std::int64_t* n, const std::byte* src, const std::byte* next, std::byte* buffer) {
-    const auto run_bytes = static_cast<std::size_t>(n[t.p]) * Size;
-    Odometer<2> runs{t.read.data(), t.reads, n, {t.src_stride.data(), t.buffer_stride.data()}};
+    constexpr int ahead = 8;  // runs
+    constexpr auto size = static_cast<std::int64_t>(Size);
+    // A run is mode p, and the next read mode too where it continues p in both the source and the buffer.
+    const bool longer = t.reads > 0 && n[t.p] == t.tile[t.p] && t.src_stride[t.read[0]] == n[t.p];
+    const std::size_t first = longer ? 1 : 0;
+    const auto run_bytes = static_cast<std::size_t>(n[t.p] * (longer ? n[t.read[0]] : 1)) * Size;
+    Odometer<2> runs{t.read.data() + first, t.reads - first, n, {t.src_stride.data(), t.buffer_stride.data()}};
+    Odometer<1> soon{t.read.data() + first, t.reads - first, n, {t.src_stride.data()}};
+    auto soon_base = reinterpret_cast<std::uintptr_t>(src);  // (an address only: it may lie past the tensor)
+    const auto advance = [&] {
+        if (!soon.next()) soon_base = next != nullptr ? reinterpret_cast<std::uintptr_t>(next) : 0;
+    };
+    for (int k = 0; k < ahead; ++k) advance();
     do {
-        const std::byte* from = src + runs.offset[0] * static_cast<std::int64_t>(Size);
-        std::byte* to = buffer + runs.offset[1] * static_cast<std::int64_t>(Size);
-        if (next != nullptr)
-            for (std::size_t line = 0; line < run_bytes; line += 64) __builtin_prefetch(next + runs.offset[0] * static_cast<std::int64_t>(Size) + line, 0, 2);
+        if (soon_base != 0) {
+            const std::uintptr_t at = soon_base + static_cast<std::uintptr_t>(soon.offset[0] * size);
+            for (std::size_t line = 0; line < run_bytes; line += 64) __builtin_prefetch(reinterpret_cast<const void*>(at + line), 0, 3);
+            advance();
+        }
+        const std::byte* from = src + runs.offset[0] * size;
+        std::byte* to = buffer + runs.offset[1] * size;
         std::size_t i = 0;
         for (; i + 32 <= run_bytes; i += 32) std::memcpy(to + i, from + i, 32);  // vector moves
         std::memcpy(to + i, from + i, run_bytes - i);
