@@ -154,6 +154,8 @@ int main(int argc, char** argv) {
         {"nchw_to_nhwc", "b c h w -> b h w c", {16 / scale, 64, 128, 128}, {}, ">= 0.5 (inner >= 8)"},
         {"heads_split", "b s (h d) -> b h s d", {8 / scale, 512, 16 * 128}, {{"h", 16}}, ">= 0.5 (inner >= 8)"},
         {"perm6d", "a b c d e f -> f d b e c a", {8, 8, 16 / scale, 16, 8, 32}, {}, ">= 0.5 (inner >= 8)"},
+        // The same beyond the caches: 16 MB above fits the L3 beside its copy, and so does memcpy's.
+        {"perm6d_large", "a b c d e f -> f d b e c a", {8, 8, 16 / scale, 16, 8, 128}, {}, ">= 0.5 (inner >= 8)"},
         {"transpose_inner4", "a b -> b a", {7840000 / scale, 4}, {}, "tiny inner: report"},
         {"nhwc_to_nchw_c3", "b h w c -> b c h w", {64 / scale, 224, 224, 3}, {}, "tiny inner: report"},
     };
