@@ -415,3 +415,25 @@ TEST_CASE("cpu executor: max and min of f32 and f64 rows propagate NaN wherever 
             }
         }
 }
+
+// Row sums of contiguous f32 and f64 rows run in vectors of accumulators (fold.hpp, sum_run): every length
+// around the vector body and its tail, exact on integer values (f32 sums in f64 on the CPU), and the mean.
+TEST_CASE("cpu executor: sums and means of contiguous rows of every length, in the vector body or the tail") {
+    for (const DType dtype : {DType::f32, DType::f64})
+        for (std::int64_t length = 0; length <= 70; ++length) {
+            CAPTURE(name_of(dtype));
+            CAPTURE(length);
+            std::vector<double> values(static_cast<std::size_t>(3 * length));
+            double row_sums[3] = {0, 0, 0};
+            for (std::int64_t i = 0; i < 3 * length; ++i) {
+                values[static_cast<std::size_t>(i)] = static_cast<double>((i * 7919) % 2001) - 1000;
+                row_sums[i / length] += values[static_cast<std::size_t>(i)];
+            }
+            const Tensor x = reference::make_tensor(dtype, {3, length}, values);
+            CHECK(reference::values_of(einc::reduce(x, "r c -> r", Reduction::sum).view()) ==
+                  std::vector<double>(std::begin(row_sums), std::end(row_sums)));
+            if (length == 0) continue;
+            const std::vector<double> means = reference::values_of(einc::reduce(x, "r c -> r", Reduction::mean).view());
+            for (int r = 0; r < 3; ++r) CHECK(means[static_cast<std::size_t>(r)] == doctest::Approx(row_sums[r] / static_cast<double>(length)));
+        }
+}
