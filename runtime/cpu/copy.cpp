@@ -143,7 +143,7 @@ struct Tiling {
     }
 };
 
-// An odometer over some of a tile's modes (innermost first), carrying two offsets along.
+// An odometer over some of a tile's modes (innermost first), carrying N offsets along (one per stride array).
 template <std::size_t N>
 struct Odometer {
     const std::size_t* modes;
