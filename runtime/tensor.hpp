@@ -37,7 +37,8 @@ struct TensorView {
 // "f32 (2,3):(3,1) on cpu"
 std::string describe(const TensorView& view);
 
-// An owning tensor: row-major storage allocated by einc (64-byte aligned on the CPU).
+// An owning tensor: row-major storage allocated by einc (64-byte aligned on the CPU; from 4 MiB, 2 MiB
+// aligned and advised onto transparent huge pages, as numpy's arrays are).
 class Tensor {
 public:
     Tensor() = default;

@@ -289,7 +289,8 @@ TEST_CASE("cpu kernels: tiled transposes of higher rank, across modes and partia
                 plan.inputs = {TensorSpec{dtype, c.shape, src_strides}};
                 plan.outputs = {TensorSpec{dtype, extents, row_major_strides(extents)}};
                 plan.steps.push_back(PlanStep{Copy{Access{Buffer{Buffer::Kind::input, 0}, 0, src}, Access{Buffer{Buffer::Kind::output, 0}, 0, dst}, {}}, {}, ""});
-                const TransposeTiles& tiles = schedule(plan, Target::cpu(2, isa.vector_bytes, false)).steps[0].tiles;
+                const Schedule scheduled = schedule(plan, Target::cpu(2, isa.vector_bytes, false));
+                const TransposeTiles& tiles = scheduled.steps[0].tiles;
                 tiled_across_modes |= std::count_if(tiles.extents.begin(), tiles.extents.end(), [](std::int64_t e) { return e > 1; }) > 2;
             }
     CHECK(tiled_across_modes);
