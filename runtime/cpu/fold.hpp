@@ -156,6 +156,12 @@ template <Reduction Op, DType In, DType Out, typename A, int K>
 EINC_KERNEL void reduce_rows_to(storage_t<Out>* __restrict d, const storage_t<In>* __restrict x, const Block& b, std::int64_t dst_outer,
                                 std::int64_t begin, std::int64_t end) {
     const std::int64_t inner = K > 0 ? K : b.inner, outer_src = b.outer_src, inner_src = b.inner_src;
+    if constexpr (K > 0)
+        if (inner_src == 1 && outer_src == K && dst_outer == 1) {  // back-to-back rows: strides the compiler sees
+            for (std::int64_t r = begin; r < end; ++r)
+                d[r] = finish<Op, Out>(fold_row<Op, In, A, K>(identity<A>(Op), x + r * K, K, 1), K);
+            return;
+        }
     for (std::int64_t r = begin; r < end; ++r)
         store_at<storage_t<Out>>(reinterpret_cast<std::byte*>(d + r * dst_outer),
                                  finish<Op, Out>(fold_row<Op, In, A, K>(identity<A>(Op), x + r * outer_src, inner, inner_src), inner));
