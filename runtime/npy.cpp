@@ -286,11 +286,11 @@ Prefix read_prefix(std::span<const std::byte> head, std::uint64_t file_size, std
 
 // The data's size in bytes, checked (before anything is allocated) against what the file holds.
 std::size_t data_size(const Header& header, std::uint64_t available, std::string_view name) {
-    const auto elements = checked_product(header.shape);
-    if (!elements || !lengths_fit(header.shape))  // numpy refuses an empty shape whose other lengths overflow too
+    // (lengths_fit: numpy refuses an empty shape whose other lengths overflow too; the product then fits.)
+    if (!lengths_fit(header.shape))
         fail(name,
              fmt::format("the shape {} has more elements than fit in 64 bits", format_shape(header.shape)));
-    const auto bytes = checked_mul(*elements, static_cast<std::int64_t>(size_of(header.descr.dtype)));
+    const auto bytes = checked_mul(*checked_product(header.shape), static_cast<std::int64_t>(size_of(header.descr.dtype)));
     if (!bytes)
         fail(name, fmt::format("the shape {} of {} has more bytes than fit in 64 bits",
                                format_shape(header.shape), quote(header.descr.text)));
