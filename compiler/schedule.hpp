@@ -123,6 +123,8 @@ struct ScheduledStep {
     TransposeTiles tiles;            // transpose of kind registers or tiles
     std::int64_t window = 0;        // reduce_windows: terms per output
     std::int64_t accumulators = 0;  // reduce/contract_accumulate: elements of the accumulator array
+    bool rows_in_order = false;     // reduce_accumulate, every row of a block into one row of accumulators:
+                                    // row after row (else four rows per pass over the accumulators)
     int partial_arrays = 0;         // Split::partials_*: one more accumulator array per thread
     std::int64_t array_stride = 0;  // bytes from one accumulator array to the next in the scratch (128-byte multiples)
 

@@ -50,8 +50,9 @@ std::vector<std::string> cpu_lines(const ScheduledStep& step) {
     }
     if (step.strategy == Strategy::reduce_windows) lines.push_back(fmt::format("window of {} terms per output", step.window));
     if (step.accumulators > 0)
-        lines.push_back(fmt::format("{} accumulators{}", step.accumulators,
-                                    step.partial_arrays > 0 ? fmt::format(", and {} arrays of partials", step.partial_arrays) : ""));
+        lines.push_back(fmt::format("{} accumulators{}{}", step.accumulators,
+                                    step.partial_arrays > 0 ? fmt::format(", and {} arrays of partials", step.partial_arrays) : "",
+                                    step.rows_in_order ? "; rows folded in memory order" : ""));
     return lines;
 }
 

@@ -17,6 +17,10 @@ inline constexpr std::int64_t parallel_threshold_bytes = 1 << 20;
 // output's window directly.
 inline constexpr std::int64_t max_window = 16;
 
+// A CPU step whose source is larger than this reads it from memory, not from the caches (the last-level
+// cache of the machines measured is 32 MiB; Target does not know the cache sizes yet).
+inline constexpr std::int64_t beyond_caches_bytes = 32 << 20;
+
 // The mode a copy can be tiled along as a transpose: the destination is unit-stride along its last mode,
 // the source along mode p (another one; its last mode is neither unit-stride nor broadcast), and both
 // modes have at least `min_extent` elements. One rule for both backends; the CPU tiles from 4, a GPU

@@ -296,6 +296,41 @@ TEST_CASE("cpu kernels: tiled transposes of higher rank, across modes and partia
     CHECK(tiled_across_modes);
 }
 
+// Runs a call on small integer values (exact in every dtype) through the CPU schedule, contiguous, against
+// the reference interpreter; notes which strategies the schedule chose.
+void check_scheduled(const Call& call, const std::vector<Shape>& shapes, DType dtype, std::set<Strategy>& strategies) {
+    CAPTURE(call.pattern);
+    CAPTURE(name_of(dtype));
+    CAPTURE(name_of(call.reduction));
+    std::vector<Tensor> storage;
+    std::vector<TensorView> inputs;
+    unsigned seed = 1;
+    for (const Shape& shape : shapes) {
+        CAPTURE(format_shape(shape));
+        std::int64_t n = 1;
+        for (const std::int64_t e : shape) n *= e;
+        std::vector<double> values(static_cast<std::size_t>(n));
+        for (double& v : values) v = static_cast<double>((seed = seed * 1103515245u + 12345u) >> 16 & 7) - 3;
+        storage.push_back(reference::make_tensor(dtype, shape, values));
+        inputs.push_back(storage.back().view());
+    }
+    PlanOptions options;
+    options.contiguous = true;
+    const auto [bound, planned] = testing::bind_and_plan(call, inputs, options);
+    const Schedule scheduled = schedule(planned, cpu_target());
+    for (const ScheduledStep& step : scheduled.steps) strategies.insert(step.strategy);
+    std::vector<Tensor> results;
+    std::vector<TensorView> outputs;
+    for (const TensorSpec& spec : planned.outputs) {
+        results.push_back(Tensor::empty(spec.dtype, spec.shape));
+        outputs.push_back(results.back().view());
+    }
+    execute_on_cpu(planned, scheduled, inputs, outputs);
+    const std::vector<Tensor> expected = reference::evaluate(bound, inputs);
+    std::string difference;
+    CHECK_MESSAGE(testing::same_values(outputs[0], expected[0].view(), &difference), difference);
+}
+
 TEST_CASE("cpu executor: every CPU strategy of the schedule, small and split between threads, against the reference") {
     struct Case {
         Call call;
@@ -323,36 +358,7 @@ TEST_CASE("cpu executor: every CPU strategy of the schedule, small and split bet
         cases.push_back({call(Op::einsum, "i k, k j -> i j"), {{n, 30}, {30, 20}}, DType::i32});           // packed
     }
     std::set<Strategy> strategies;
-    for (const Case& c : cases) {
-        CAPTURE(c.call.pattern);
-        CAPTURE(name_of(c.dtype));
-        std::vector<Tensor> storage;
-        std::vector<TensorView> inputs;
-        unsigned seed = 1;
-        for (const Shape& shape : c.shapes) {
-            std::int64_t n = 1;
-            for (const std::int64_t e : shape) n *= e;
-            std::vector<double> values(static_cast<std::size_t>(n));
-            for (double& v : values) v = static_cast<double>((seed = seed * 1103515245u + 12345u) >> 16 & 7) - 3;
-            storage.push_back(reference::make_tensor(c.dtype, shape, values));
-            inputs.push_back(storage.back().view());
-        }
-        PlanOptions options;
-        options.contiguous = true;
-        const auto [bound, planned] = testing::bind_and_plan(c.call, inputs, options);
-        const Schedule scheduled = schedule(planned, cpu_target());
-        for (const ScheduledStep& step : scheduled.steps) strategies.insert(step.strategy);
-        std::vector<Tensor> results;
-        std::vector<TensorView> outputs;
-        for (const TensorSpec& spec : planned.outputs) {
-            results.push_back(Tensor::empty(spec.dtype, spec.shape));
-            outputs.push_back(results.back().view());
-        }
-        execute_on_cpu(planned, scheduled, inputs, outputs);
-        const std::vector<Tensor> expected = reference::evaluate(bound, inputs);
-        std::string difference;
-        CHECK_MESSAGE(testing::same_values(outputs[0], expected[0].view(), &difference), difference);
-    }
+    for (const Case& c : cases) check_scheduled(c.call, c.shapes, c.dtype, strategies);
     // A conversion: no call plans one today (results keep their dtype, or are reduced into another), but a
     // Copy step between dtypes is part of the plan's language.
     for (const std::int64_t n : {std::int64_t{24}, std::int64_t{600000}}) {
@@ -382,6 +388,23 @@ TEST_CASE("cpu executor: every CPU strategy of the schedule, small and split bet
 #if EINC_HAS_BLAS
     CHECK(strategies.contains(Strategy::library_gemm));
 #endif
+}
+
+// Pooling windows whose rows are 2 or 3 adjacent elements run a window row at a time (reduce.cpp,
+// fold_adjacent_windows): each reduction and dtype, runs of outputs around the 16 where that path starts and
+// the 256 of its chunks, against the reference.
+TEST_CASE("cpu executor: pooling windows of adjacent elements, every reduction, run lengths around each path") {
+    std::set<Strategy> strategies;
+    for (const char* pattern : {"b (h 2) (w 2) -> b h w", "b (h 3) (w 3) -> b h w", "b (h 2) (w 3) -> b h w", "b h (w 2) -> b h w",
+                                "b (h 3) (w 2) -> b h w"})
+        for (const std::int64_t width : {5, 16, 17, 256, 300})
+            for (const Reduction op : {Reduction::sum, Reduction::mean, Reduction::max, Reduction::min})
+                for (const DType dtype : {DType::f32, DType::f64, DType::f16, DType::i32}) {
+                    if (op == Reduction::mean && dtype == DType::i32) continue;
+                    CAPTURE(width);
+                    check_scheduled(Call{Op::reduce, pattern, op, {}, false, {}}, {{2, 6, 6 * width}}, dtype, strategies);
+                }
+    CHECK(strategies.contains(Strategy::reduce_windows));
 }
 
 TEST_CASE("cpu executor: max and min of f32 and f64 rows propagate NaN wherever it is, in the vector body or the tail") {
@@ -415,6 +438,75 @@ TEST_CASE("cpu executor: max and min of f32 and f64 rows propagate NaN wherever 
                 }
             }
         }
+}
+
+// A reduction through the CPU schedule, with the schedule's rows_in_order as given (it is set only for
+// sources beyond the caches, too large for these tests: the kernel just follows it).
+std::vector<double> reduce_rows_in_order(const Tensor& x, const std::string& pattern, Reduction op, bool rows_in_order) {
+    const std::vector<TensorView> inputs{x.view()};
+    const auto [bound, planned] = testing::bind_and_plan(Call{Op::reduce, pattern, op, {}, false, {}}, inputs);
+    Schedule scheduled = schedule(planned, cpu_target());
+    REQUIRE(scheduled.steps.size() == 1);
+    REQUIRE(scheduled.steps[0].strategy == Strategy::reduce_accumulate);
+    scheduled.steps[0].rows_in_order = rows_in_order;
+    Tensor out = Tensor::empty(planned.outputs[0].dtype, planned.outputs[0].shape);
+    std::vector<TensorView> outputs{out.view()};
+    execute_on_cpu(planned, scheduled, inputs, outputs);
+    return reference::values_of(out.view());
+}
+
+// max/min down columns fold rows into one row of accumulators (fold.hpp, fold_block), four rows per pass
+// or row after row, in vectors: every row count around the four-row pass, every column count around the
+// vector body and its tail, a NaN at each (row, column) in turn, and infinities beside it.
+TEST_CASE("cpu executor: max and min down columns propagate NaN from any row and any column") {
+    for (const DType dtype : {DType::f32, DType::f64})
+        for (const std::int64_t rows : {17, 19, 20})  // more than max_window terms: an accumulator array
+            for (const std::int64_t columns : {3, 9, 17}) {
+                std::vector<double> values(static_cast<std::size_t>(rows * columns));
+                for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>((i * 37) % 23) - 11.5;
+                values[0] = -std::numeric_limits<double>::infinity();
+                values.back() = std::numeric_limits<double>::infinity();
+                for (const Reduction op : {Reduction::max, Reduction::min}) {
+                    CAPTURE(name_of(dtype));
+                    CAPTURE(rows);
+                    CAPTURE(columns);
+                    CAPTURE(name_of(op));
+                    const auto expected = [&](const std::vector<double>& v) {
+                        std::vector<double> e(static_cast<std::size_t>(columns));
+                        for (std::int64_t c = 0; c < columns; ++c) {
+                            double m = v[static_cast<std::size_t>(c)];
+                            for (std::int64_t r = 1; r < rows; ++r) {
+                                const double x = v[static_cast<std::size_t>(r * columns + c)];
+                                m = (std::isnan(m) || std::isnan(x)) ? std::nan("") : op == Reduction::max ? std::max(m, x) : std::min(m, x);
+                            }
+                            e[static_cast<std::size_t>(c)] = m;
+                        }
+                        return e;
+                    };
+                    const auto same = [](const std::vector<double>& got, const std::vector<double>& want) {
+                        if (got.size() != want.size()) return false;
+                        for (std::size_t i = 0; i < got.size(); ++i)
+                            if (std::isnan(want[i]) ? !std::isnan(got[i]) : got[i] != want[i]) return false;
+                        return true;
+                    };
+                    const Tensor x = reference::make_tensor(dtype, {rows, columns}, values);
+                    CHECK(same(reference::values_of(einc::reduce(x, "r c -> c", op).view()), expected(values)));
+                    for (std::size_t at = 0; at < values.size(); ++at) {
+                        std::vector<double> with_nan = values;
+                        with_nan[at] = std::nan("");
+                        const Tensor y = reference::make_tensor(dtype, {2, rows, columns}, [&] {
+                            std::vector<double> both = values;  // a batch of two: the NaN in the second only
+                            both.insert(both.end(), with_nan.begin(), with_nan.end());
+                            return both;
+                        }());
+                        std::vector<double> want = expected(values);
+                        const std::vector<double> second = expected(with_nan);
+                        want.insert(want.end(), second.begin(), second.end());
+                        CHECK(same(reduce_rows_in_order(y, "a r c -> a c", op, false), want));
+                        CHECK(same(reduce_rows_in_order(y, "a r c -> a c", op, true), want));
+                    }
+                }
+            }
 }
 
 // Row sums of contiguous f32 and f64 rows run in vectors of accumulators (fold.hpp, sum_run): every length

@@ -53,6 +53,7 @@ inline A fold(A acc, A x) {
 struct Block {
     std::int64_t outer = 1, inner = 1;
     std::int64_t outer_acc = 0, inner_acc = 0, outer_src = 0, inner_src = 0;
+    bool rows_in_order = false;  // rows folded into one row of accumulators: one at a time (the schedule's)
 };
 
 // max or min over a contiguous run of f32 or f64, folded into `value` in 32-byte vectors (GCC's vector
@@ -167,6 +168,18 @@ EINC_KERNEL void reduce_rows_to(storage_t<Out>* __restrict d, const storage_t<In
                                  finish<Op, Out>(fold_row<Op, In, A, K>(identity<A>(Op), x + r * outer_src, inner, inner_src), inner));
 }
 
+// Contiguous rows [begin, end), `stride` apart, each folded into the one row of accumulators at `a`, row
+// after row: the source read in order (the schedule's rows_in_order).
+template <Reduction Op, DType In, typename A>
+EINC_KERNEL void fold_rows_in_order(A* __restrict a, const storage_t<In>* __restrict x, std::int64_t inner, std::int64_t stride, std::int64_t begin,
+                                    std::int64_t end) {
+    for (std::int64_t r = begin; r < end; ++r) {
+        const storage_t<In>* __restrict row = x + r * stride;
+        for (std::int64_t i = 0; i < inner; ++i) a[i] = fold<Op>(a[i], static_cast<A>(Element<In>::load(row[i])));
+        asm volatile("" ::: "memory");  // a fence for the compiler only: it would otherwise fold two rows per pass
+    }
+}
+
 // Folds rows [begin, end) of a block into the accumulators at `a`. The block's fields are copied into
 // locals first: the compiler cannot otherwise tell that stores to `a` leave them unchanged, and will
 // not vectorise.
@@ -194,10 +207,11 @@ EINC_KERNEL void fold_block(A* __restrict a, const storage_t<In>* __restrict x, 
         for (std::int64_t r = begin; r < end; ++r) a[r * outer_acc] = fold_row<Op, In, A>(a[r * outer_acc], x + r * outer_src, inner, inner_src);
         return;
     }
-    if (outer_acc == 0) {  // every row updates the same row of accumulators: four rows per pass over it,
-                           // combined in the element's compute type before the one conversion
+    if (outer_acc == 0) {  // every row updates the same row of accumulators
         std::int64_t r = begin;
-        if (inner_acc == 1 && inner_src == 1)
+        if (inner_acc == 1 && inner_src == 1) {
+            if (b.rows_in_order) return fold_rows_in_order<Op, In, A>(a, x, inner, outer_src, begin, end);
+            // Four rows per pass, combined in the element's compute type before the one conversion.
             for (; r + 4 <= end; r += 4) {
                 const storage_t<In>* __restrict x0 = x + r * outer_src;
                 const storage_t<In>* __restrict x1 = x0 + outer_src;
@@ -206,6 +220,7 @@ EINC_KERNEL void fold_block(A* __restrict a, const storage_t<In>* __restrict x, 
                 for (std::int64_t i = 0; i < inner; ++i)
                     a[i] = fold<Op>(a[i], static_cast<A>(fold<Op>(fold<Op>(value(x0[i]), value(x1[i])), fold<Op>(value(x2[i]), value(x3[i])))));
             }
+        }
         for (; r < end; ++r) {
             const storage_t<In>* row = x + r * outer_src;
             for (std::int64_t i = 0; i < inner; ++i) a[i * inner_acc] = fold<Op>(a[i * inner_acc], load(row[i * inner_src]));
@@ -248,6 +263,35 @@ EINC_KERNEL void fold_windows(storage_t<Out>* __restrict d, const storage_t<In>*
             for (std::int64_t i = 0; i < n; ++i) acc[i] = fold<Op>(acc[i], load(element[i * src_stride]));
         }
         for (std::int64_t i = 0; i < n; ++i) store_at(reinterpret_cast<std::byte*>(d + (i0 + i) * dst_stride), finish<Op, Out>(acc[i], size));
+    }
+}
+
+// Long runs of outputs whose windows are R rows of S adjacent elements, the run stepping S along them
+// (pooling along the innermost axis of a row-major image: `(h 2) (w 2) -> h w`), into a contiguous
+// destination: each pass folds S adjacent elements of one window row per output, which vectorises as
+// contiguous loads and a shuffle where the gathering loop above does not. `rows` holds each window row's
+// offset.
+template <Reduction Op, DType In, DType Out, typename A, int S>
+EINC_KERNEL void fold_adjacent_windows(storage_t<Out>* __restrict d, const storage_t<In>* __restrict x, std::int64_t count,
+                                       const std::int64_t* rows, std::int64_t row_count) {
+    const auto load = [](storage_t<In> v) { return static_cast<A>(Element<In>::load(v)); };
+    const auto window_row = [&](const storage_t<In>* element) {
+        A value = load(element[0]);
+        for (int t = 1; t < S; ++t) value = fold<Op>(value, load(element[t]));
+        return value;
+    };
+    constexpr std::int64_t chunk = 256;
+    A acc[chunk];
+    for (std::int64_t i0 = 0; i0 < count; i0 += chunk) {
+        const std::int64_t n = std::min(chunk, count - i0);
+        const storage_t<In>* run = x + i0 * S;
+        const storage_t<In>* first = run + rows[0];
+        for (std::int64_t i = 0; i < n; ++i) acc[i] = window_row(first + i * S);
+        for (std::int64_t g = 1; g < row_count; ++g) {
+            const storage_t<In>* row = run + rows[g];
+            for (std::int64_t i = 0; i < n; ++i) acc[i] = fold<Op>(acc[i], window_row(row + i * S));
+        }
+        for (std::int64_t i = 0; i < n; ++i) d[i0 + i] = finish<Op, Out>(acc[i], S * row_count);
     }
 }
 

@@ -79,6 +79,12 @@ void reduce_windows(const ScheduledStep& step, const Data& dst, const Data& src)
         kept_src.modes.push_back(Mode{1, 0});
         kept_dst.modes.push_back(Mode{1, 0});
     }
+    // Windows whose innermost reduced mode is 2 or 3 adjacent elements (pooling along the rows of a
+    // row-major image) go a window row at a time, where a run steps that many elements along them;
+    // `rows` holds each window row's first offset.
+    const std::int64_t adjacent = !reduced.modes.empty() && reduced.modes.back().stride == 1 ? reduced.modes.back().extent : 0;
+    std::int64_t rows[16];
+    for (std::int64_t g = 0; adjacent > 0 && g < window / adjacent; ++g) rows[g] = offsets[g * adjacent];
     using S = storage_t<In>;
     using D = storage_t<Out>;
     const Nest<2> nest = make_nest<2>({&kept_dst, &kept_src}, {dst.base, src.base}, {sizeof(D), sizeof(S)});
@@ -87,6 +93,10 @@ void reduce_windows(const ScheduledStep& step, const Data& dst, const Data& src)
             D* out = reinterpret_cast<D*>(p[0]);
             const S* in = reinterpret_cast<const S*>(p[1]);
             const std::int64_t ds = stride[0] / static_cast<std::int64_t>(sizeof(D)), ss = stride[1] / static_cast<std::int64_t>(sizeof(S));
+            if ((adjacent == 2 || adjacent == 3) && ds == 1 && ss == adjacent && count >= 16) {
+                if (adjacent == 2) return fold_adjacent_windows<Op, In, Out, A, 2>(out, in, count, rows, window / 2);
+                return fold_adjacent_windows<Op, In, Out, A, 3>(out, in, count, rows, window / 3);
+            }
             switch (window) {
             case 2: return fold_windows<Op, In, Out, A, 2>(out, in, count, ds, ss, offsets, window);
             case 4: return fold_windows<Op, In, Out, A, 4>(out, in, count, ds, ss, offsets, window);
@@ -105,7 +115,8 @@ void reduce_accumulate(const ScheduledStep& step, const Data& dst, const Data& s
     using D = storage_t<Out>;
     const CpuNest& nest = step.nest;
     const std::size_t rank = nest.src.rank();
-    const Block block = block_of(nest.src, nest.acc);
+    Block block = block_of(nest.src, nest.acc);
+    block.rows_in_order = step.rows_in_order;
     const Layout src_outer = outer_of(nest.src), acc_outer = outer_of(nest.acc);
     const std::int64_t nest_extent = rank > 2 ? nest.src.modes[0].extent : 1;
     const auto array = [&](int k) { return reinterpret_cast<A*>(scratch + k * step.array_stride); };  // 0: the result
