@@ -56,26 +56,37 @@ struct Block {
     bool rows_in_order = false;  // rows folded into one row of accumulators: one at a time (the schedule's)
 };
 
-// max or min over a contiguous run of f32 or f64, folded into `value` in 32-byte vectors (GCC's vector
-// extensions: AVX2 registers where the kernels are compiled for it, pairs of SSE2 ones otherwise). A NaN
-// anywhere makes the result NaN, as PyTorch's: the compiler does not vectorise that fold written per
-// element (it is not a plain max), so the vectors keep the extremes and, apart, any NaN seen.
+// max or min over a contiguous run of f32 or f64, folded into `value` in four 32-byte vectors (GCC's
+// vector extensions: AVX2 registers where the kernels are compiled for it, pairs of SSE2 ones otherwise),
+// so that four compares are in flight where one chain would wait on each one's latency. A NaN anywhere
+// makes the result NaN, as PyTorch's: the compiler does not vectorise that fold written per element (it
+// is not a plain max), so the vectors keep the extremes (which a NaN never replaces) and, apart, any NaN
+// seen.
 template <Reduction Op, typename T>
 inline T extreme_run(T value, const T* __restrict row, std::int64_t count) {
     using V [[gnu::vector_size(32)]] = T;
     constexpr std::int64_t lanes = 32 / sizeof(T);
-    V extreme = value - V{}, nan = V{};  // lanes of `value`; a lane of `nan` becomes NaN where one is seen
+    const V start = value - V{};
+    V extreme[4] = {start, start, start, start}, nan[4] = {};  // a lane of `nan` becomes NaN where one is seen
     std::int64_t i = 0;
+    for (; i + 4 * lanes <= count; i += 4 * lanes)
+        for (int j = 0; j < 4; ++j) {
+            V x;
+            std::memcpy(&x, row + i + j * lanes, sizeof x);
+            extreme[j] = (Op == Reduction::max ? x > extreme[j] : x < extreme[j]) ? x : extreme[j];
+            nan[j] = x != x ? x : nan[j];
+        }
     for (; i + lanes <= count; i += lanes) {
         V x;
         std::memcpy(&x, row + i, sizeof x);
-        extreme = (Op == Reduction::max ? x > extreme : x < extreme) ? x : extreme;
-        nan = x != x ? x : nan;
+        extreme[0] = (Op == Reduction::max ? x > extreme[0] : x < extreme[0]) ? x : extreme[0];
+        nan[0] = x != x ? x : nan[0];
     }
-    for (std::int64_t l = 0; l < lanes; ++l) {
-        if (nan[l] != nan[l]) return nan[l];
-        value = fold<Op>(value, extreme[l]);
-    }
+    for (int j = 0; j < 4; ++j)
+        for (std::int64_t l = 0; l < lanes; ++l) {
+            if (nan[j][l] != nan[j][l]) return nan[j][l];
+            value = fold<Op>(value, extreme[j][l]);
+        }
     for (; i < count; ++i) value = fold<Op>(value, row[i]);
     return value;
 }
