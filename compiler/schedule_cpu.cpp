@@ -198,12 +198,14 @@ ScheduledStep schedule_reduce(const Plan& plan, const Reduce& reduce, const Targ
     // nest's outermost, or the block's rows - and only where every mode that could split is reduced,
     // give each thread accumulators of its own.
     step.accumulators = t.size;
-    // Every row of a block into one row of accumulators (a middle or outer axis reduced): read from memory,
-    // row after row, so that the source is read in order - four rows per pass, read as four streams, ran at
-    // half the read bandwidth with rows of 2 KiB and more - while the accumulators stay in L1 (16 KiB at
-    // most); from the caches, four rows per pass, which stores the accumulators a quarter as often.
+    // Every contiguous row of a block into one row of accumulators (a middle or outer axis reduced): read
+    // from memory, row after row, so that the source is read in order - four rows per pass, read as four
+    // streams, ran at half the read bandwidth with rows of 2 KiB and more - while the accumulators stay in
+    // L1 (16 KiB at most); from the caches, four rows per pass, which stores the accumulators a quarter as
+    // often.
     const std::int64_t accumulator_row_bytes = saturating_mul(row.extent, static_cast<std::int64_t>(size_of(step.accumulator)));
-    step.rows_in_order = rows.stride == 0 && row.stride != 0 && bytes >= beyond_caches_bytes && row.extent >= 16 && accumulator_row_bytes <= 16 << 10;
+    step.rows_in_order = rows.stride == 0 && row.stride == 1 && nest.src.modes[rank - 1].stride == 1 && bytes >= beyond_caches_bytes &&
+                         row.extent >= 16 && accumulator_row_bytes <= 16 << 10;
     if (!parallel || size == 0 || (nest_extent < 2 && rows.extent < 2)) step.split = Split::none;
     else if (nest_extent >= 2 && nest.acc.modes[0].stride != 0) step.split = Split::outer;
     else if (rows.extent >= 2 && rows.stride != 0) step.split = Split::rows;
