@@ -390,6 +390,21 @@ TEST_CASE("cpu executor: every CPU strategy of the schedule, small and split bet
 #endif
 }
 
+// Sums down the columns of back-to-back short rows fold the block as one contiguous run (fold.hpp,
+// sum_periodic) where the row length divides a vector's lanes: every such length and one that does not,
+// row counts around the four-vector body, and enough rows to split between threads.
+TEST_CASE("cpu executor: sums and means down short columns, against the reference") {
+    std::set<Strategy> strategies;
+    for (const std::int64_t columns : {2, 3, 4})
+        for (const std::int64_t rows : {17, 18, 23, 33, 300001})
+            for (const Reduction op : {Reduction::sum, Reduction::mean})
+                for (const DType dtype : {DType::f32, DType::f64}) {
+                    CAPTURE(rows);
+                    check_scheduled(Call{Op::reduce, "a b -> b", op, {}, false, {}}, {{rows, columns}}, dtype, strategies);
+                }
+    CHECK(strategies.contains(Strategy::reduce_accumulate));
+}
+
 // Pooling windows whose rows are 2 or 3 adjacent elements run a window row at a time (reduce.cpp,
 // fold_adjacent_windows): each reduction and dtype, runs of outputs around the 16 where that path starts and
 // the 256 of its chunks, against the reference.

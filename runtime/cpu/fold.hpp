@@ -115,6 +115,29 @@ inline A sum_run(A value, const T* __restrict row, std::int64_t count) {
     return value + s;
 }
 
+// Back-to-back rows of `period` elements summed into one row of accumulators, where `period` divides a
+// vector's lanes: the rows are one contiguous run whose element k belongs to column k % period, so it is
+// summed as sum_run sums (four vectors in flight; one row per pass would wait on each accumulator's
+// store), and each lane l is then added to column l % period.
+template <typename T, typename A>
+inline void sum_periodic(A* __restrict a, const T* __restrict x, std::int64_t count, std::int64_t period) {
+    using V [[gnu::vector_size(32)]] = A;
+    constexpr std::int64_t lanes = 32 / sizeof(A);
+    using L [[gnu::vector_size(lanes * sizeof(T))]] = T;  // one vector's worth of source elements
+    V sums[4] = {};
+    std::int64_t i = 0;
+    for (; i + 4 * lanes <= count; i += 4 * lanes)
+        for (int j = 0; j < 4; ++j) {
+            L v;
+            std::memcpy(&v, x + i + j * lanes, sizeof v);
+            if constexpr (std::is_same_v<T, A>) sums[j] += v;
+            else sums[j] += __builtin_convertvector(v, V);
+        }
+    const V total = (sums[0] + sums[1]) + (sums[2] + sums[3]);
+    for (std::int64_t l = 0; l < lanes; ++l) a[l % period] += total[l];
+    for (; i < count; ++i) a[i % period] += static_cast<A>(x[i]);  // (x is the start of a row)
+}
+
 // One row of a block folded into `value`: four independent chains over a long contiguous row (the
 // compiler vectorises them without reassociating), a plain loop otherwise; K > 0 fixes the length at
 // compile time (pooling windows, tiny inner dims).
@@ -222,6 +245,10 @@ EINC_KERNEL void fold_block(A* __restrict a, const storage_t<In>* __restrict x, 
         std::int64_t r = begin;
         if (inner_acc == 1 && inner_src == 1) {
             if (b.rows_in_order) return fold_rows_in_order<Op, In, A>(a, x, inner, outer_src, begin, end);
+            if constexpr ((Op == Reduction::sum || Op == Reduction::mean) && (In == DType::f32 || In == DType::f64) &&
+                          std::is_floating_point_v<A> && sizeof(A) >= sizeof(storage_t<In>))
+                if (outer_src == inner && (32 / static_cast<std::int64_t>(sizeof(A))) % inner == 0)
+                    return sum_periodic(a, x + begin * inner, (end - begin) * inner, inner);
             // Four rows per pass, combined in the element's compute type before the one conversion.
             for (; r + 4 <= end; r += 4) {
                 const storage_t<In>* __restrict x0 = x + r * outer_src;
