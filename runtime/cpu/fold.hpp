@@ -91,36 +91,12 @@ inline T extreme_run(T value, const T* __restrict row, std::int64_t count) {
     return value;
 }
 
-// A sum over a contiguous run of f32 (in f32 or f64) or f64, in four vectors of accumulators: four vector
-// additions in flight, where one chain of them would wait on each one's latency (about a quarter of the
-// memory bandwidth for f32 summed in f64).
+// The sums of a contiguous run x[0, count) of f32 (in f32 or f64) or f64 by lane, in four vectors of
+// accumulators: four vector additions in flight, where one chain of them would wait on each one's latency
+// (about a quarter of the memory bandwidth for f32 summed in f64). Lane l of `total` sums the elements at
+// l modulo the lanes, up to the whole vectors it returns the end of; the caller adds the rest.
 template <typename T, typename A>
-inline A sum_run(A value, const T* __restrict row, std::int64_t count) {
-    using V [[gnu::vector_size(32)]] = A;
-    constexpr std::int64_t lanes = 32 / sizeof(A);
-    using L [[gnu::vector_size(lanes * sizeof(T))]] = T;  // one vector's worth of source elements
-    V sums[4] = {};
-    std::int64_t i = 0;
-    for (; i + 4 * lanes <= count; i += 4 * lanes)
-        for (int j = 0; j < 4; ++j) {
-            L x;
-            std::memcpy(&x, row + i + j * lanes, sizeof x);
-            if constexpr (std::is_same_v<T, A>) sums[j] += x;
-            else sums[j] += __builtin_convertvector(x, V);
-        }
-    const V total = (sums[0] + sums[1]) + (sums[2] + sums[3]);
-    A s = 0;
-    for (std::int64_t l = 0; l < lanes; ++l) s += total[l];
-    for (; i < count; ++i) s += static_cast<A>(row[i]);
-    return value + s;
-}
-
-// Back-to-back rows of `period` elements summed into one row of accumulators, where `period` divides a
-// vector's lanes: the rows are one contiguous run whose element k belongs to column k % period, so it is
-// summed as sum_run sums (four vectors in flight; one row per pass would wait on each accumulator's
-// store), and each lane l is then added to column l % period.
-template <typename T, typename A>
-inline void sum_periodic(A* __restrict a, const T* __restrict x, std::int64_t count, std::int64_t period) {
+inline std::int64_t sum_lanes(const T* __restrict x, std::int64_t count, A (&total)[32 / sizeof(A)]) {
     using V [[gnu::vector_size(32)]] = A;
     constexpr std::int64_t lanes = 32 / sizeof(A);
     using L [[gnu::vector_size(lanes * sizeof(T))]] = T;  // one vector's worth of source elements
@@ -133,8 +109,30 @@ inline void sum_periodic(A* __restrict a, const T* __restrict x, std::int64_t co
             if constexpr (std::is_same_v<T, A>) sums[j] += v;
             else sums[j] += __builtin_convertvector(v, V);
         }
-    const V total = (sums[0] + sums[1]) + (sums[2] + sums[3]);
-    for (std::int64_t l = 0; l < lanes; ++l) a[l % period] += total[l];
+    const V sum = (sums[0] + sums[1]) + (sums[2] + sums[3]);
+    for (std::int64_t l = 0; l < lanes; ++l) total[l] = sum[l];
+    return i;
+}
+
+// A sum over a contiguous run, folded into `value`.
+template <typename T, typename A>
+inline A sum_run(A value, const T* __restrict row, std::int64_t count) {
+    A total[32 / sizeof(A)];
+    std::int64_t i = sum_lanes(row, count, total);
+    A s = 0;
+    for (const A t : total) s += t;
+    for (; i < count; ++i) s += static_cast<A>(row[i]);
+    return value + s;
+}
+
+// Back-to-back rows of `period` elements summed into one row of accumulators, where `period` divides a
+// vector's lanes: the rows are one contiguous run whose element k belongs to column k % period, so lane l
+// of its sums belongs to column l % period (one row per pass would wait on each accumulator's store).
+template <typename T, typename A>
+inline void sum_periodic(A* __restrict a, const T* __restrict x, std::int64_t count, std::int64_t period) {
+    A total[32 / sizeof(A)];
+    std::int64_t i = sum_lanes(x, count, total);
+    for (std::int64_t l = 0; l < std::int64_t{32 / sizeof(A)}; ++l) a[l % period] += total[l];
     for (; i < count; ++i) a[i % period] += static_cast<A>(x[i]);  // (x is the start of a row)
 }
 
