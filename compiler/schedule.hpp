@@ -91,7 +91,7 @@ struct TransposeTiles {
     std::vector<std::size_t> write_order;   // the tile's modes but p and the last, innermost first (destination's)
     std::vector<std::size_t> tile_order;    // the modes tiles are walked along, innermost first (nearest in memory)
     std::int64_t count = 0;                 // tiles in all
-    bool streaming_stores = false;          // a destination larger than the caches is written around them
+    bool streaming_stores = false;          // a copy larger than the last-level cache writes around it
 };
 
 // The loop nest of a CPU step, every access over one index space in traversal order (outermost first).

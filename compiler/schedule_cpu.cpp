@@ -25,7 +25,7 @@ void pad_front(std::size_t rank, std::initializer_list<Layout*> layouts) {
 // grow to fill half the buffer; a tile never exceeds the buffer. Tiles are walked nearest first: along the
 // mode whose step moves least in both memories, so that consecutive tiles share pages and lines.
 TransposeTiles tile_transpose(const Layout& dst, const Layout& src, std::size_t p, std::int64_t element_bytes, std::int64_t block) {
-    constexpr std::int64_t run_bytes = 512, streaming_bytes = 8 << 20;
+    constexpr std::int64_t run_bytes = 512;
     const std::size_t rank = dst.rank(), q = rank - 1;
     const std::int64_t run = std::max<std::int64_t>(run_bytes / element_bytes, 1), budget = transpose_buffer_bytes / element_bytes;
     const auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
@@ -76,7 +76,10 @@ TransposeTiles tile_transpose(const Layout& dst, const Layout& src, std::size_t 
     std::stable_sort(tiles.tile_order.begin(), tiles.tile_order.end(), [&](std::size_t a, std::size_t b) { return jump(a) < jump(b); });
     tiles.count = 1;
     for (std::size_t m = 0; m < rank; ++m) tiles.count *= ceil_div(dst.modes[m].extent, tiles.extents[m]);
-    tiles.streaming_stores = block > 0 && element_bytes == 4 && dst.size() * element_bytes >= streaming_bytes;
+    // Streaming stores where the source and the destination together exceed the last-level cache: a copy
+    // that fits stays there for the next step to read (the 16 MiB 6-D permutation: 0.88-0.98 ms cached,
+    // 0.95-1.07 ms streamed), one that does not would evict the source it still has to read.
+    tiles.streaming_stores = block > 0 && element_bytes == 4 && saturating_mul(saturating_mul(dst.size(), element_bytes), 2) > beyond_caches_bytes;
     return tiles;
 }
 
