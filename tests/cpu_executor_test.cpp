@@ -545,3 +545,47 @@ TEST_CASE("cpu executor: sums and means of contiguous rows of every length, in t
             for (int r = 0; r < 3; ++r) CHECK(means[static_cast<std::size_t>(r)] == doctest::Approx(row_sums[r] / static_cast<double>(length)));
         }
 }
+
+// f32 dot products of more than 16 terms sum their products in f64 (contract.cpp: dot_f32_in_f64 under AVX2,
+// each product and its rounding error apart): the result is the exact sum rounded once to f32, for row
+// lengths around the vector body and its tail, in rows (contract_rows) and in one long row split between
+// threads (contract_accumulate). Factors 1 + k/4096 have products of up to 25 significant bits, which f32
+// rounds and f64 holds; summed in f32, these rows would be off in their last bits. Products past f32's
+// range are what exact products make them: 1e60 - 1e60 is 0, 1e60 + 1e60 an f32 infinity.
+TEST_CASE("cpu executor: f32 dot products are their exact sums rounded once, every row length, and past f32's range") {
+    const auto factor = [](std::int64_t i, std::int64_t salt) { return 1.0 + static_cast<double>((i * salt) % 4001) / 4096.0; };
+    for (const std::int64_t length : {17, 31, 32, 33, 47, 64, 70, 1000, 300000}) {
+        CAPTURE(length);
+        const std::int64_t rows = length > 1000 ? 1 : 3;
+        std::vector<double> xs(static_cast<std::size_t>(rows * length)), ys(xs.size());
+        std::vector<double> exact(static_cast<std::size_t>(rows), 0.0);
+        for (std::int64_t i = 0; i < rows * length; ++i) {
+            xs[static_cast<std::size_t>(i)] = factor(i, 7919);
+            ys[static_cast<std::size_t>(i)] = factor(i, 104729);
+            exact[static_cast<std::size_t>(i / length)] += xs[static_cast<std::size_t>(i)] * ys[static_cast<std::size_t>(i)];  // exact in f64
+        }
+        const Tensor x = reference::make_tensor(DType::f32, {rows, length}, xs), y = reference::make_tensor(DType::f32, {rows, length}, ys);
+        std::vector<double> want;
+        for (const double sum : exact) want.push_back(static_cast<double>(static_cast<float>(sum)));
+        CHECK(reference::values_of(einc::einsum("r c, r c -> r", {x, y}).view()) == want);
+        const Tensor u = reference::make_tensor(DType::f32, {rows * length}, xs), v = reference::make_tensor(DType::f32, {rows * length}, ys);
+        double total = 0;
+        for (const double sum : exact) total += sum;
+        CHECK(reference::values_of(einc::einsum("i, i ->", {u, v}).view()) == std::vector<double>{static_cast<double>(static_cast<float>(total))});
+    }
+    for (const std::int64_t at : {0, 36}) {  // the large products in the vector body, or in the tail
+        CAPTURE(at);
+        std::vector<double> xs(40, 0.0), ys(40, 0.25);
+        xs[static_cast<std::size_t>(at)] = 1e30, ys[static_cast<std::size_t>(at)] = 1e30;
+        xs[static_cast<std::size_t>(at) + 1] = -1e30, ys[static_cast<std::size_t>(at) + 1] = 1e30;
+        const Tensor x = reference::make_tensor(DType::f32, {2, 20}, xs), y = reference::make_tensor(DType::f32, {2, 20}, ys);
+        const Tensor u = reference::make_tensor(DType::f32, {40}, xs), v = reference::make_tensor(DType::f32, {40}, ys);
+        CHECK(reference::values_of(einc::einsum("r c, r c -> r", {x, y}).view()) == std::vector<double>{0.0, 0.0});
+        CHECK(reference::values_of(einc::einsum("i, i ->", {u, v}).view()) == std::vector<double>{0.0});
+        xs[static_cast<std::size_t>(at) + 1] = 1e30;
+        const Tensor z = reference::make_tensor(DType::f32, {2, 20}, xs), w = reference::make_tensor(DType::f32, {40}, xs);
+        const double inf = std::numeric_limits<double>::infinity();
+        CHECK(reference::values_of(einc::einsum("r c, r c -> r", {z, y}).view()) == (at == 0 ? std::vector<double>{inf, 0.0} : std::vector<double>{0.0, inf}));
+        CHECK(reference::values_of(einc::einsum("i, i ->", {w, v}).view()) == std::vector<double>{inf});
+    }
+}
