@@ -1,11 +1,16 @@
 // What the CPU and GPU benchmarks share: their command line, the Python baselines' timings, JSON text.
 #pragma once
 
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <map>
 #include <optional>
 #include <string>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace einc::bench {
 
@@ -46,6 +51,67 @@ inline std::map<std::string, double> python_timings(const std::string& script, b
     pclose(pipe);
     return timings;
 }
+
+// A baseline script in bench/ run as a server (`--serve`): a case's key and a number of runs sent on its
+// standard input, the median seconds per call of those runs (after one untimed) read back, so that the
+// baseline times each case right after einc. Every time is 0 where Python, the library it times or the
+// case is missing.
+class PythonPeer {
+public:
+    PythonPeer(const std::string& script, bool quick) {
+        std::signal(SIGPIPE, SIG_IGN);  // a script that has exited is a write error, not the end of the benchmark
+        int to_child[2], from_child[2];
+        if (pipe(to_child) != 0) return;
+        if (pipe(from_child) != 0) {
+            close(to_child[0]);
+            close(to_child[1]);
+            return;
+        }
+        const std::string path = fmt::format("{}/{}", EINC_BENCH_DIR, script);
+        pid_ = fork();
+        if (pid_ == 0) {
+            dup2(to_child[0], STDIN_FILENO);
+            dup2(from_child[1], STDOUT_FILENO);
+            const int devnull = open("/dev/null", O_WRONLY);
+            if (devnull >= 0) dup2(devnull, STDERR_FILENO);
+            for (const int fd : {to_child[0], to_child[1], from_child[0], from_child[1]}) close(fd);
+            execlp("python3", "python3", path.c_str(), "--serve", quick ? "--quick" : nullptr, nullptr);
+            _exit(127);
+        }
+        close(to_child[0]);
+        close(from_child[1]);
+        if (pid_ < 0) {
+            close(to_child[1]);
+            close(from_child[0]);
+            return;
+        }
+        to_ = fdopen(to_child[1], "w");
+        from_ = fdopen(from_child[0], "r");
+    }
+    ~PythonPeer() {
+        if (to_ != nullptr) std::fclose(to_);  // end of input: the script exits
+        if (from_ != nullptr) std::fclose(from_);
+        if (pid_ > 0) waitpid(pid_, nullptr, 0);
+    }
+    PythonPeer(const PythonPeer&) = delete;
+    PythonPeer& operator=(const PythonPeer&) = delete;
+
+    double seconds(const std::string& key, int runs) {
+        if (to_ == nullptr || from_ == nullptr || key.empty()) return 0;
+        char line[128];
+        if (std::fprintf(to_, "%s %d\n", key.c_str(), runs) < 0 || std::fflush(to_) != 0 || std::fgets(line, sizeof line, from_) == nullptr) {
+            std::fclose(to_);  // the script is gone: no more questions
+            to_ = nullptr;
+            return 0;
+        }
+        return std::strtod(line, nullptr);
+    }
+
+private:
+    pid_t pid_ = -1;
+    std::FILE* to_ = nullptr;
+    std::FILE* from_ = nullptr;
+};
 
 inline std::string json_escaped(const std::string& text) {
     std::string out;

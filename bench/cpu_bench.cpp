@@ -1,9 +1,11 @@
-// CPU benchmarks: every einc timing beside a baseline measured in the same process, reported as ratios.
+// CPU benchmarks: every einc timing beside a baseline measured in the same process, the two run by turns,
+// reported as ratios.
 //   permutations  vs memcpy (copy bandwidth: bytes read + written)
 //   reductions    vs a loop reading the input and writing the output once (read bandwidth, and the output's)
 //   einsum        vs the same GEMM called on OpenBLAS directly
 //   dispatch      cached one-line call vs a compiled Program vs the work itself; a plan-cache miss
-// With numpy on the machine, numpy's times for the same work are shown too (python3 is run once).
+// With numpy on the machine, numpy's times for the same work are shown too, each taken right after einc's
+// (numpy_baseline.py --serve).
 //
 //   cpu_bench [--quick] [--json FILE] [--markdown FILE]
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include "bench/bench_common.hpp"
@@ -34,17 +37,40 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+double median(std::vector<double> seconds) {
+    std::nth_element(seconds.begin(), seconds.begin() + static_cast<std::ptrdiff_t>(seconds.size() / 2), seconds.end());
+    return seconds[seconds.size() / 2];
+}
+
+double seconds_of(const std::function<void()>& work) {
+    const auto start = Clock::now();
+    work();
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
 // Median seconds of `repeats` runs after `warmup` runs.
 double time_it(const std::function<void()>& work, int repeats, int warmup = 2) {
     for (int i = 0; i < warmup; ++i) work();
     std::vector<double> seconds;
-    for (int i = 0; i < repeats; ++i) {
-        const auto start = Clock::now();
-        work();
-        seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    for (int i = 0; i < repeats; ++i) seconds.push_back(seconds_of(work));
+    return median(seconds);
+}
+
+// Median seconds of einc's work and of its baseline's, taken by turns: in each of `repeats` rounds one run
+// of each, each timed after an untimed run of the same work. On a shared machine whose memory bandwidth
+// moves from one second to the next, both see the same moments, and both are timed warm.
+struct Timings {
+    double einc = 0, baseline = 0;
+};
+Timings time_by_turns(const std::function<void()>& einc_work, const std::function<void()>& baseline_work, int repeats) {
+    std::vector<double> einc, baseline;
+    for (int round = 0; round < repeats; ++round) {
+        einc_work();
+        einc.push_back(seconds_of(einc_work));
+        baseline_work();
+        baseline.push_back(seconds_of(baseline_work));
     }
-    std::nth_element(seconds.begin(), seconds.begin() + repeats / 2, seconds.end());
-    return seconds[static_cast<std::size_t>(repeats / 2)];
+    return {median(einc), median(baseline)};
 }
 
 // Per-call time of a fast operation, timed over many calls.
@@ -131,6 +157,10 @@ std::string machine_description() {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // OpenBLAS's idle threads spin for about 0.1 s after each call (2^28 cycles), einc's and numpy's alike,
+    // and would take a core from whatever runs next - numpy's case after einc's, einc's after numpy's, the
+    // next case: they are told to sleep at once. (OpenBLAS reads this as it loads: the benchmark starts again.)
+    if (std::getenv("OPENBLAS_THREAD_TIMEOUT") == nullptr && setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1) == 0) execv("/proc/self/exe", argv);
     const std::optional<einc::bench::Arguments> arguments = einc::bench::parse_arguments(argc, argv, "cpu_bench");
     if (!arguments) return 2;
     const bool quick = arguments->quick;
@@ -139,11 +169,7 @@ int main(int argc, char** argv) {
     const int repeats = quick ? 3 : 9;
     const std::int64_t scale = quick ? 4 : 1;  // --quick: a quarter of the sizes
     std::vector<Row> rows;
-    const std::map<std::string, double> numpy = einc::bench::python_timings("numpy_baseline.py", quick);
-    const auto numpy_time = [&](const std::string& key) {
-        const auto it = numpy.find(key);
-        return it == numpy.end() ? 0.0 : it->second;
-    };
+    einc::bench::PythonPeer numpy("numpy_baseline.py", quick);  // numpy times each case right after einc
 
     // ---- permutations vs memcpy -----------------------------------------------------------------
     struct Permutation {
@@ -172,9 +198,11 @@ int main(int argc, char** argv) {
         const std::vector<einc::TensorView> outputs{out.view()};
         Row row{"permutation", fmt::format("{} {}", p.pattern, einc::format_shape(p.shape)), "memcpy"};
         row.bytes = 2.0 * static_cast<double>(x.nbytes());
-        row.einc_seconds = time_it([&] { program.run(inputs, outputs); }, repeats);
-        row.baseline_seconds = time_it([&] { parallel_memcpy(copy.data(), x.data(), x.nbytes()); }, repeats);
-        row.numpy_seconds = numpy_time(p.key);
+        const Timings t = time_by_turns([&] { program.run(inputs, outputs); }, [&] { parallel_memcpy(copy.data(), x.data(), x.nbytes()); },
+                                        repeats);
+        row.einc_seconds = t.einc;
+        row.baseline_seconds = t.baseline;
+        row.numpy_seconds = numpy.seconds(p.key, repeats);
         row.target = p.target;
         rows.push_back(row);
     }
@@ -206,10 +234,12 @@ int main(int argc, char** argv) {
         Row row{"reduction", fmt::format("{} {} {}", einc::name_of(r.op), r.pattern, einc::format_shape(r.shape)), "read + write loop"};
         row.bytes = static_cast<double>(x.nbytes() + out.nbytes());
         volatile float sink = 0;
-        row.einc_seconds = time_it([&] { program.run(inputs, outputs); }, repeats);
-        row.baseline_seconds =
-            time_it([&] { sink = parallel_read_write(x.data_as<float>(), x.numel(), written.data_as<float>(), written.numel()); }, repeats);
-        row.numpy_seconds = numpy_time(r.key);
+        const Timings t = time_by_turns([&] { program.run(inputs, outputs); },
+                                        [&] { sink = parallel_read_write(x.data_as<float>(), x.numel(), written.data_as<float>(), written.numel()); },
+                                        repeats);
+        row.einc_seconds = t.einc;
+        row.baseline_seconds = t.baseline;
+        row.numpy_seconds = numpy.seconds(r.key, repeats);
         row.target = ">= 0.8";
         rows.push_back(row);
     }
@@ -236,17 +266,20 @@ int main(int argc, char** argv) {
         const std::vector<einc::TensorView> outputs{out.view()};
         Row row{"einsum", fmt::format("{} {} {}", c.pattern, einc::format_shape(c.a), einc::format_shape(c.b)), "cblas_sgemm"};
         row.flops = 2.0 * static_cast<double>(c.batch * c.m * c.n * c.k);
-        row.einc_seconds = time_it([&] { program.run(inputs, outputs); }, repeats);
 #if EINC_HAS_BLAS
-        row.baseline_seconds = time_it([&] {
+        const Timings t = time_by_turns([&] { program.run(inputs, outputs); }, [&] {
             for (std::int64_t i = 0; i < c.batch; ++i)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, c.b_transposed ? CblasTrans : CblasNoTrans, static_cast<int>(c.m),
                             static_cast<int>(c.n), static_cast<int>(c.k), 1.0f, a.data_as<float>() + i * c.m * c.k, static_cast<int>(c.k),
                             b.data_as<float>() + (c.batch > 1 ? i * c.n * c.k : 0), static_cast<int>(c.b_transposed ? c.k : c.n), 0.0f,
                             direct.data_as<float>() + i * c.m * c.n, static_cast<int>(c.n));
         }, repeats);
+        row.einc_seconds = t.einc;
+        row.baseline_seconds = t.baseline;
+        row.numpy_seconds = numpy.seconds(c.key, repeats);
+#else
+        row.einc_seconds = time_it([&] { program.run(inputs, outputs); }, repeats);
 #endif
-        row.numpy_seconds = numpy_time(c.key);
         row.target = ">= 0.9 of the direct GEMM";
         rows.push_back(row);
     }
@@ -297,9 +330,11 @@ int main(int argc, char** argv) {
         row.bytes = program.plan().total.bytes();
         const std::size_t half = static_cast<std::size_t>(row.bytes / 2);
         const einc::Tensor from = baseline_bytes(half), to = baseline_bytes(half);
-        row.einc_seconds = time_it([&] { program.run(inputs, outputs); }, repeats);
-        row.baseline_seconds = time_it([&] { parallel_memcpy(to.data(), from.data(), half); }, repeats);
-        row.numpy_seconds = numpy_time(c.key);
+        const Timings t =
+            time_by_turns([&] { program.run(inputs, outputs); }, [&] { parallel_memcpy(to.data(), from.data(), half); }, repeats);
+        row.einc_seconds = t.einc;
+        row.baseline_seconds = t.baseline;
+        row.numpy_seconds = numpy.seconds(c.key, repeats);
         row.target = c.target;
         rows.push_back(row);
     }
@@ -340,9 +375,11 @@ int main(int argc, char** argv) {
         row.bytes = gradient.backward_cost().bytes();
         const std::size_t half = static_cast<std::size_t>(row.bytes / 2);
         const einc::Tensor from = baseline_bytes(half), to = baseline_bytes(half);
-        row.einc_seconds = time_it([&] { gradient.run(inputs, dys, into); }, repeats);
-        row.baseline_seconds = time_it([&] { parallel_memcpy(to.data(), from.data(), half); }, repeats);
-        row.numpy_seconds = numpy_time(c.key);
+        const Timings t =
+            time_by_turns([&] { gradient.run(inputs, dys, into); }, [&] { parallel_memcpy(to.data(), from.data(), half); }, repeats);
+        row.einc_seconds = t.einc;
+        row.baseline_seconds = t.baseline;
+        row.numpy_seconds = numpy.seconds(c.key, repeats);
         row.target = ">= 1x numpy";
         rows.push_back(row);
     }
@@ -355,7 +392,7 @@ int main(int argc, char** argv) {
         Row cached{"dispatch", "einc::rearrange(x, \"b c h w -> b h w c\") (a view), per call", "Program::run"};
         cached.einc_seconds = time_per_call([&] { (void)einc::rearrange(x, "b c h w -> b h w c"); }, calls);
         cached.baseline_seconds = time_per_call([&] { (void)program.run({x}); }, calls);
-        cached.numpy_seconds = numpy_time("einops_rearrange_small");
+        cached.numpy_seconds = numpy.seconds("einops_rearrange_small", 5);
         cached.target = "overhead <= 1 us (aim 100 ns)";
         rows.push_back(cached);
 
@@ -371,7 +408,7 @@ int main(int argc, char** argv) {
         Row miss_einsum{"dispatch", "plan-cache miss: parse + bind + plan of \"b i d, b j d -> b i j\"", "(absolute)"};
         miss_einsum.einc_seconds =
             time_per_call([&] { (void)no_cache.get(einc::CallRef{einc::Op::einsum, "b i d, b j d -> b i j"}, qk, {}); }, quick ? 2000 : 20000);
-        miss_einsum.numpy_seconds = numpy_time("numpy_einsum_optimize_small");
+        miss_einsum.numpy_seconds = numpy.seconds("numpy_einsum_optimize_small", 5);
         miss_einsum.target = "<= 20 us";
         rows.push_back(miss_einsum);
     }
