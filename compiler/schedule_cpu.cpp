@@ -77,8 +77,8 @@ TransposeTiles tile_transpose(const Layout& dst, const Layout& src, std::size_t 
     tiles.count = 1;
     for (std::size_t m = 0; m < rank; ++m) tiles.count *= ceil_div(dst.modes[m].extent, tiles.extents[m]);
     // Streaming stores where the source and the destination together exceed the last-level cache: a copy
-    // that fits stays there for the next step to read (the 16 MiB 6-D permutation: 0.88-0.98 ms cached,
-    // 0.95-1.07 ms streamed), one that does not would evict the source it still has to read.
+    // that fits stays there for the next step to read (8-16 MiB permutations ran as fast or faster cached in
+    // six of seven alternations), one that does not would evict the source it still has to read.
     tiles.streaming_stores = block > 0 && element_bytes == 4 && saturating_mul(saturating_mul(dst.size(), element_bytes), 2) > beyond_caches_bytes;
     return tiles;
 }
