@@ -91,7 +91,7 @@ std::optional<std::size_t> transpose_mode(const Layout& dst, const Layout& src, 
 Schedule schedule(const Plan& plan, const Target& target) {
     Schedule result{target, {}, {}, 0, 0, 0};
     for (const PlanStep& step : plan.steps) {
-        result.steps.push_back(target.backend == Backend::cpu ? detail::schedule_cpu_step(plan, step.step, target)
+        result.steps.push_back(target.backend == Backend::cpu ? detail::schedule_cpu_step(plan, step, target)
                                                               : detail::schedule_gpu_step(plan, step.step, target));
         result.steps.back().epilogue = epilogue_of(step.step);
     }

@@ -91,7 +91,6 @@ struct TransposeTiles {
     std::vector<std::size_t> write_order;   // the tile's modes but p and the last, innermost first (destination's)
     std::vector<std::size_t> tile_order;    // the modes tiles are walked along, innermost first (nearest in memory)
     std::int64_t count = 0;                 // tiles in all
-    bool streaming_stores = false;          // a copy larger than the last-level cache writes around it
 };
 
 // The loop nest of a CPU step, every access over one index space in traversal order (outermost first).
@@ -125,6 +124,8 @@ struct ScheduledStep {
     std::int64_t accumulators = 0;  // reduce/contract_accumulate: elements of the accumulator array
     bool rows_in_order = false;     // reduce_accumulate, every row of a block into one row of accumulators:
                                     // row after row (else four rows per pass over the accumulators)
+    bool streaming_stores = false;  // transpose (registers), contract_elementwise (f32): the destination is
+                                    // written around the caches (non-temporal stores)
     int partial_arrays = 0;         // Split::partials_*: one more accumulator array per thread
     std::int64_t array_stride = 0;  // bytes from one accumulator array to the next in the scratch (128-byte multiples)
 

@@ -76,10 +76,6 @@ TransposeTiles tile_transpose(const Layout& dst, const Layout& src, std::size_t 
     std::stable_sort(tiles.tile_order.begin(), tiles.tile_order.end(), [&](std::size_t a, std::size_t b) { return jump(a) < jump(b); });
     tiles.count = 1;
     for (std::size_t m = 0; m < rank; ++m) tiles.count *= ceil_div(dst.modes[m].extent, tiles.extents[m]);
-    // Streaming stores where the source and the destination together exceed the last-level cache: a copy
-    // that fits stays there for the next step to read (8-16 MiB permutations ran as fast or faster cached in
-    // six of seven alternations), one that does not would evict the source it still has to read.
-    tiles.streaming_stores = block > 0 && element_bytes == 4 && saturating_mul(saturating_mul(dst.size(), element_bytes), 2) > beyond_caches_bytes;
     return tiles;
 }
 
@@ -303,7 +299,8 @@ ScheduledStep schedule_route(const Plan& plan, const Route& route, const Target&
 
 }  // namespace
 
-ScheduledStep schedule_cpu_step(const Plan& plan, const Step& step, const Target& target) {
+ScheduledStep schedule_cpu_step(const Plan& plan, const PlanStep& planned, const Target& target) {
+    const Step& step = planned.step;
     ScheduledStep result = std::visit(
         [&](const auto& s) -> ScheduledStep {
             using S = std::decay_t<decltype(s)>;
@@ -322,6 +319,18 @@ ScheduledStep schedule_cpu_step(const Plan& plan, const Step& step, const Target
         if (result.split == Split::partials_outer || result.split == Split::partials_rows) result.partial_arrays = target.threads;
         result.scratch_bytes = saturating_mul(result.array_stride, 1 + result.partial_arrays);
     }
+    // Streaming (non-temporal) stores where the step moves more than the last-level cache holds (its cost's
+    // bytes read and written): its destination would not stay cached for the next step anyway, and would
+    // evict what this one has still to read; stored around the caches, it also skips reading each line
+    // before writing it. (8-16 MiB permutations, which fit, ran as fast or faster cached in six of seven
+    // alternations; the 16 MiB broadcast product 'b s e, e -> b s e', which does not, took 0.66-0.84 ms
+    // streamed and 0.82-1.25 ms cached.) Where the kernels have them: register transposes (of 4-byte
+    // elements), products of f32.
+    const auto* contract = std::get_if<Contract>(&step);
+    const bool can_stream = (result.strategy == Strategy::transpose && result.transpose_kind == TransposeKind::registers) ||
+                            (result.strategy == Strategy::contract_elementwise && contract != nullptr &&
+                             plan.spec(contract->dst.buffer).dtype == DType::f32);
+    result.streaming_stores = can_stream && planned.cost.bytes() > static_cast<double>(beyond_caches_bytes);
     return result;
 }
 

@@ -43,10 +43,9 @@ std::vector<std::string> cpu_lines(const ScheduledStep& step) {
                                     nest.dst.rank() - 1, name_of(step.transpose_kind)));
         const TransposeTiles& tiles = step.tiles;
         if (step.transpose_kind != TransposeKind::short_side)
-            lines.push_back(fmt::format("{} tiles of ({}) walked along modes [{}], read along [{}], written along [{}] (innermost first){}",
+            lines.push_back(fmt::format("{} tiles of ({}) walked along modes [{}], read along [{}], written along [{}] (innermost first)",
                                         tiles.count, fmt::join(tiles.extents, ","), fmt::join(tiles.tile_order, ","),
-                                        fmt::join(tiles.read_order, ","), fmt::join(tiles.write_order, ","),
-                                        tiles.streaming_stores ? "; streaming stores" : ""));
+                                        fmt::join(tiles.read_order, ","), fmt::join(tiles.write_order, ",")));
     }
     if (step.strategy == Strategy::reduce_windows) lines.push_back(fmt::format("window of {} terms per output", step.window));
     if (step.accumulators > 0)
@@ -70,6 +69,7 @@ std::string print_schedule(const Plan& plan, const Schedule& schedule) {
         if (step.strategy != Strategy::view) head += fmt::format("  accumulator {}", name_of(step.accumulator));
         if (schedule.target.backend == Backend::cpu && step.split != Split::none) head += fmt::format("  split {}", name_of(step.split));
         if (step.scratch_bytes > 0) head += fmt::format("  scratch {}", format_bytes(static_cast<double>(step.scratch_bytes)));
+        if (step.streaming_stores) head += "  streaming stores";
         out += head + "\n";
         for (const std::string& line : cpu_lines(step)) out += fmt::format("       {}\n", line);
         for (const KernelLaunch& launch : step.launches) out += fmt::format("       {}\n", launch_line(launch));

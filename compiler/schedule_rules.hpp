@@ -34,7 +34,7 @@ inline ScheduledStep scheduled(Strategy strategy, DType accumulator) {
     return step;
 }
 
-ScheduledStep schedule_cpu_step(const Plan& plan, const Step& step, const Target& target);
+ScheduledStep schedule_cpu_step(const Plan& plan, const PlanStep& step, const Target& target);
 ScheduledStep schedule_gpu_step(const Plan& plan, const Step& step, const Target& target);
 
 // Every kernel the GPU rules can choose for a step, whatever its extents and the GPU.

@@ -82,12 +82,13 @@ std::int64_t wrong_after_copy(const CopyKernels& isa, DType dtype, const Layout&
     Plan plan;
     plan.inputs = {TensorSpec{dtype, {span_of(src_layout)}, {1}}};
     plan.outputs = {TensorSpec{dtype, {span_of(dst_layout)}, {1}}};
-    plan.steps.push_back(PlanStep{
-        Copy{Access{Buffer{Buffer::Kind::input, 0}, 0, src_layout}, Access{Buffer{Buffer::Kind::output, 0}, 0, dst_layout}, {}}, {}, ""});
+    const double bytes = static_cast<double>(dst_layout.size() * size);  // read, and written: the cost streaming depends on
+    plan.steps.push_back(PlanStep{Copy{Access{Buffer{Buffer::Kind::input, 0}, 0, src_layout}, Access{Buffer{Buffer::Kind::output, 0}, 0, dst_layout}, {}},
+                                  Cost{0, bytes, bytes, 0}, ""});
     const ScheduledStep step = schedule(plan, Target::cpu(2, isa.vector_bytes, false)).steps[0];
     REQUIRE(step.strategy == Strategy::transpose);
     if (kinds != nullptr) kinds->insert(step.transpose_kind);
-    if (streamed != nullptr) *streamed |= step.tiles.streaming_stores;
+    if (streamed != nullptr) *streamed |= step.streaming_stores;
     isa.copy(step, cpu::Data{static_cast<std::byte*>(dst.data()), dtype}, cpu::Data{static_cast<std::byte*>(src.data()), dtype});
     const auto* out = static_cast<const std::uint8_t*>(dst.data());
     std::int64_t wrong = 0;
@@ -588,4 +589,43 @@ TEST_CASE("cpu executor: f32 dot products are their exact sums rounded once, eve
         CHECK(reference::values_of(einc::einsum("r c, r c -> r", {z, y}).view()) == (at == 0 ? std::vector<double>{inf, 0.0} : std::vector<double>{0.0, inf}));
         CHECK(reference::values_of(einc::einsum("i, i ->", {w, v}).view()) == std::vector<double>{inf});
     }
+}
+
+// f32 products moving more than the last-level cache holds are stored around it (the schedule's
+// streaming_stores; contract.cpp, multiply_streaming): every element right under each instruction set, with
+// rows that start off the vectors' alignment (2053 floats a row), a side broadcast or both contiguous.
+TEST_CASE("cpu kernels: f32 products written with streaming stores, each instruction set") {
+    using Contraction = void (*)(const ScheduledStep&, const cpu::Data&, const cpu::Data&, const cpu::Data&, std::byte*);
+    std::vector<std::pair<const char*, Contraction>> isas{{"baseline", cpu::baseline::contract}};
+#if EINC_HAS_AVX2_KERNELS
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isas.push_back({"avx2", cpu::avx2::contract});
+#endif
+    const std::int64_t rows = 2051, cols = 2053;  // 16.8 MB an operand: 50 MB moved, or 34 MB with a row broadcast
+    Tensor x = Tensor::empty(DType::f32, {rows, cols}), y = Tensor::empty(DType::f32, {rows, cols}), w = Tensor::empty(DType::f32, {cols});
+    for (std::int64_t i = 0; i < rows * cols; ++i) {
+        x.data_as<float>()[i] = static_cast<float>(i % 1009) * 0.37f - 100;
+        y.data_as<float>()[i] = static_cast<float>(i % 997) * -0.11f + 3;
+    }
+    for (std::int64_t j = 0; j < cols; ++j) w.data_as<float>()[j] = static_cast<float>(j % 13) - 6.5f;
+    for (const bool broadcast : {false, true}) {
+        CAPTURE(broadcast);
+        const Tensor& other = broadcast ? w : y;
+        const Program program = compile(Op::einsum, broadcast ? "r c, c -> r c" : "r c, r c -> r c").bind({x.view(), other.view()});
+        const ScheduledStep& step = program.schedule().steps.at(0);
+        REQUIRE(step.strategy == Strategy::contract_elementwise);
+        CHECK(step.streaming_stores);
+        for (const auto& [name, contract] : isas) {
+            CAPTURE(name);
+            Tensor out = Tensor::zeros(DType::f32, {rows, cols});
+            contract(step, cpu::Data{static_cast<std::byte*>(out.data()), DType::f32}, cpu::Data{static_cast<std::byte*>(x.data()), DType::f32},
+                     cpu::Data{static_cast<std::byte*>(const_cast<void*>(other.data())), DType::f32}, nullptr);
+            std::int64_t wrong = 0;
+            for (std::int64_t i = 0; i < rows * cols; ++i)
+                wrong += out.data_as<float>()[i] != x.data_as<float>()[i] * other.data_as<float>()[broadcast ? i % cols : i];
+            CHECK(wrong == 0);
+        }
+    }
+    const Program small = compile(Op::einsum, "r c, c -> r c").bind({Tensor::empty(DType::f32, {512, cols}).view(), w.view()});
+    CHECK_FALSE(small.schedule().steps.at(0).streaming_stores);  // 4 MB: it stays in the caches
 }

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
-#if defined(EINC_CPU_AVX2)
+#if defined(__SSE2__)
 #include <immintrin.h>
 #endif
 
@@ -41,17 +41,51 @@ EINC_KERNEL void multiply_run(storage_t<In>* __restrict d, const storage_t<In>* 
     }
 }
 
+#if defined(__SSE2__)
+#if defined(EINC_CPU_AVX2)
+using Floats = __m256;  // the vector streaming stores write: 8 floats (AVX2), or 4
+__attribute__((target("avx2"))) inline Floats floats_at(const float* p, std::int64_t stride) { return stride == 0 ? _mm256_set1_ps(*p) : _mm256_loadu_ps(p); }
+__attribute__((target("avx2"))) inline void stream_product(float* d, Floats u, Floats v) { _mm256_stream_ps(d, _mm256_mul_ps(u, v)); }
+#else
+using Floats = __m128;
+inline Floats floats_at(const float* p, std::int64_t stride) { return stride == 0 ? _mm_set1_ps(*p) : _mm_loadu_ps(p); }
+inline void stream_product(float* d, Floats u, Floats v) { _mm_stream_ps(d, _mm_mul_ps(u, v)); }
+#endif
+
+// f32 products into a contiguous run of the destination with streaming stores (the schedule's
+// streaming_stores), x and y each contiguous or one value (stride 0); the elements before the first
+// vector-aligned one, and after the last whole vector, stored as usual. false: a run it does not take.
+EINC_KERNEL bool multiply_streaming(float* d, const float* x, const float* y, std::int64_t count, std::int64_t ds, std::int64_t xs,
+                                    std::int64_t ys) {
+    constexpr std::int64_t lanes = sizeof(Floats) / sizeof(float);
+    if (ds != 1 || xs > 1 || ys > 1 || xs < 0 || ys < 0) return false;
+    std::int64_t i = 0;
+    for (; i < count && reinterpret_cast<std::uintptr_t>(d + i) % sizeof(Floats) != 0; ++i) d[i] = x[i * xs] * y[i * ys];
+    for (; i + lanes <= count; i += lanes) stream_product(d + i, floats_at(x + i * xs, xs), floats_at(y + i * ys, ys));
+    for (; i < count; ++i) d[i] = x[i * xs] * y[i * ys];
+    return true;
+}
+#endif
+
 template <DType In, typename A>
 void contract_elementwise(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1) {
     using S = storage_t<In>;
     const CpuNest& nest = step.nest;
     const Nest<3> products = make_nest<3>({&nest.dst, &nest.src, &nest.src1}, {dst.base, src.base, src1.base}, {sizeof(S), sizeof(S), sizeof(S)});
     const auto run = [&](std::int64_t begin, std::int64_t end) {
-        for_each_run(products, begin, end, [](std::array<std::byte*, 3> p, std::int64_t count, const std::array<std::int64_t, 3>& stride) {
+        for_each_run(products, begin, end, [&](std::array<std::byte*, 3> p, std::int64_t count, const std::array<std::int64_t, 3>& stride) {
             constexpr auto size = static_cast<std::int64_t>(sizeof(S));
-            multiply_run<In, A>(reinterpret_cast<S*>(p[0]), reinterpret_cast<const S*>(p[1]), reinterpret_cast<const S*>(p[2]), count,
-                                stride[0] / size, stride[1] / size, stride[2] / size);
+            auto* d = reinterpret_cast<S*>(p[0]);
+            const auto *x = reinterpret_cast<const S*>(p[1]), *y = reinterpret_cast<const S*>(p[2]);
+#if defined(__SSE2__)
+            if constexpr (In == DType::f32 && std::is_same_v<A, float>)
+                if (step.streaming_stores && multiply_streaming(d, x, y, count, stride[0] / size, stride[1] / size, stride[2] / size)) return;
+#endif
+            multiply_run<In, A>(d, x, y, count, stride[0] / size, stride[1] / size, stride[2] / size);
         });
+#if defined(__SSE2__)
+        if (step.streaming_stores) _mm_sfence();  // the streamed lines are visible before this thread says it is done
+#endif
     };
     const std::int64_t outer = products.rank() == 0 ? 1 : products.extents[0];
     if (step.split == Split::outer) parallel_for(outer, run);

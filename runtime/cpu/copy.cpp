@@ -246,7 +246,7 @@ void transpose_tiles(const ScheduledStep& step, const Tiling& t, std::byte* dst,
     constexpr auto size = static_cast<std::int64_t>(Size);
     const bool registers = step.transpose_kind == TransposeKind::registers;
     // Streaming stores write whole aligned vectors: rows a multiple of the register block apart.
-    const bool stream = step.tiles.streaming_stores && register_block > 0 && t.dst_stride[t.p] % std::max<std::int64_t>(register_block, 1) == 0;
+    const bool stream = step.streaming_stores && register_block > 0 && t.dst_stride[t.p] % std::max<std::int64_t>(register_block, 1) == 0;
     Tiling::Modes origin{}, next_origin{};
     for (std::int64_t k = begin; k < end; ++k) {
         std::int64_t src_offset = 0, dst_offset = 0, next_src = 0, next_dst = 0;
