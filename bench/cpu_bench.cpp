@@ -15,7 +15,6 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <functional>
-#include <map>
 #include <random>
 #include <string>
 #include <thread>
