@@ -615,10 +615,11 @@ TEST_CASE("cpu kernels: f32 products written with streaming stores, each instruc
         const ScheduledStep& step = program.schedule().steps.at(0);
         REQUIRE(step.strategy == Strategy::contract_elementwise);
         CHECK(step.streaming_stores);
-        for (const auto& [name, contract] : isas) {
-            CAPTURE(name);
+        for (const auto& isa : isas) {  // (no structured bindings: CAPTURE's lambdas take them, which Clang 14 refuses)
+            const char* kernels_for = isa.first;
+            CAPTURE(kernels_for);
             Tensor out = Tensor::zeros(DType::f32, {rows, cols});
-            contract(step, cpu::Data{static_cast<std::byte*>(out.data()), DType::f32}, cpu::Data{static_cast<std::byte*>(x.data()), DType::f32},
+            isa.second(step, cpu::Data{static_cast<std::byte*>(out.data()), DType::f32}, cpu::Data{static_cast<std::byte*>(x.data()), DType::f32},
                      cpu::Data{static_cast<std::byte*>(const_cast<void*>(other.data())), DType::f32}, nullptr);
             std::int64_t wrong = 0;
             for (std::int64_t i = 0; i < rows * cols; ++i)
