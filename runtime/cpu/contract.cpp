@@ -134,11 +134,12 @@ EINC_KERNEL A dot_row(const storage_t<In>* __restrict x, const storage_t<In>* __
                       std::int64_t ys) {
     const auto load = [](storage_t<In> v) { return static_cast<A>(Element<In>::load(v)); };
     if constexpr (In == DType::f32 && std::is_same_v<A, double>) {
+        if (xs == 1 && ys == 1) {
 #if defined(EINC_CPU_AVX2)
-        if (xs == 1 && ys == 1)
             if (const double sum = dot_f32_in_f64(x, y, count); std::isfinite(sum)) return sum;
 #endif
-        if (xs == 1 && ys == 1) {  // f32 products summed in f64: four chains of four-lane vectors
+            // Both factors widened (under AVX2, only a row whose sum above is not finite): four chains of
+            // four-lane vectors.
             using F [[gnu::vector_size(16)]] = float;
             using D [[gnu::vector_size(32)]] = double;
             D sums[4] = {};
