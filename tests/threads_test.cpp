@@ -202,8 +202,9 @@ TEST_CASE("threads: a count out of range is a clear error that changes nothing")
 }
 
 TEST_CASE("threads: chunks cover the range as n*c/k .. n*(c+1)/k, and nested loops run inline") {
+    // k = min(n, threads * chunks_per_thread)
     const ThreadCount count(4);
-    for (const std::int64_t n : {1, 3, 4, 10, 1001}) {
+    for (const std::int64_t n : {1, 3, 4, 10, 32, 33, 1001}) {
         CAPTURE(n);
         std::mutex mutex;
         std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
@@ -219,7 +220,7 @@ TEST_CASE("threads: chunks cover the range as n*c/k .. n*(c+1)/k, and nested loo
             ranges.emplace_back(begin, end);
         });
         std::sort(ranges.begin(), ranges.end());
-        const std::int64_t k = std::min<std::int64_t>(4, n);
+        const std::int64_t k = std::min<std::int64_t>(4 * cpu::chunks_per_thread, n);
         REQUIRE(ranges.size() == static_cast<std::size_t>(k));
         for (std::int64_t c = 0; c < k; ++c) {
             CHECK(ranges[static_cast<std::size_t>(c)].first == n * c / k);
@@ -227,6 +228,26 @@ TEST_CASE("threads: chunks cover the range as n*c/k .. n*(c+1)/k, and nested loo
         }
         if (k > 1) CHECK(nested_inline == k);  // (a loop of one chunk runs inline: its nested loop may split)
     }
+}
+
+TEST_CASE("threads: a thread held up in its chunk leaves the rest of the range to the others") {
+    // The caller's chunk (the first) waits until the other chunks are done: claimed as threads finish
+    // them, they all go to the worker. (Split equally, the worker would have had half the range.)
+    const ThreadCount count(2);
+    const std::int64_t n = 1000, k = std::min<std::int64_t>(n, 2 * cpu::chunks_per_thread), first = n / k;
+    std::atomic<std::int64_t> by_others{0};
+    std::atomic<bool> rest_done{false};
+    bool waited = false;
+    cpu::parallel_for(n, [&](std::int64_t begin, std::int64_t end) {
+        if (begin == 0) {
+            waited = wait_for(rest_done);
+            return;
+        }
+        if ((by_others += end - begin) == n - first) rest_done = true;
+    });
+    CHECK(waited);
+    CHECK(by_others == n - first);
+    CHECK(by_others >= n * 3 / 4);
 }
 
 TEST_CASE("threads: two user threads' jobs run at the same time, not one after the other") {
@@ -271,7 +292,7 @@ TEST_CASE("threads: an exception thrown by a chunk reaches its own caller only")
                 } catch (const std::runtime_error& error) {
                     (throws && error.what() == fmt::format("caller {}", t) ? right : wrong) += 1;
                 }
-                if (!throws && chunks != 3) ++wrong;  // 6 items, 3 threads: every chunk ran
+                if (!throws && chunks != 6) ++wrong;  // 6 items, a chunk each: every chunk ran
             }
         });
     for (std::thread& t : threads) t.join();

@@ -246,7 +246,7 @@ void parallel_for(std::int64_t n, FunctionRef<void(std::int64_t, std::int64_t)> 
     if (n <= 0) return;
     const int threads = inside_pool ? 1 : static_cast<int>(std::min<std::int64_t>(thread_count(), n));
     if (threads <= 1) return body(0, n);
-    Job job(body, n, threads);
+    Job job(body, n, static_cast<int>(std::min<std::int64_t>(n, std::int64_t{threads} * chunks_per_thread)));
     pool().run(job);
 }
 
