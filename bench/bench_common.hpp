@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -54,8 +55,8 @@ inline std::map<std::string, double> python_timings(const std::string& script, b
 
 // A baseline script in bench/ run as a server (`--serve`): a case's key and a number of runs sent on its
 // standard input, the median seconds per call of those runs (after one untimed) read back, so that the
-// baseline times each case right after einc. Every time is 0 where Python, the library it times or the
-// case is missing.
+// baseline times each case in the same minute as einc - or, by `run`, a run at a time, in turns with einc's.
+// Every time is 0 where Python, the library it times or the case is missing.
 class PythonPeer {
 public:
     PythonPeer(const std::string& script, bool quick) {
@@ -105,6 +106,12 @@ public:
             return 0;
         }
         return std::strtod(line, nullptr);
+    }
+    // One timed run of the case (after an untimed one) per call; nothing where the script is not running.
+    // The script keeps a case's operands while the same key is asked for again.
+    std::function<double()> run(const std::string& key) {
+        if (to_ == nullptr || key.empty()) return {};
+        return [this, key] { return seconds(key, 1); };
     }
 
 private:

@@ -4,7 +4,7 @@
 //   reductions    vs a loop reading the input and writing the output once (read bandwidth, and the output's)
 //   einsum        vs the same GEMM called on OpenBLAS directly
 //   dispatch      cached one-line call vs a compiled Program vs the work itself; a plan-cache miss
-// With numpy on the machine, numpy's times for the same work are shown too, each taken right after einc's
+// With numpy on the machine, numpy's times for the same work are shown too, taken in turns with einc's
 // (numpy_baseline.py --serve).
 //
 //   cpu_bench [--quick] [--json FILE] [--markdown FILE]
@@ -57,19 +57,28 @@ double time_it(const std::function<void()>& work, int repeats, int warmup = 2) {
 
 // Median seconds of einc's work and of its baseline's, taken by turns: in each of `repeats` rounds one run
 // of each, each timed after an untimed run of the same work. On a shared machine whose memory bandwidth
-// moves from one second to the next, both see the same moments, and both are timed warm.
+// moves from one second to the next, both see the same moments, and both are timed warm. Where a peer
+// is given, numpy's runs (in its own process: the peer answers one run, timed after an untimed one) take
+// turns too, three after every three rounds: numpy's large results are new memory at every call, whose
+// faults and frees slow the work that runs next on this machine (einc's transposes by up to half), so
+// each side runs a few times in a row.
 struct Timings {
-    double einc = 0, baseline = 0;
+    double einc = 0, baseline = 0, numpy = 0;
 };
-Timings time_by_turns(const std::function<void()>& einc_work, const std::function<void()>& baseline_work, int repeats) {
-    std::vector<double> einc, baseline;
+Timings time_by_turns(const std::function<void()>& einc_work, const std::function<void()>& baseline_work, int repeats,
+                      const std::function<double()>& numpy_run = {}) {
+    constexpr int turn = 3;
+    std::vector<double> einc, baseline, numpy;
     for (int round = 0; round < repeats; ++round) {
         einc_work();
         einc.push_back(seconds_of(einc_work));
         baseline_work();
         baseline.push_back(seconds_of(baseline_work));
+        if (numpy_run && (round % turn == turn - 1 || round == repeats - 1))
+            for (int run = round / turn * turn; run <= round; ++run)
+                if (const double s = numpy_run(); s > 0) numpy.push_back(s);
     }
-    return {median(einc), median(baseline)};
+    return {median(einc), median(baseline), numpy.empty() ? 0 : median(numpy)};
 }
 
 // Per-call time of a fast operation, timed over many calls.
@@ -198,10 +207,10 @@ int main(int argc, char** argv) {
         Row row{"permutation", fmt::format("{} {}", p.pattern, einc::format_shape(p.shape)), "memcpy"};
         row.bytes = 2.0 * static_cast<double>(x.nbytes());
         const Timings t = time_by_turns([&] { program.run(inputs, outputs); }, [&] { parallel_memcpy(copy.data(), x.data(), x.nbytes()); },
-                                        repeats);
+                                        repeats, numpy.run(p.key));
         row.einc_seconds = t.einc;
         row.baseline_seconds = t.baseline;
-        row.numpy_seconds = numpy.seconds(p.key, repeats);
+        row.numpy_seconds = t.numpy;
         row.target = p.target;
         rows.push_back(row);
     }
@@ -235,10 +244,10 @@ int main(int argc, char** argv) {
         volatile float sink = 0;
         const Timings t = time_by_turns([&] { program.run(inputs, outputs); },
                                         [&] { sink = parallel_read_write(x.data_as<float>(), x.numel(), written.data_as<float>(), written.numel()); },
-                                        repeats);
+                                        repeats, numpy.run(r.key));
         row.einc_seconds = t.einc;
         row.baseline_seconds = t.baseline;
-        row.numpy_seconds = numpy.seconds(r.key, repeats);
+        row.numpy_seconds = t.numpy;
         row.target = ">= 0.8";
         rows.push_back(row);
     }
@@ -272,10 +281,10 @@ int main(int argc, char** argv) {
                             static_cast<int>(c.n), static_cast<int>(c.k), 1.0f, a.data_as<float>() + i * c.m * c.k, static_cast<int>(c.k),
                             b.data_as<float>() + (c.batch > 1 ? i * c.n * c.k : 0), static_cast<int>(c.b_transposed ? c.k : c.n), 0.0f,
                             direct.data_as<float>() + i * c.m * c.n, static_cast<int>(c.n));
-        }, repeats);
+        }, repeats, numpy.run(c.key));
         row.einc_seconds = t.einc;
         row.baseline_seconds = t.baseline;
-        row.numpy_seconds = numpy.seconds(c.key, repeats);
+        row.numpy_seconds = t.numpy;
 #else
         row.einc_seconds = time_it([&] { program.run(inputs, outputs); }, repeats);
 #endif
@@ -330,10 +339,10 @@ int main(int argc, char** argv) {
         const std::size_t half = static_cast<std::size_t>(row.bytes / 2);
         const einc::Tensor from = baseline_bytes(half), to = baseline_bytes(half);
         const Timings t =
-            time_by_turns([&] { program.run(inputs, outputs); }, [&] { parallel_memcpy(to.data(), from.data(), half); }, repeats);
+            time_by_turns([&] { program.run(inputs, outputs); }, [&] { parallel_memcpy(to.data(), from.data(), half); }, repeats, numpy.run(c.key));
         row.einc_seconds = t.einc;
         row.baseline_seconds = t.baseline;
-        row.numpy_seconds = numpy.seconds(c.key, repeats);
+        row.numpy_seconds = t.numpy;
         row.target = c.target;
         rows.push_back(row);
     }
@@ -375,10 +384,10 @@ int main(int argc, char** argv) {
         const std::size_t half = static_cast<std::size_t>(row.bytes / 2);
         const einc::Tensor from = baseline_bytes(half), to = baseline_bytes(half);
         const Timings t =
-            time_by_turns([&] { gradient.run(inputs, dys, into); }, [&] { parallel_memcpy(to.data(), from.data(), half); }, repeats);
+            time_by_turns([&] { gradient.run(inputs, dys, into); }, [&] { parallel_memcpy(to.data(), from.data(), half); }, repeats, numpy.run(c.key));
         row.einc_seconds = t.einc;
         row.baseline_seconds = t.baseline;
-        row.numpy_seconds = numpy.seconds(c.key, repeats);
+        row.numpy_seconds = t.numpy;
         row.target = ">= 1x numpy";
         rows.push_back(row);
     }

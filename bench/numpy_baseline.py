@@ -6,7 +6,8 @@
                                           untimed, then the median seconds per call of `runs` timed runs,
                                           a line on standard output (0 for a case it does not have)
 
-cpu_bench serves itself from the second form, so that numpy times each case right after einc has.
+cpu_bench serves itself from the second form, a run at a time in turns with einc's (a case's operands are
+kept while it is asked for again), so that numpy and einc are timed by turns.
 Nothing is printed (and --serve answers nothing) if numpy is missing.
 Sizes follow cpu_bench's (--quick: a quarter).
 """
@@ -118,15 +119,17 @@ def median_seconds(work, calls, runs):
 
 
 def serve():
+    key, work = None, None  # the case asked for last, kept while it is asked for again
     for line in sys.stdin:
-        key, runs = (line.split() + ["1"])[:2]
-        make, calls = CASES.get(key, (None, 1))
-        try:
-            work = make() if make else None
-        except ImportError:
-            work = None
+        asked, runs = (line.split() + ["1"])[:2]
+        if asked != key:
+            key, work = asked, None  # the last case's operands go before the next case's come
+            make, calls = CASES.get(key, (None, 1))
+            try:
+                work = make() if make else None
+            except ImportError:
+                work = None
         print(f"{median_seconds(work, calls, max(int(runs), 1)):.9g}" if work else 0, flush=True)
-        work = None  # the case's operands go before the next case's come
 
 
 def report_all():
