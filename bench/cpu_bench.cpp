@@ -55,27 +55,32 @@ double time_it(const std::function<void()>& work, int repeats, int warmup = 2) {
     return median(seconds);
 }
 
-// Median seconds of einc's work and of its baseline's, taken by turns: in each of `repeats` rounds one run
-// of each, each timed after an untimed run of the same work. On a shared machine whose memory bandwidth
-// moves from one second to the next, both see the same moments, and both are timed warm. Where a peer
-// is given, numpy's runs (in its own process: the peer answers one run, timed after an untimed one) take
-// turns too, three after every three rounds: numpy's large results are new memory at every call, whose
-// faults and frees slow the work that runs next on this machine (einc's transposes by up to half), so
-// each side runs a few times in a row.
+// Median seconds of einc's work and of its baseline's, taken by turns: in each round one run of each,
+// each timed after an untimed run of the same work. On a shared machine whose memory bandwidth moves from
+// one second to the next, both see the same moments, and both are timed warm. At least `repeats` rounds,
+// and more while the case has taken less than a second (up to five times as many): a millisecond's work
+// gets more samples of the machine's moods. Where a peer is given, numpy's runs (in its own process: the
+// peer answers one run, timed after an untimed one) take turns too, three after every three rounds:
+// numpy's large results are new memory at every call, whose faults and frees slow the work that runs next
+// on this machine (einc's transposes by up to half), so each side runs a few times in a row.
 struct Timings {
     double einc = 0, baseline = 0, numpy = 0;
 };
 Timings time_by_turns(const std::function<void()>& einc_work, const std::function<void()>& baseline_work, int repeats,
                       const std::function<double()>& numpy_run = {}) {
     constexpr int turn = 3;
+    const auto start = Clock::now();
+    const auto enough = [&](int rounds) {
+        return rounds >= 5 * repeats || (rounds >= repeats && Clock::now() - start >= std::chrono::seconds(1));
+    };
     std::vector<double> einc, baseline, numpy;
-    for (int round = 0; round < repeats; ++round) {
+    for (int round = 0; round % turn != 0 || !enough(round); ++round) {
         einc_work();
         einc.push_back(seconds_of(einc_work));
         baseline_work();
         baseline.push_back(seconds_of(baseline_work));
-        if (numpy_run && (round % turn == turn - 1 || round == repeats - 1))
-            for (int run = round / turn * turn; run <= round; ++run)
+        if (numpy_run && round % turn == turn - 1)
+            for (int run = 0; run < turn; ++run)
                 if (const double s = numpy_run(); s > 0) numpy.push_back(s);
     }
     return {median(einc), median(baseline), numpy.empty() ? 0 : median(numpy)};
