@@ -423,6 +423,38 @@ TEST_CASE("cpu executor: pooling windows of adjacent elements, every reduction, 
     CHECK(strategies.contains(Strategy::reduce_windows));
 }
 
+TEST_CASE("cpu executor: 2x2 max and min pooling of f32 propagate a NaN from any place of a window, in the vector body or the tail") {
+    // Under AVX2 eight windows at a time (fold_pair_windows), the rest one at a time.
+    for (const std::int64_t width : {8, 11, 24}) {  // windows per row
+        const std::int64_t columns = 2 * width, n = 2 * columns;
+        std::vector<double> values(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i) values[static_cast<std::size_t>(i)] = static_cast<double>((i * 29) % 13) - 6.5;
+        for (const Reduction op : {Reduction::max, Reduction::min})
+            for (std::int64_t at = 0; at < n; ++at) {
+                CAPTURE(width);
+                CAPTURE(name_of(op));
+                CAPTURE(at);
+                std::vector<double> with_nan = values;
+                with_nan[static_cast<std::size_t>(at)] = std::nan("");
+                const Tensor x = reference::make_tensor(DType::f32, {2, columns}, with_nan);
+                const std::vector<double> got = reference::values_of(einc::reduce(x, "(h 2) (w 2) -> h w", op).view());
+                REQUIRE(got.size() == static_cast<std::size_t>(width));
+                for (std::int64_t w = 0; w < width; ++w) {
+                    if (at % columns / 2 == w) {
+                        CHECK(std::isnan(got[static_cast<std::size_t>(w)]));
+                        continue;
+                    }
+                    double expected = values[static_cast<std::size_t>(2 * w)];
+                    for (const std::int64_t k : {2 * w + 1, columns + 2 * w, columns + 2 * w + 1}) {
+                        const double v = values[static_cast<std::size_t>(k)];
+                        expected = op == Reduction::max ? std::max(expected, v) : std::min(expected, v);
+                    }
+                    CHECK(got[static_cast<std::size_t>(w)] == expected);
+                }
+            }
+    }
+}
+
 TEST_CASE("cpu executor: max and min of f32 and f64 rows propagate NaN wherever it is, in the vector body or the tail") {
     for (const DType dtype : {DType::f32, DType::f64})
         for (const std::int64_t length : {1, 3, 8, 9, 16, 31, 64, 67}) {

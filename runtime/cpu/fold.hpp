@@ -9,6 +9,9 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#if defined(EINC_CPU_AVX2)
+#include <immintrin.h>
+#endif
 
 #include "runtime/cpu/element.hpp"
 #include "runtime/cpu/isa.hpp"
@@ -302,6 +305,47 @@ EINC_KERNEL void fold_windows(storage_t<Out>* __restrict d, const storage_t<In>*
     }
 }
 
+#if defined(EINC_CPU_AVX2)
+// fold<Op> on eight f32 lanes, NaN included: max_ps(x, acc) is `x > acc ? x : acc`, which keeps acc where
+// either is NaN; a NaN x then takes its place.
+template <Reduction Op>
+__attribute__((target("avx2"))) inline __m256 fold_lanes(__m256 acc, __m256 x) {
+    if constexpr (Op == Reduction::max || Op == Reduction::min) {
+        const __m256 folded = Op == Reduction::max ? _mm256_max_ps(x, acc) : _mm256_min_ps(x, acc);
+        return _mm256_blendv_ps(folded, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+    } else {
+        static_assert(Op == Reduction::sum || Op == Reduction::mean);
+        return _mm256_add_ps(acc, x);
+    }
+}
+
+// 16 f32 elements folded in pairs (even lanes with odd ones): the lanes hold pairs 0 1 4 5 | 2 3 6 7.
+// (Not a lambda: lambdas do not inherit the target attribute the intrinsics need.)
+template <Reduction Op>
+__attribute__((target("avx2"))) inline __m256 fold_row_pairs(const float* p) {
+    const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8);
+    return fold_lanes<Op>(_mm256_shuffle_ps(a, b, 0x88), _mm256_shuffle_ps(a, b, 0xDD));
+}
+
+// f32 windows of R rows of 2 adjacent elements (2x2 pooling), folded in f32 eight outputs at a time: each
+// window row's 16 elements split into even and odd lanes, folded in the order the loop below folds them
+// (so to the same bits). GCC's code for that loop, with S = 2, ran at 17 GB/s from L2. Returns how many
+// outputs it wrote: the whole vectors of `count`.
+template <Reduction Op>
+__attribute__((target("avx2"))) inline std::int64_t fold_pair_windows(float* d, const float* x, std::int64_t count, const std::int64_t* rows,
+                                                                     std::int64_t row_count) {
+    std::int64_t i = 0;
+    for (; i + 8 <= count; i += 8) {
+        const float* run = x + 2 * i;
+        __m256 acc = fold_row_pairs<Op>(run + rows[0]);
+        for (std::int64_t g = 1; g < row_count; ++g) acc = fold_lanes<Op>(acc, fold_row_pairs<Op>(run + rows[g]));
+        if constexpr (Op == Reduction::mean) acc = _mm256_div_ps(acc, _mm256_set1_ps(static_cast<float>(2 * row_count)));
+        _mm256_storeu_ps(d + i, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(acc), 0xD8)));  // outputs in order
+    }
+    return i;
+}
+#endif
+
 // Long runs of outputs whose windows are R rows of S adjacent elements, the run stepping S along them
 // (pooling along the innermost axis of a row-major image: `(h 2) (w 2) -> h w`), into a contiguous
 // destination: each pass folds S adjacent elements of one window row per output, which vectorises as
@@ -310,6 +354,13 @@ EINC_KERNEL void fold_windows(storage_t<Out>* __restrict d, const storage_t<In>*
 template <Reduction Op, DType In, DType Out, typename A, int S>
 EINC_KERNEL void fold_adjacent_windows(storage_t<Out>* __restrict d, const storage_t<In>* __restrict x, std::int64_t count,
                                        const std::int64_t* rows, std::int64_t row_count) {
+#if defined(EINC_CPU_AVX2)
+    constexpr bool folds_lanes = Op == Reduction::sum || Op == Reduction::mean || Op == Reduction::max || Op == Reduction::min;
+    if constexpr (S == 2 && In == DType::f32 && Out == DType::f32 && std::is_same_v<A, float> && folds_lanes) {
+        const std::int64_t done = fold_pair_windows<Op>(d, x, count, rows, row_count);
+        d += done, x += 2 * done, count -= done;
+    }
+#endif
     const auto load = [](storage_t<In> v) { return static_cast<A>(Element<In>::load(v)); };
     const auto window_row = [&](const storage_t<In>* element) {
         A value = load(element[0]);
