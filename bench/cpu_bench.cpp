@@ -61,8 +61,8 @@ double time_it(const std::function<void()>& work, int repeats, int warmup = 2) {
 // and more while the case has taken less than a second (up to five times as many): a millisecond's work
 // gets more samples of the machine's moods. Where a peer is given, numpy's runs (in its own process: the
 // peer answers one run, timed after an untimed one) take turns too, three after every three rounds:
-// numpy's large results are new memory at every call, whose faults and frees slow the work that runs next
-// on this machine (einc's transposes by up to half), so each side runs a few times in a row.
+// after numpy's large calls (a new result each) this machine runs the next work up to twice as slow for
+// a while, so each side runs a few times in a row.
 struct Timings {
     double einc = 0, baseline = 0, numpy = 0;
 };

@@ -60,16 +60,16 @@ private:
 };
 
 // Chunks of a parallel_for per thread. Threads claim chunks as they finish them, so a thread that runs
-// slower - its core shared with the user's other threads, another process or the kernel's own work, or a
-// smaller core - takes fewer: an equal split waited for it (a 64 MB transpose at 13-15 ms instead of 4-5
-// while another process freed its memory beside it; 5-8 ms in 8 chunks a thread).
+// slower - its core shared with the user's other threads, another process or the host of a virtual
+// machine, or a smaller core - takes fewer: an equal split waited for it (a 64 MB transpose at 13-26 ms
+// instead of 4-5 in such moments; 6-8 ms in 8 chunks a thread).
 inline constexpr int chunks_per_thread = 8;
 
 // Calls body(begin, end) on disjoint chunks covering [0, n), on up to thread_count() threads, and returns
 // when all are done; chunk c of k covers [n*c/k, n*(c+1)/k), k = min(n, threads * chunks_per_thread). The
-// calling thread takes the first chunk and then any not yet taken. A parallel_for inside a chunk runs on that chunk's thread alone. The first
-// exception a chunk throws propagates to this call (chunks not yet started then do not run). Allocates
-// nothing.
+// calling thread takes the first chunk and then any not yet taken. A parallel_for inside a chunk runs on
+// that chunk's thread alone. The first exception a chunk throws propagates to this call (chunks not yet
+// started then do not run). Allocates nothing.
 void parallel_for(std::int64_t n, FunctionRef<void(std::int64_t, std::int64_t)> body);
 
 }  // namespace einc::cpu
