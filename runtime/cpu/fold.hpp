@@ -94,6 +94,21 @@ inline T extreme_run(T value, const T* __restrict row, std::int64_t count) {
     return value;
 }
 
+// Four elements at x (f32 or f64) widened to f64 and added to `sum`.
+using F64x4 [[gnu::vector_size(32)]] = double;
+template <typename T>
+inline void add_widened(F64x4& sum, const T* x) {
+    using L [[gnu::vector_size(4 * sizeof(T))]] = T;
+    L v;
+    std::memcpy(&v, x, sizeof v);
+    sum += __builtin_convertvector(v, F64x4);
+}
+#if defined(EINC_CPU_AVX2)
+// f32 in one vcvtps2pd: GCC 12 widens a vector of four f32 in two-element pieces, even for AVX2, each
+// loaded in two parts (64 MB of f32 summed in f64 on one thread: 2.2-3.0 ms, now 1.7-2.1).
+__attribute__((target("avx2"))) inline void add_widened(F64x4& sum, const float* x) { sum += F64x4(_mm256_cvtps_pd(_mm_loadu_ps(x))); }
+#endif
+
 // The sums of a contiguous run x[0, count) of f32 (in f32 or f64) or f64 by lane, in four vectors of
 // accumulators: four vector additions in flight, where one chain of them would wait on each one's latency
 // (about a quarter of the memory bandwidth for f32 summed in f64). Lane l of `total` sums the elements at
@@ -102,15 +117,17 @@ template <typename T, typename A>
 inline std::int64_t sum_lanes(const T* __restrict x, std::int64_t count, A (&total)[32 / sizeof(A)]) {
     using V [[gnu::vector_size(32)]] = A;
     constexpr std::int64_t lanes = 32 / sizeof(A);
-    using L [[gnu::vector_size(lanes * sizeof(T))]] = T;  // one vector's worth of source elements
     V sums[4] = {};
     std::int64_t i = 0;
     for (; i + 4 * lanes <= count; i += 4 * lanes)
         for (int j = 0; j < 4; ++j) {
-            L v;
-            std::memcpy(&v, x + i + j * lanes, sizeof v);
-            if constexpr (std::is_same_v<T, A>) sums[j] += v;
-            else sums[j] += __builtin_convertvector(v, V);
+            if constexpr (std::is_same_v<T, A>) {
+                V v;
+                std::memcpy(&v, x + i + j * lanes, sizeof v);
+                sums[j] += v;
+            } else {
+                add_widened(sums[j], x + i + j * lanes);
+            }
         }
     const V sum = (sums[0] + sums[1]) + (sums[2] + sums[3]);
     for (std::int64_t l = 0; l < lanes; ++l) total[l] = sum[l];
@@ -250,14 +267,19 @@ EINC_KERNEL void fold_block(A* __restrict a, const storage_t<In>* __restrict x, 
                           std::is_floating_point_v<A> && sizeof(A) >= sizeof(storage_t<In>))
                 if (outer_src == inner && (32 / static_cast<std::int64_t>(sizeof(A))) % inner == 0)
                     return sum_periodic(a, x + begin * inner, (end - begin) * inner, inner);
-            // Four rows per pass, combined in the element's compute type before the one conversion.
-            for (; r + 4 <= end; r += 4) {
-                const storage_t<In>* __restrict x0 = x + r * outer_src;
+            // Eight rows per pass: two groups of four, each folded in the element's compute type before its
+            // conversion, so the accumulators are loaded and stored once per eight rows. (Four rows per
+            // pass, storing twice as often: 2.85 ms for 4096^2 f32 column sums on one thread, against 2.2.)
+            const auto group = [&](const storage_t<In>* __restrict x0, std::int64_t i) {
                 const storage_t<In>* __restrict x1 = x0 + outer_src;
                 const storage_t<In>* __restrict x2 = x1 + outer_src;
                 const storage_t<In>* __restrict x3 = x2 + outer_src;
-                for (std::int64_t i = 0; i < inner; ++i)
-                    a[i] = fold<Op>(a[i], static_cast<A>(fold<Op>(fold<Op>(value(x0[i]), value(x1[i])), fold<Op>(value(x2[i]), value(x3[i])))));
+                return static_cast<A>(fold<Op>(fold<Op>(value(x0[i]), value(x1[i])), fold<Op>(value(x2[i]), value(x3[i]))));
+            };
+            for (; r + 8 <= end; r += 8) {
+                const storage_t<In>* __restrict x0 = x + r * outer_src;
+                const storage_t<In>* __restrict x4 = x0 + 4 * outer_src;
+                for (std::int64_t i = 0; i < inner; ++i) a[i] = fold<Op>(a[i], fold<Op>(group(x0, i), group(x4, i)));
             }
         }
         for (; r < end; ++r) {
