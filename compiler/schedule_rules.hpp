@@ -21,6 +21,10 @@ inline constexpr std::int64_t max_window = 16;
 // cache of the machines measured is 32 MiB; Target does not know the cache sizes yet).
 inline constexpr std::int64_t beyond_caches_bytes = 32 << 20;
 
+// A CPU step that moves at least this many bytes (read and written) stores its destination around the
+// caches, where its kernel can: half the last-level cache (schedule_cpu_step says what was measured).
+inline constexpr std::int64_t streaming_bytes = beyond_caches_bytes / 2;
+
 // The mode a copy can be tiled along as a transpose: the destination is unit-stride along its last mode,
 // the source along mode p (another one; its last mode is neither unit-stride nor broadcast), and both
 // modes have at least `min_extent` elements. One rule for both backends; the CPU tiles from 4, a GPU

@@ -12,6 +12,7 @@
 
 #include "compiler/bind.hpp"
 #include "compiler/plan.hpp"
+#include "compiler/schedule_rules.hpp"
 #include "grammar/diagnostic.hpp"
 #include "runtime/cpu/isa.hpp"
 #include "runtime/api.hpp"
@@ -67,9 +68,10 @@ std::vector<CopyKernels> copy_kernels() {
 }
 
 // Schedules a copy between two layouts of one index space for `isa` and runs that kernel on bytes that
-// differ everywhere; returns the elements of dst that differ from an index loop's.
+// differ everywhere; returns the elements of dst that differ from an index loop's. `declared_large`: the
+// plan step says it moves enough to be streamed, whatever its size.
 std::int64_t wrong_after_copy(const CopyKernels& isa, DType dtype, const Layout& dst_layout, const Layout& src_layout,
-                              std::set<TransposeKind>* kinds = nullptr, bool* streamed = nullptr) {
+                              std::set<TransposeKind>* kinds = nullptr, bool* streamed = nullptr, bool declared_large = false) {
     const auto size = static_cast<std::int64_t>(size_of(dtype));
     const auto span_of = [](const Layout& layout) {
         std::int64_t last = 0;
@@ -82,7 +84,8 @@ std::int64_t wrong_after_copy(const CopyKernels& isa, DType dtype, const Layout&
     Plan plan;
     plan.inputs = {TensorSpec{dtype, {span_of(src_layout)}, {1}}};
     plan.outputs = {TensorSpec{dtype, {span_of(dst_layout)}, {1}}};
-    const double bytes = static_cast<double>(dst_layout.size() * size);  // read, and written: the cost streaming depends on
+    // read, and written: the cost streaming depends on
+    const double bytes = declared_large ? static_cast<double>(detail::streaming_bytes) : static_cast<double>(dst_layout.size() * size);
     plan.steps.push_back(PlanStep{Copy{Access{Buffer{Buffer::Kind::input, 0}, 0, src_layout}, Access{Buffer{Buffer::Kind::output, 0}, 0, dst_layout}, {}},
                                   Cost{0, bytes, bytes, 0}, ""});
     const ScheduledStep step = schedule(plan, Target::cpu(2, isa.vector_bytes, false)).steps[0];
@@ -221,16 +224,14 @@ TEST_CASE("cpu executor: tensors large enough to be split across threads") {
     }
 }
 
-// The tiled transposes of runtime/cpu/copy.cpp: 64 x 64 tiles of 8x8 (AVX2) or 4x4 (SSE2) register blocks
-// for 4-byte elements, a buffer for the others, element by element at the edges and along short sides.
-// Each instruction set's kernels are called directly, on sizes around every edge, against index loops.
 // The transposes of runtime/cpu/copy.cpp: tiles through a buffer, written out through 8x8 (AVX2) or 4x4
 // (SSE2) register blocks for 4-byte elements and element by element for the others (and at the edges);
 // with a side of 8 or fewer, no tiles. Each instruction set's kernel is called directly, on sizes around
-// every edge, against index loops.
+// every edge, against index loops; f32 also streamed (register blocks through the staging area: rows off
+// vector alignment, 8 x 3000 with runs longer than a staged row).
 TEST_CASE("cpu kernels: tiled transposes at every edge width, every element size, each instruction set") {
     const std::pair<std::int64_t, std::int64_t> sizes[] = {{4, 4},   {8, 8},   {9, 7},   {16, 12},  {64, 64},  {67, 130},
-                                                           {131, 65}, {5, 300}, {300, 5}, {1030, 1400}};
+                                                           {131, 65}, {5, 300}, {300, 5}, {8, 3000}, {1030, 1400}};
     std::set<TransposeKind> kinds;
     bool streamed = false;
     // (No structured bindings: CAPTURE's lambdas take them, which Clang 14 refuses.)
@@ -247,8 +248,14 @@ TEST_CASE("cpu kernels: tiled transposes at every edge width, every element size
                     CAPTURE(batch);
                     // dst[b][r][c] = src[b][c][r], both row-major: the source is contiguous along r.
                     const Shape extents{batch, rows, cols};
-                    CHECK(wrong_after_copy(isa, dtype, row_major(extents), make_layout(extents, Shape{rows * cols, 1, rows}), &kinds,
-                                           &streamed) == 0);
+                    const Layout dst = row_major(extents), src = make_layout(extents, Shape{rows * cols, 1, rows});
+                    CHECK(wrong_after_copy(isa, dtype, dst, src, &kinds, &streamed) == 0);
+                    if (dtype == DType::f32) {  // streamed, whatever the size: runs through the staging area
+                        bool streamed_here = false;
+                        CHECK(wrong_after_copy(isa, dtype, dst, src, nullptr, &streamed_here, true) == 0);
+                        const std::int64_t block = isa.vector_bytes / 4;  // register transposes stream
+                        CHECK(streamed_here == (block > 0 && rows >= block && cols >= block));
+                    }
                 }
     CHECK(kinds == std::set<TransposeKind>{TransposeKind::registers, TransposeKind::tiles, TransposeKind::short_side});
     CHECK(streamed);  // 3 x 1030 x 1400 4-byte elements: 17 MB, twice that beyond the caches: streaming stores
@@ -286,6 +293,7 @@ TEST_CASE("cpu kernels: tiled transposes of higher rank, across modes and partia
                 }
                 const Layout dst = row_major(extents), src = make_layout(extents, strides);
                 CHECK(wrong_after_copy(isa, dtype, dst, src) == 0);
+                if (dtype == DType::f32) CHECK(wrong_after_copy(isa, dtype, dst, src, nullptr, nullptr, true) == 0);  // streamed
                 Plan plan;  // the tile, for the check below that some span more than the two transposed modes
                 plan.inputs = {TensorSpec{dtype, c.shape, src_strides}};
                 plan.outputs = {TensorSpec{dtype, extents, row_major_strides(extents)}};
@@ -623,7 +631,7 @@ TEST_CASE("cpu executor: f32 dot products are their exact sums rounded once, eve
     }
 }
 
-// f32 products moving more than the last-level cache holds are stored around it (the schedule's
+// f32 products moving half the last-level cache or more are stored around it (the schedule's
 // streaming_stores; contract.cpp, multiply_streaming): every element right under each instruction set, with
 // rows that start off the vectors' alignment (2053 floats a row), a side broadcast or both contiguous.
 TEST_CASE("cpu kernels: f32 products written with streaming stores, each instruction set") {
@@ -660,5 +668,5 @@ TEST_CASE("cpu kernels: f32 products written with streaming stores, each instruc
         }
     }
     const Program small = compile(Op::einsum, "r c, c -> r c").bind({Tensor::empty(DType::f32, {512, cols}).view(), w.view()});
-    CHECK_FALSE(small.schedule().steps.at(0).streaming_stores);  // 4 MB: it stays in the caches
+    CHECK_FALSE(small.schedule().steps.at(0).streaming_stores);  // 8 MB moved: it stays in the caches
 }
