@@ -19,7 +19,7 @@ std::string_view name_of(Strategy strategy) {
 }
 
 std::string_view name_of(Split split) {
-    static constexpr std::string_view names[] = {"none", "outer", "rows", "tiles", "partials_outer", "partials_rows"};
+    static constexpr std::string_view names[] = {"none", "outer", "rows", "tiles", "partials_outer", "partials_rows", "gemms"};
     return names[static_cast<std::size_t>(split)];
 }
 

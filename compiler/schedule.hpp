@@ -67,6 +67,8 @@ enum class Split : std::uint8_t {
     tiles,           // a transpose: its tiles (a short-sided one: bands along its long side)
     partials_outer,  // the outermost mode, which is reduced: each thread folds into accumulators of its own
     partials_rows,   // the block's rows, which are reduced: likewise; the arrays are combined after
+    gemms,           // a library GEMM step's GEMMs (outer x batch): each thread runs whole ones, the library
+                     // on one thread for them
 };
 std::string_view name_of(Split split);
 

@@ -12,6 +12,9 @@ namespace einc::detail {
 // Bytes of work below which a CPU step runs on the calling thread alone: handing work to the pool costs
 // a few microseconds.
 inline constexpr std::int64_t parallel_threshold_bytes = 1 << 20;
+// FLOPs of GEMMs below which they run on the calling thread's library call alone (4 MFLOP: about 0.1 ms
+// on one core).
+inline constexpr double parallel_threshold_flops = 1 << 22;
 
 // Pooling windows and tiny reduced dims: up to this many terms per output, a CPU reduction folds each
 // output's window directly.

@@ -1,7 +1,8 @@
 // How many threads the CPU executor uses. By default one per hardware thread, or EINC_NUM_THREADS where it
 // is set (a whole number from 1 to max_thread_count; anything else is an einc::Error the first time the
 // CPU executor needs its threads). GPU work and GEMMs through OpenBLAS (whose own threads follow
-// OPENBLAS_NUM_THREADS) are not affected.
+// OPENBLAS_NUM_THREADS) are not affected, but for steps of several GEMMs shared between these threads,
+// each on one of OpenBLAS's (docs/api.md, "Concurrency").
 //
 //   einc::set_thread_count(4);   // this process's CPU work on at most 4 threads, from now on
 //   int n = einc::thread_count();

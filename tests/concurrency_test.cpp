@@ -185,15 +185,29 @@ TEST_CASE("concurrency: one compiled Program and one Expression shared by every 
 
 TEST_CASE("concurrency: kernels large enough for the CPU thread pool, called from every thread at once") {
     // 2 MiB and more per call: above the pool's threshold, so parallel_for hands chunks to its workers
-    // while the other user threads run jobs of their own beside them.
+    // while the other user threads run jobs of their own beside them. The batched GEMMs (where there are
+    // threads to share them) each lower OpenBLAS's thread count while they run, the last restoring it.
     const Shape shape{512, 1024};
     std::vector<double> values(512 * 1024);
     for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(i % 251) - 125;
     const Tensor x = reference::make_tensor(DType::f32, shape, values);
+    const Tensor q = reference::make_tensor(DType::f32, {4, 64, 128}, std::vector<double>(values.begin(), values.begin() + 4 * 64 * 128));
     std::atomic<int> checked{0};
     const auto failures = on_threads([&](int t, auto fail) {
         for (int round = 0; round < 3; ++round, ++checked) {
-            if (t % 2 == 0) {
+            if (t % 3 == 2) {
+                const Tensor scores = einsum("b i d, b j d -> b i j", {q, q});
+                const float* out = scores.data_as<float>();
+                for (std::int64_t b = 0; b < 4; ++b)
+                    for (std::int64_t i = 0; i < 64; i += 7)
+                        for (std::int64_t j = 0; j < 64; j += 5) {
+                            double dot = 0;
+                            for (std::int64_t d = 0; d < 128; ++d)
+                                dot += values[static_cast<std::size_t>((b * 64 + i) * 128 + d)] * values[static_cast<std::size_t>((b * 64 + j) * 128 + d)];
+                            if (out[(b * 64 + i) * 64 + j] != static_cast<float>(dot))
+                                return fail(fmt::format("thread {}: batched GEMM wrong at ({}, {}, {})", t, b, i, j));
+                        }
+            } else if (t % 3 == 0) {
                 const Tensor y = rearrange(x, "a b -> b a", {}, Options{.contiguous = true});
                 const float* out = y.data_as<float>();
                 for (std::int64_t b = 0; b < 1024; b += 37)

@@ -9,6 +9,9 @@
 #include <doctest/doctest.h>
 
 #include "einc_build_info.hpp"
+#if EINC_HAS_BLAS
+#include <cblas.h>
+#endif
 
 #include "compiler/bind.hpp"
 #include "compiler/plan.hpp"
@@ -306,8 +309,9 @@ TEST_CASE("cpu kernels: tiled transposes of higher rank, across modes and partia
 }
 
 // Runs a call on small integer values (exact in every dtype) through the CPU schedule, contiguous, against
-// the reference interpreter; notes which strategies the schedule chose.
-void check_scheduled(const Call& call, const std::vector<Shape>& shapes, DType dtype, std::set<Strategy>& strategies) {
+// the reference interpreter; notes which strategies the schedule chose (and how the steps split).
+void check_scheduled(const Call& call, const std::vector<Shape>& shapes, DType dtype, std::set<Strategy>& strategies,
+                     const Target& target = cpu_target(), std::set<Split>* splits = nullptr) {
     CAPTURE(call.pattern);
     CAPTURE(name_of(dtype));
     CAPTURE(name_of(call.reduction));
@@ -326,8 +330,11 @@ void check_scheduled(const Call& call, const std::vector<Shape>& shapes, DType d
     PlanOptions options;
     options.contiguous = true;
     const auto [bound, planned] = testing::bind_and_plan(call, inputs, options);
-    const Schedule scheduled = schedule(planned, cpu_target());
-    for (const ScheduledStep& step : scheduled.steps) strategies.insert(step.strategy);
+    const Schedule scheduled = schedule(planned, target);
+    for (const ScheduledStep& step : scheduled.steps) {
+        strategies.insert(step.strategy);
+        if (splits != nullptr) splits->insert(step.split);
+    }
     std::vector<Tensor> results;
     std::vector<TensorView> outputs;
     for (const TensorSpec& spec : planned.outputs) {
@@ -398,6 +405,40 @@ TEST_CASE("cpu executor: every CPU strategy of the schedule, small and split bet
     CHECK(strategies.contains(Strategy::library_gemm));
 #endif
 }
+
+#if EINC_HAS_BLAS
+// CBLAS steps of several GEMMs share them between threads, each GEMM whole on one thread of OpenBLAS
+// (gemm.cpp, Split::gemms), where they divide evenly enough and are work enough: batched, batched under an
+// outer loop (attention in its natural layout), matrix-vector products, against the reference, scheduled
+// for two threads whatever this machine has; OpenBLAS's thread count is what it was afterwards.
+TEST_CASE("cpu executor: library GEMMs shared between threads whole, against the reference") {
+    struct Case {
+        std::string pattern;
+        std::vector<Shape> shapes;
+        DType dtype;
+        bool split;
+    };
+    const Case cases[] = {
+        {"b i d, b j d -> b i j", {{6, 64, 128}, {6, 96, 128}}, DType::f32, true},
+        {"b i d, b j d -> b i j", {{5, 64, 128}, {5, 96, 128}}, DType::f64, true},            // at least twice the threads
+        {"b i d, b j d -> b i j", {{3, 64, 128}, {3, 96, 128}}, DType::f32, false},           // one thread would do two
+        {"b i d, b j d -> b i j", {{6, 8, 16}, {6, 8, 16}}, DType::f32, false},               // too little work
+        {"b i h d, b j h d -> b h i j", {{3, 40, 4, 128}, {3, 50, 4, 128}}, DType::f32, true},  // 3 outer x 4 batched
+        {"b i j, b j -> b i", {{8, 600, 500}, {8, 500}}, DType::f64, true},                   // matrix-vector products
+        {"b j, b i j -> b i", {{8, 500}, {8, 600, 500}}, DType::f32, true},
+    };
+    const int library_threads = openblas_get_num_threads();
+    const Target two_threads = Target::cpu(2, cpu::kernel_vector_bytes(), true);
+    for (const Case& c : cases) {
+        std::set<Strategy> strategies;
+        std::set<Split> splits;
+        check_scheduled(Call{Op::einsum, c.pattern, Reduction::none, {}, false, {}}, c.shapes, c.dtype, strategies, two_threads, &splits);
+        CHECK(splits.contains(Split::gemms) == c.split);
+        CHECK((strategies.contains(Strategy::library_gemm) || strategies.contains(Strategy::library_gemv)));
+    }
+    CHECK(openblas_get_num_threads() == library_threads);
+}
+#endif
 
 // Sums down the columns of back-to-back short rows fold the block as one contiguous run (fold.hpp,
 // sum_periodic) where the row length divides a vector's lanes: every such length and one that does not,

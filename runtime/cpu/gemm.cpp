@@ -1,14 +1,17 @@
 // Gemm on the CPU, as the schedule decided: library_gemm and _gemv through CBLAS (OpenBLAS) with the
-// strides and transposes the planner chose; packed_gemm through row-major blocks of the accumulator type in the
-// scratch - f16 and bf16 in f32 (multiplied by sgemm where there is a CBLAS), integers in a blocked loop.
+// strides and transposes the planner chose - on OpenBLAS's threads, or (Split::gemms) whole GEMMs on each
+// of einc's; packed_gemm through row-major blocks of the accumulator type in the scratch - f16 and bf16 in
+// f32 (multiplied by sgemm where there is a CBLAS), integers in a blocked loop.
 #include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
+#include <mutex>
 
 #include "einc_build_info.hpp"
 #include "runtime/cpu/element.hpp"
 #include "runtime/cpu/epilogue.hpp"
 #include "runtime/cpu/kernels.hpp"
+#include "runtime/cpu/parallel.hpp"
 
 #if EINC_HAS_BLAS
 #include <cblas.h>
@@ -100,6 +103,30 @@ struct Blas<double> {
 
 blasint blas_int(std::int64_t value) { return static_cast<blasint>(value); }
 
+// OpenBLAS on one thread while it lives, for GEMMs run side by side on einc's threads. OpenBLAS's thread
+// count is the process's: the first of the runs that overlap lowers it, the last restores what it was.
+// (Meanwhile the program's other OpenBLAS calls run on one thread too, while einc has the cores busy.)
+class OneLibraryThread {
+public:
+    OneLibraryThread() {
+        const std::lock_guard lock(mutex_);
+        if (holders_++ == 0) {
+            saved_ = openblas_get_num_threads();
+            openblas_set_num_threads(1);
+        }
+    }
+    ~OneLibraryThread() {
+        const std::lock_guard lock(mutex_);
+        if (--holders_ == 0) openblas_set_num_threads(saved_);
+    }
+    OneLibraryThread(const OneLibraryThread&) = delete;
+    OneLibraryThread& operator=(const OneLibraryThread&) = delete;
+
+private:
+    static inline std::mutex mutex_;
+    static inline int holders_ = 0, saved_ = 1;
+};
+
 // One CBLAS call per batch: a GEMM (a column-major C computed as C^T = B^T A^T), or a matrix-vector product
 // where C has one column (C = A x) or one row (C = x B, as B^T x).
 template <typename T>
@@ -165,8 +192,33 @@ void packed_gemm(const Gemm& g, const std::byte* a, const std::byte* b, std::byt
 
 void gemm(const ScheduledStep& step, const Gemm& g, DType dtype, const std::byte* a, const std::byte* b, std::byte* c, std::byte* scratch) {
     if (g.outer == 0 || g.batch == 0 || g.m == 0 || g.n == 0) return;
+    const auto size = static_cast<std::int64_t>(size_of(dtype));
+#if EINC_HAS_BLAS
+    // CBLAS for f32 and f64: the GEMMs (or matrix-vector products) of `one` at its operands' offsets.
+    const auto library = [&](const Gemm& one, std::int64_t a_at, std::int64_t b_at, std::int64_t c_at) {
+        if (dtype == DType::f32)
+            return blas_gemm(step.strategy, one, reinterpret_cast<const float*>(a) + a_at, reinterpret_cast<const float*>(b) + b_at,
+                             reinterpret_cast<float*>(c) + c_at);
+        EINC_ASSERT(dtype == DType::f64);
+        blas_gemm(step.strategy, one, reinterpret_cast<const double*>(a) + a_at, reinterpret_cast<const double*>(b) + b_at,
+                  reinterpret_cast<double*>(c) + c_at);
+    };
+    if (step.split == Split::gemms) {  // GEMM i = (outer index i / batch, batch index i % batch), whole on a thread
+        EINC_ASSERT(step.strategy != Strategy::packed_gemm);
+        Gemm one = g;
+        one.outer = one.batch = 1;
+        const OneLibraryThread one_thread;
+        parallel_for(g.outer * g.batch, [&](std::int64_t begin, std::int64_t end) {
+            for (std::int64_t i = begin; i < end; ++i) {
+                const std::int64_t o = i / g.batch, n = i % g.batch;
+                library(one, o * g.a.outer_stride + n * g.a.batch_stride, o * g.b.outer_stride + n * g.b.batch_stride,
+                        o * g.c.outer_stride + n * g.c.batch_stride);
+            }
+        });
+        return;
+    }
+#endif
     if (g.outer > 1) {  // a strided-batched GEMM per outer index, at its offsets
-        const auto size = static_cast<std::int64_t>(size_of(dtype));
         Gemm one = g;
         one.outer = 1;
         for (std::int64_t o = 0; o < g.outer; ++o)
@@ -175,12 +227,7 @@ void gemm(const ScheduledStep& step, const Gemm& g, DType dtype, const std::byte
         return;
     }
 #if EINC_HAS_BLAS
-    if (step.strategy != Strategy::packed_gemm) {
-        if (dtype == DType::f32)
-            return blas_gemm(step.strategy, g, reinterpret_cast<const float*>(a), reinterpret_cast<const float*>(b), reinterpret_cast<float*>(c));
-        EINC_ASSERT(dtype == DType::f64);
-        return blas_gemm(step.strategy, g, reinterpret_cast<const double*>(a), reinterpret_cast<const double*>(b), reinterpret_cast<double*>(c));
-    }
+    if (step.strategy != Strategy::packed_gemm) return library(g, 0, 0, 0);
 #endif
     EINC_ASSERT(step.strategy == Strategy::packed_gemm);
     dispatch(dtype, [&](auto tag) {
