@@ -284,8 +284,10 @@ ScheduledStep schedule_gemm(const Plan& plan, const Gemm& gemm, const Target& ta
     if (gemm_in_library(plan, gemm, target)) {
         ScheduledStep step = scheduled(gemm.m == 1 || gemm.n == 1 ? Strategy::library_gemv : Strategy::library_gemm, acc);
         const std::int64_t gemms = saturating_mul(gemm.outer, gemm.batch), threads = target.threads;
-        const double flops = 2.0 * static_cast<double>(gemms) * static_cast<double>(gemm.m) * static_cast<double>(gemm.n) * static_cast<double>(gemm.k);
-        if (threads >= 2 && (gemms % threads == 0 || gemms >= 2 * threads) && flops >= parallel_threshold_flops) step.split = Split::gemms;
+        const double flops =
+            2.0 * static_cast<double>(gemms) * static_cast<double>(gemm.m) * static_cast<double>(gemm.n) * static_cast<double>(gemm.k);
+        const bool even = gemms % threads == 0 || gemms >= 2 * threads;
+        if (threads >= 2 && even && flops >= parallel_threshold_flops) step.split = Split::gemms;
         return step;
     }
     ScheduledStep step = scheduled(Strategy::packed_gemm, acc);

@@ -201,9 +201,9 @@ TEST_CASE("concurrency: kernels large enough for the CPU thread pool, called fro
                 for (std::int64_t b = 0; b < 4; ++b)
                     for (std::int64_t i = 0; i < 64; i += 7)
                         for (std::int64_t j = 0; j < 64; j += 5) {
+                            const auto at = [&](std::int64_t row, std::int64_t d) { return values[static_cast<std::size_t>((b * 64 + row) * 128 + d)]; };
                             double dot = 0;
-                            for (std::int64_t d = 0; d < 128; ++d)
-                                dot += values[static_cast<std::size_t>((b * 64 + i) * 128 + d)] * values[static_cast<std::size_t>((b * 64 + j) * 128 + d)];
+                            for (std::int64_t d = 0; d < 128; ++d) dot += at(i, d) * at(j, d);
                             if (out[(b * 64 + i) * 64 + j] != static_cast<float>(dot))
                                 return fail(fmt::format("thread {}: batched GEMM wrong at ({}, {}, {})", t, b, i, j));
                         }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <set>
 #include <doctest/doctest.h>
@@ -409,34 +410,93 @@ TEST_CASE("cpu executor: every CPU strategy of the schedule, small and split bet
 #if EINC_HAS_BLAS
 // CBLAS steps of several GEMMs share them between threads, each GEMM whole on one thread of OpenBLAS
 // (gemm.cpp, Split::gemms), where they divide evenly enough and are work enough: batched, batched under an
-// outer loop (attention in its natural layout), matrix-vector products, against the reference, scheduled
-// for two threads whatever this machine has; OpenBLAS's thread count is what it was afterwards.
-TEST_CASE("cpu executor: library GEMMs shared between threads whole, against the reference") {
+// outer loop (attention in its natural layout), matrix-vector products, each just over the work where the
+// split starts, scheduled for two threads whatever this machine has, against index loops (the reference
+// interpreter would take seconds for these sizes); OpenBLAS's thread count is what it was afterwards.
+TEST_CASE("cpu executor: library GEMMs shared between threads whole, against index loops") {
+    const auto einsum_call = [](std::string pattern) { return Call{Op::einsum, std::move(pattern), Reduction::none, {}, false, {}}; };
+    const Target two_threads = Target::cpu(2, cpu::kernel_vector_bytes(), true);
+    // Plans a call on operands of `shapes`, holding `values`, and schedules it for two threads.
+    const auto scheduled = [&](const std::string& pattern, const std::vector<Shape>& shapes, DType dtype,
+                               const std::vector<std::vector<double>>& values, std::vector<Tensor>& storage) {
+        std::vector<TensorView> views;
+        for (std::size_t k = 0; k < shapes.size(); ++k) {
+            storage.push_back(values.empty() ? Tensor::empty(dtype, shapes[k]) : reference::make_tensor(dtype, shapes[k], values[k]));
+            views.push_back(storage.back().view());
+        }
+        PlanOptions options;
+        options.contiguous = true;
+        Plan planned = testing::bind_and_plan(einsum_call(pattern), views, options).plan;
+        Schedule schedule_ = schedule(planned, two_threads);
+        return std::pair{std::move(planned), std::move(schedule_)};
+    };
+    // Small integers: every product and sum exact in f32.
+    const auto operand = [](std::int64_t n, unsigned seed) {
+        std::vector<double> v(static_cast<std::size_t>(n));
+        for (double& x : v) x = static_cast<double>((seed = seed * 1103515245u + 12345u) >> 16 & 7) - 3;
+        return v;
+    };
+    using Values = std::vector<double>;
     struct Case {
         std::string pattern;
         std::vector<Shape> shapes;
         DType dtype;
-        bool split;
+        std::function<Values(const Values&, const Values&)> expected;
     };
-    const Case cases[] = {
-        {"b i d, b j d -> b i j", {{6, 64, 128}, {6, 96, 128}}, DType::f32, true},
-        {"b i d, b j d -> b i j", {{5, 64, 128}, {5, 96, 128}}, DType::f64, true},            // at least twice the threads
-        {"b i d, b j d -> b i j", {{3, 64, 128}, {3, 96, 128}}, DType::f32, false},           // one thread would do two
-        {"b i d, b j d -> b i j", {{6, 8, 16}, {6, 8, 16}}, DType::f32, false},               // too little work
-        {"b i h d, b j h d -> b h i j", {{3, 40, 4, 128}, {3, 50, 4, 128}}, DType::f32, true},  // 3 outer x 4 batched
-        {"b i j, b j -> b i", {{8, 600, 500}, {8, 500}}, DType::f64, true},                   // matrix-vector products
-        {"b j, b i j -> b i", {{8, 500}, {8, 600, 500}}, DType::f32, true},
+    const auto scores = [](std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k) {  // b i d, b j d -> b i j
+        return [=](const Values& a, const Values& b) {
+            Values c(static_cast<std::size_t>(batch * m * n));
+            for (std::int64_t g = 0; g < batch; ++g)
+                for (std::int64_t i = 0; i < m; ++i)
+                    for (std::int64_t j = 0; j < n; ++j)
+                        for (std::int64_t d = 0; d < k; ++d)
+                            c[static_cast<std::size_t>((g * m + i) * n + j)] += a[static_cast<std::size_t>((g * m + i) * k + d)] * b[static_cast<std::size_t>((g * n + j) * k + d)];
+            return c;
+        };
+    };
+    const Case split[] = {
+        {"b i d, b j d -> b i j", {{4, 64, 128}, {4, 64, 128}}, DType::f32, scores(4, 64, 64, 128)},  // 4 MFLOP: where it starts
+        {"b i d, b j d -> b i j", {{5, 64, 128}, {5, 56, 128}}, DType::f64, scores(5, 64, 56, 128)},  // at least twice the threads
+        {"b i h d, b j h d -> b h i j", {{3, 32, 4, 128}, {3, 44, 4, 128}}, DType::f32,              // 3 outer x 4 batched
+         [](const Values& a, const Values& b) {
+             Values c(3 * 4 * 32 * 44);
+             for (std::size_t n = 0; n < c.size(); ++n) {
+                 const std::size_t j = n % 44, i = n / 44 % 32, h = n / (44 * 32) % 4, g = n / (44 * 32 * 4);
+                 for (std::size_t d = 0; d < 128; ++d) c[n] += a[((g * 32 + i) * 4 + h) * 128 + d] * b[((g * 44 + j) * 4 + h) * 128 + d];
+             }
+             return c;
+         }},
+        {"b i j, b j -> b i", {{8, 512, 512}, {8, 512}}, DType::f64,  // matrix-vector products
+         [](const Values& a, const Values& x) {
+             Values c(8 * 512);
+             for (std::size_t n = 0; n < c.size(); ++n)
+                 for (std::size_t j = 0; j < 512; ++j) c[n] += a[n * 512 + j] * x[n / 512 * 512 + j];
+             return c;
+         }},
     };
     const int library_threads = openblas_get_num_threads();
-    const Target two_threads = Target::cpu(2, cpu::kernel_vector_bytes(), true);
-    for (const Case& c : cases) {
-        std::set<Strategy> strategies;
-        std::set<Split> splits;
-        check_scheduled(Call{Op::einsum, c.pattern, Reduction::none, {}, false, {}}, c.shapes, c.dtype, strategies, two_threads, &splits);
-        CHECK(splits.contains(Split::gemms) == c.split);
-        CHECK((strategies.contains(Strategy::library_gemm) || strategies.contains(Strategy::library_gemv)));
+    unsigned seed = 1;
+    for (const Case& c : split) {
+        CAPTURE(c.pattern);
+        std::vector<Values> values;
+        for (const Shape& shape : c.shapes) values.push_back(operand(row_major(shape).size(), seed++));
+        std::vector<Tensor> storage;
+        const auto [planned, schedule_] = scheduled(c.pattern, c.shapes, c.dtype, values, storage);
+        REQUIRE(schedule_.steps.size() == 1);
+        CHECK(schedule_.steps[0].split == Split::gemms);
+        Tensor out = Tensor::empty(c.dtype, planned.outputs[0].shape);
+        std::vector<TensorView> inputs{storage[0].view(), storage[1].view()}, outputs{out.view()};
+        execute_on_cpu(planned, schedule_, inputs, outputs);
+        CHECK(reference::values_of(out.view()) == c.expected(values[0], values[1]));
     }
     CHECK(openblas_get_num_threads() == library_threads);
+    // Not split (scheduled only): 3 GEMMs, of which one thread would run two; too little work.
+    const auto split_of = [&](const std::string& pattern, const std::vector<Shape>& shapes) {
+        std::vector<Tensor> storage;
+        return scheduled(pattern, shapes, DType::f32, {}, storage).second.steps.at(0).split;
+    };
+    CHECK(split_of("b i d, b j d -> b i j", {{3, 256, 128}, {3, 256, 128}}) == Split::none);
+    CHECK(split_of("b i d, b j d -> b i j", {{4, 32, 128}, {4, 64, 128}}) == Split::none);
 }
 #endif
 

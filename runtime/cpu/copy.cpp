@@ -240,9 +240,10 @@ EINC_KERNEL void write_tile(const Tiling& t, const std::int64_t* n, const std::b
 // the ends stored as usual.
 EINC_KERNEL void stream_run(std::uint32_t* to, const std::uint32_t* from, std::int64_t count) {
     constexpr auto vector_bytes = static_cast<std::uintptr_t>(register_block * 4);
+    const std::uintptr_t offset = reinterpret_cast<std::uintptr_t>(to) % vector_bytes;
+    const std::int64_t head = offset == 0 ? 0 : std::min(count, static_cast<std::int64_t>((vector_bytes - offset) / 4));
     std::int64_t i = 0;
-    if (const std::uintptr_t offset = reinterpret_cast<std::uintptr_t>(to) % vector_bytes; offset != 0)
-        for (const std::int64_t head = std::min<std::int64_t>(count, static_cast<std::int64_t>((vector_bytes - offset) / 4)); i < head; ++i) to[i] = from[i];
+    for (; i < head; ++i) to[i] = from[i];
     for (; i + register_block <= count; i += register_block) stream_vector(to + i, from + i);
     for (; i < count; ++i) to[i] = from[i];
 }
