@@ -43,7 +43,7 @@ void copy(const ScheduledStep& step, const Data& dst, const Data& src) {
 
 void reduce(const ScheduledStep& step, Reduction op, const Data& dst, const Data& src, std::byte* scratch) {
 #if EINC_HAS_AVX2_KERNELS
-    if (use_avx2()) return avx2::reduce(step, op, dst, src, scratch);
+    if (use_avx2() && tuned_reduction(src.dtype, op)) return avx2::reduce(step, op, dst, src, scratch);
 #endif
     baseline::reduce(step, op, dst, src, scratch);
 }

@@ -241,12 +241,14 @@ EINC_KERNEL void fold_block(A* __restrict a, const storage_t<In>* __restrict x, 
     const std::int64_t outer_acc = b.outer_acc, inner_acc = b.inner_acc;
     const auto value = [](storage_t<In> v) { return Element<In>::load(v); };
     const auto load = [](storage_t<In> v) { return static_cast<A>(Element<In>::load(v)); };
-    if (inner_acc == 0 && outer_acc != 0 && inner <= 4) {
-        switch (inner) {
-        case 2: return fold_short_rows<Op, In, A, 2>(a, x, b, begin, end);
-        case 3: return fold_short_rows<Op, In, A, 3>(a, x, b, begin, end);
-        case 4: return fold_short_rows<Op, In, A, 4>(a, x, b, begin, end);
-        default: break;
+    if constexpr (tuned_reduction(In, Op)) {
+        if (inner_acc == 0 && outer_acc != 0) {
+            switch (inner) {
+            case 2: return fold_short_rows<Op, In, A, 2>(a, x, b, begin, end);
+            case 3: return fold_short_rows<Op, In, A, 3>(a, x, b, begin, end);
+            case 4: return fold_short_rows<Op, In, A, 4>(a, x, b, begin, end);
+            default: break;
+            }
         }
     }
     if (inner_acc == 0 && outer_acc == 0) {  // every row folds into the one accumulator: keep it in a register

@@ -33,6 +33,15 @@ EINC_DECLARE_KERNELS(baseline)
 EINC_DECLARE_KERNELS(avx2)
 #undef EINC_DECLARE_KERNELS
 
+// The reductions compiled in full: with AVX2 kernels and leaf loops of fixed sizes (fold.hpp), those of
+// floating-point inputs. Integer and boolean ones (and any/all) run the baseline's general loops: they
+// fold exactly, so the grouping does not change their values, and compiling every variant of them twice
+// cost minutes of every build, for calls that are rarely hot and that SSE2 still vectorises.
+constexpr bool tuned_reduction(DType input, Reduction op) {
+    const bool floating = input == DType::f64 || input == DType::f32 || input == DType::f16 || input == DType::bf16;
+    return floating && op != Reduction::any && op != Reduction::all;
+}
+
 // The instruction set dispatch() chose: "avx2" or "baseline" (EINC_CPU_ISA=baseline forces it).
 const char* kernel_isa();
 // The width of the vector registers its transposes use: 32 bytes (AVX2), 16 (SSE2), 0 (none).

@@ -31,12 +31,14 @@ void reduce_rows(const ScheduledStep& step, const Data& dst, const Data& src) {
     const auto rows = [&](std::byte* d, const std::byte* x, std::int64_t begin, std::int64_t end) {
         D* out = reinterpret_cast<D*>(d);
         const S* in = reinterpret_cast<const S*>(x);
-        switch (block.inner) {
-        case 2: return reduce_rows_to<Op, In, Out, A, 2>(out, in, block, dst_row, begin, end);
-        case 3: return reduce_rows_to<Op, In, Out, A, 3>(out, in, block, dst_row, begin, end);
-        case 4: return reduce_rows_to<Op, In, Out, A, 4>(out, in, block, dst_row, begin, end);
-        default: return reduce_rows_to<Op, In, Out, A, 0>(out, in, block, dst_row, begin, end);
+        if constexpr (tuned_reduction(In, Op)) {
+            switch (block.inner) {
+            case 2: return reduce_rows_to<Op, In, Out, A, 2>(out, in, block, dst_row, begin, end);
+            case 3: return reduce_rows_to<Op, In, Out, A, 3>(out, in, block, dst_row, begin, end);
+            case 4: return reduce_rows_to<Op, In, Out, A, 4>(out, in, block, dst_row, begin, end);
+            }
         }
+        reduce_rows_to<Op, In, Out, A, 0>(out, in, block, dst_row, begin, end);
     };
     // Blocks [nest_begin, nest_end) of the nest, and of each, rows [row_begin, row_end).
     const auto run = [&](std::int64_t nest_begin, std::int64_t nest_end, std::int64_t row_begin, std::int64_t row_end) {
@@ -93,16 +95,18 @@ void reduce_windows(const ScheduledStep& step, const Data& dst, const Data& src)
             D* out = reinterpret_cast<D*>(p[0]);
             const S* in = reinterpret_cast<const S*>(p[1]);
             const std::int64_t ds = stride[0] / static_cast<std::int64_t>(sizeof(D)), ss = stride[1] / static_cast<std::int64_t>(sizeof(S));
-            if ((adjacent == 2 || adjacent == 3) && ds == 1 && ss == adjacent && count >= 16) {
-                if (adjacent == 2) return fold_adjacent_windows<Op, In, Out, A, 2>(out, in, count, rows, window / 2);
-                return fold_adjacent_windows<Op, In, Out, A, 3>(out, in, count, rows, window / 3);
+            if constexpr (tuned_reduction(In, Op)) {
+                if ((adjacent == 2 || adjacent == 3) && ds == 1 && ss == adjacent && count >= 16) {
+                    if (adjacent == 2) return fold_adjacent_windows<Op, In, Out, A, 2>(out, in, count, rows, window / 2);
+                    return fold_adjacent_windows<Op, In, Out, A, 3>(out, in, count, rows, window / 3);
+                }
+                switch (window) {
+                case 2: return fold_windows<Op, In, Out, A, 2>(out, in, count, ds, ss, offsets, window);
+                case 4: return fold_windows<Op, In, Out, A, 4>(out, in, count, ds, ss, offsets, window);
+                case 8: return fold_windows<Op, In, Out, A, 8>(out, in, count, ds, ss, offsets, window);
+                }
             }
-            switch (window) {
-            case 2: return fold_windows<Op, In, Out, A, 2>(out, in, count, ds, ss, offsets, window);
-            case 4: return fold_windows<Op, In, Out, A, 4>(out, in, count, ds, ss, offsets, window);
-            case 8: return fold_windows<Op, In, Out, A, 8>(out, in, count, ds, ss, offsets, window);
-            default: return fold_windows<Op, In, Out, A, 0>(out, in, count, ds, ss, offsets, window);
-            }
+            fold_windows<Op, In, Out, A, 0>(out, in, count, ds, ss, offsets, window);
         });
     };
     if (step.split == Split::outer) parallel_for(nest.extents[0], run);
@@ -213,6 +217,22 @@ void with_accumulator(DType accumulator, F&& f) {
     f(Natural{});
 }
 
+// The dtype a reduction of In gives (result_dtype(), compiler/dtype.cpp): its own, i64 for integer sums and
+// products, bool for any/all; or the input's own where nothing is reduced. Only these are compiled: every
+// result dtype for every op tripled this file's build time.
+template <Reduction Op, DType In>
+constexpr DType reduced_dtype() {
+    if constexpr (Op == Reduction::any || Op == Reduction::all) return DType::boolean;
+    else if constexpr ((Op == Reduction::sum || Op == Reduction::prod) && std::is_integral_v<compute_t<In>>) return DType::i64;
+    else return In;
+}
+
+#if defined(EINC_CPU_AVX2)
+constexpr bool avx2_build = true;
+#else
+constexpr bool avx2_build = false;
+#endif
+
 template <Reduction Op>
 void reduce_op(const ScheduledStep& step, const Data& dst, const Data& src, std::byte* scratch) {
     dispatch(src.dtype, [&](auto in) {
@@ -220,14 +240,16 @@ void reduce_op(const ScheduledStep& step, const Data& dst, const Data& src, std:
         if constexpr ((Op == Reduction::mean && !(I == DType::f64 || I == DType::f32 || I == DType::f16 || I == DType::bf16)) ||
                       I == DType::f8e4m3 || I == DType::f8e5m2) {
             throw Error(ErrorKind::unsupported, fmt::format("{} of {} is not supported", name_of(Op), name_of(I)));
+        } else if constexpr (avx2_build && !tuned_reduction(I, Op)) {
+            EINC_ASSERT(false);  // the baseline's kernels run these (dispatch.cpp)
         } else {
             with_accumulator<Op, I>(step.accumulator, [&](auto a) {
                 using A = decltype(a);
-                // The result keeps the dtype, or is i64 (integer sum/prod) or bool (any/all): see result_dtype().
-                if (dst.dtype == I) reduce_typed<Op, I, I, A>(step, dst, src, scratch);
-                else if (dst.dtype == DType::i64) reduce_typed<Op, I, DType::i64, A>(step, dst, src, scratch);
-                else if (dst.dtype == DType::boolean) reduce_typed<Op, I, DType::boolean, A>(step, dst, src, scratch);
-                else EINC_ASSERT(false);
+                constexpr DType R = reduced_dtype<Op, I>();
+                if (dst.dtype == I) return reduce_typed<Op, I, I, A>(step, dst, src, scratch);
+                if constexpr (R != I)
+                    if (dst.dtype == R) return reduce_typed<Op, I, R, A>(step, dst, src, scratch);
+                EINC_ASSERT(false);
             });
         }
     });
