@@ -33,31 +33,27 @@ Nest<N> make_nest(const std::array<const Layout*, N>& layouts, const std::array<
 }
 
 // Calls run(pointers, count, inner_strides) for every run of the innermost mode, with mode 0 limited
-// to [begin, end) (for splitting the work across threads).
+// to [begin, end) (for splitting the work across threads). A nest of rank 0 is one run of one element,
+// of rank 1 one run of [begin, end). run() is called from one place only: it is inlined, kernel and all,
+// and three copies of each kernel tripled the build time of the files that use this.
 template <std::size_t N, typename Run>
 void for_each_run(const Nest<N>& nest, std::int64_t begin, std::int64_t end, Run&& run) {
     const std::size_t rank = nest.rank();
     std::array<std::int64_t, N> inner{};
-    if (rank == 0) {
-        run(nest.base, std::int64_t{1}, inner);
-        return;
-    }
-    for (std::size_t a = 0; a < N; ++a) inner[a] = nest.strides[a][rank - 1];
-    if (rank == 1) {
-        std::array<std::byte*, N> p = nest.base;
-        for (std::size_t a = 0; a < N; ++a) p[a] += begin * inner[a];
-        run(p, end - begin, inner);
-        return;
-    }
-    // An odometer over the outer modes; mode 0 runs over [begin, end).
-    Shape index(rank - 1, 0);
-    index[0] = begin;
     std::array<std::byte*, N> p = nest.base;
-    for (std::size_t a = 0; a < N; ++a) p[a] += begin * nest.strides[a][0];
-    const std::int64_t count = nest.extents[rank - 1];
-    if (begin >= end || count == 0) return;
+    if (rank > 0)
+        for (std::size_t a = 0; a < N; ++a) {
+            inner[a] = nest.strides[a][rank - 1];
+            p[a] += begin * nest.strides[a][0];
+        }
+    const std::int64_t count = rank == 0 ? 1 : rank == 1 ? end - begin : nest.extents[rank - 1];
+    if (rank > 1 && (begin >= end || count == 0)) return;
+    // An odometer over the outer modes; mode 0 runs over [begin, end).
+    Shape index(rank > 1 ? rank - 1 : 0, 0);
+    if (rank > 1) index[0] = begin;
     for (;;) {
         run(p, count, inner);
+        if (rank <= 1) return;
         std::size_t d = rank - 1;
         for (;;) {
             --d;
