@@ -25,9 +25,12 @@ inline std::optional<Arguments> parse_arguments(int argc, char** argv, const cha
     Arguments parsed;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
-        if (arg == "--quick") parsed.quick = true;
-        else if (arg == "--json" && i + 1 < argc) parsed.json_path = argv[++i];
-        else if (arg == "--markdown" && i + 1 < argc) parsed.markdown_path = argv[++i];
+        if (arg == "--quick")
+            parsed.quick = true;
+        else if (arg == "--json" && i + 1 < argc)
+            parsed.json_path = argv[++i];
+        else if (arg == "--markdown" && i + 1 < argc)
+            parsed.markdown_path = argv[++i];
         else {
             fmt::print(stderr, "usage: {} [--quick] [--json FILE] [--markdown FILE]\n", program);
             return std::nullopt;
@@ -39,7 +42,8 @@ inline std::optional<Arguments> parse_arguments(int argc, char** argv, const cha
 // Seconds per named case, as a baseline script in bench/ prints them ("<name> <seconds>" lines), from one
 // python3 process; empty when Python or the library it times is absent.
 inline std::map<std::string, double> python_timings(const std::string& script, bool quick) {
-    const std::string command = fmt::format("python3 {}/{} {} 2>/dev/null", EINC_BENCH_DIR, script, quick ? "--quick" : "");
+    const std::string command =
+        fmt::format("python3 {}/{} {} 2>/dev/null", EINC_BENCH_DIR, script, quick ? "--quick" : "");
     std::map<std::string, double> timings;
     FILE* pipe = popen(command.c_str(), "r");
     if (!pipe) return timings;
@@ -60,7 +64,8 @@ inline std::map<std::string, double> python_timings(const std::string& script, b
 class PythonPeer {
 public:
     PythonPeer(const std::string& script, bool quick) {
-        std::signal(SIGPIPE, SIG_IGN);  // a script that has exited is a write error, not the end of the benchmark
+        std::signal(SIGPIPE,
+                    SIG_IGN);  // a script that has exited is a write error, not the end of the benchmark
         int to_child[2], from_child[2];
         if (pipe(to_child) != 0) return;
         if (pipe(from_child) != 0) {
@@ -100,7 +105,8 @@ public:
     double seconds(const std::string& key, int runs) {
         if (to_ == nullptr || from_ == nullptr || key.empty()) return 0;
         char line[128];
-        if (std::fprintf(to_, "%s %d\n", key.c_str(), runs) < 0 || std::fflush(to_) != 0 || std::fgets(line, sizeof line, from_) == nullptr) {
+        if (std::fprintf(to_, "%s %d\n", key.c_str(), runs) < 0 || std::fflush(to_) != 0 ||
+            std::fgets(line, sizeof line, from_) == nullptr) {
             std::fclose(to_);  // the script is gone: no more questions
             to_ = nullptr;
             return 0;

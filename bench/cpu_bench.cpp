@@ -37,7 +37,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double median(std::vector<double> seconds) {
-    std::nth_element(seconds.begin(), seconds.begin() + static_cast<std::ptrdiff_t>(seconds.size() / 2), seconds.end());
+    std::nth_element(seconds.begin(), seconds.begin() + static_cast<std::ptrdiff_t>(seconds.size() / 2),
+                     seconds.end());
     return seconds[seconds.size() / 2];
 }
 
@@ -66,12 +67,13 @@ double time_it(const std::function<void()>& work, int repeats, int warmup = 2) {
 struct Timings {
     double einc = 0, baseline = 0, numpy = 0;
 };
-Timings time_by_turns(const std::function<void()>& einc_work, const std::function<void()>& baseline_work, int repeats,
-                      const std::function<double()>& numpy_run = {}) {
+Timings time_by_turns(const std::function<void()>& einc_work, const std::function<void()>& baseline_work,
+                      int repeats, const std::function<double()>& numpy_run = {}) {
     constexpr int turn = 3;
     const auto start = Clock::now();
     const auto enough = [&](int rounds) {
-        return rounds >= 5 * repeats || (rounds >= repeats && Clock::now() - start >= std::chrono::seconds(1));
+        return rounds >= 5 * repeats ||
+               (rounds >= repeats && Clock::now() - start >= std::chrono::seconds(1));
     };
     std::vector<double> einc, baseline, numpy;
     for (int round = 0; round % turn != 0 || !enough(round); ++round) {
@@ -88,9 +90,12 @@ Timings time_by_turns(const std::function<void()>& einc_work, const std::functio
 
 // Per-call time of a fast operation, timed over many calls.
 double time_per_call(const std::function<void()>& work, int calls) {
-    return time_it([&] {
-        for (int i = 0; i < calls; ++i) work();
-    }, 5, 1) / calls;
+    return time_it(
+               [&] {
+                   for (int i = 0; i < calls; ++i) work();
+               },
+               5, 1) /
+           calls;
 }
 
 einc::Tensor random_tensor(einc::DType dtype, const einc::Shape& shape, unsigned seed) {
@@ -119,7 +124,8 @@ void parallel_memcpy(void* dst, const void* src, std::size_t bytes) {
     einc::cpu::parallel_for(threads, [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t t = begin; t < end; ++t) {
             const std::size_t from = bytes * static_cast<std::size_t>(t) / static_cast<std::size_t>(threads);
-            const std::size_t to = bytes * static_cast<std::size_t>(t + 1) / static_cast<std::size_t>(threads);
+            const std::size_t to =
+                bytes * static_cast<std::size_t>(t + 1) / static_cast<std::size_t>(threads);
             std::memcpy(static_cast<char*>(dst) + from, static_cast<const char*>(src) + from, to - from);
         }
     });
@@ -163,8 +169,9 @@ std::string machine_description() {
             model = line.substr(line.find(':') + 2);
             break;
         }
-    return fmt::format("{}, {} hardware threads, einc {} ({}), BLAS {}", model, std::thread::hardware_concurrency(),
-                       EINC_VERSION, EINC_HAS_BLAS ? "OpenBLAS" : "none", EINC_BLAS_VENDOR);
+    return fmt::format("{}, {} hardware threads, einc {} ({}), BLAS {}", model,
+                       std::thread::hardware_concurrency(), EINC_VERSION, EINC_HAS_BLAS ? "OpenBLAS" : "none",
+                       EINC_BLAS_VENDOR);
 }
 
 }  // namespace
@@ -172,9 +179,12 @@ std::string machine_description() {
 int main(int argc, char** argv) {
     // OpenBLAS's idle threads spin for about 0.1 s after each call (2^28 cycles), einc's and numpy's alike,
     // and would take a core from whatever runs next - numpy's case after einc's, einc's after numpy's, the
-    // next case: they are told to sleep at once. (OpenBLAS reads this as it loads: the benchmark starts again.)
-    if (std::getenv("OPENBLAS_THREAD_TIMEOUT") == nullptr && setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1) == 0) execv("/proc/self/exe", argv);
-    const std::optional<einc::bench::Arguments> arguments = einc::bench::parse_arguments(argc, argv, "cpu_bench");
+    // next case: they are told to sleep at once. (OpenBLAS reads this as it loads: the benchmark starts
+    // again.)
+    if (std::getenv("OPENBLAS_THREAD_TIMEOUT") == nullptr && setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1) == 0)
+        execv("/proc/self/exe", argv);
+    const std::optional<einc::bench::Arguments> arguments =
+        einc::bench::parse_arguments(argc, argv, "cpu_bench");
     if (!arguments) return 2;
     const bool quick = arguments->quick;
     const std::string& json_path = arguments->json_path;
@@ -192,27 +202,40 @@ int main(int argc, char** argv) {
         std::string target;
     };
     const std::vector<Permutation> permutations{
-        {"transpose_4096", "a b -> b a", {4096 / (scale == 1 ? 1 : 2), 4096 / (scale == 1 ? 1 : 2)}, {}, ">= 0.5 (inner >= 8)"},
+        {"transpose_4096",
+         "a b -> b a",
+         {4096 / (scale == 1 ? 1 : 2), 4096 / (scale == 1 ? 1 : 2)},
+         {},
+         ">= 0.5 (inner >= 8)"},
         {"nchw_to_nhwc", "b c h w -> b h w c", {16 / scale, 64, 128, 128}, {}, ">= 0.5 (inner >= 8)"},
-        {"heads_split", "b s (h d) -> b h s d", {8 / scale, 512, 16 * 128}, {{"h", 16}}, ">= 0.5 (inner >= 8)"},
+        {"heads_split",
+         "b s (h d) -> b h s d",
+         {8 / scale, 512, 16 * 128},
+         {{"h", 16}},
+         ">= 0.5 (inner >= 8)"},
         {"perm6d", "a b c d e f -> f d b e c a", {8, 8, 16 / scale, 16, 8, 32}, {}, ">= 0.5 (inner >= 8)"},
         // The same beyond the caches: 16 MB above fits the L3 beside its copy, and so does memcpy's.
-        {"perm6d_large", "a b c d e f -> f d b e c a", {8, 8, 16 / scale, 16, 8, 128}, {}, ">= 0.5 (inner >= 8)"},
+        {"perm6d_large",
+         "a b c d e f -> f d b e c a",
+         {8, 8, 16 / scale, 16, 8, 128},
+         {},
+         ">= 0.5 (inner >= 8)"},
         {"transpose_inner4", "a b -> b a", {7840000 / scale, 4}, {}, "tiny inner: report"},
         {"nhwc_to_nchw_c3", "b h w c -> b c h w", {64 / scale, 224, 224, 3}, {}, "tiny inner: report"},
     };
     for (const Permutation& p : permutations) {
         const einc::Tensor x = random_tensor(einc::DType::f32, p.shape, 1);
-        const einc::Program program =
-            einc::compile(einc::Op::rearrange, p.pattern, p.sizes).bind({x.view()}, einc::Options{.contiguous = true});
+        const einc::Program program = einc::compile(einc::Op::rearrange, p.pattern, p.sizes)
+                                          .bind({x.view()}, einc::Options{.contiguous = true});
         einc::Tensor out = einc::Tensor::empty(einc::DType::f32, program.plan().outputs[0].shape);
         einc::Tensor copy = einc::Tensor::empty(einc::DType::f32, p.shape);
         const std::vector<einc::Input> inputs{x};
         const std::vector<einc::TensorView> outputs{out.view()};
         Row row{"permutation", fmt::format("{} {}", p.pattern, einc::format_shape(p.shape)), "memcpy"};
         row.bytes = 2.0 * static_cast<double>(x.nbytes());
-        const Timings t = time_by_turns([&] { program.run(inputs, outputs); }, [&] { parallel_memcpy(copy.data(), x.data(), x.nbytes()); },
-                                        repeats, numpy.run(p.key));
+        const Timings t = time_by_turns([&] { program.run(inputs, outputs); },
+                                        [&] { parallel_memcpy(copy.data(), x.data(), x.nbytes()); }, repeats,
+                                        numpy.run(p.key));
         row.einc_seconds = t.einc;
         row.baseline_seconds = t.baseline;
         row.numpy_seconds = t.numpy;
@@ -239,17 +262,24 @@ int main(int argc, char** argv) {
     };
     for (const Reduction& r : reductions) {
         const einc::Tensor x = random_tensor(einc::DType::f32, r.shape, 2);
-        const einc::Program program = einc::Expression(einc::Call{einc::Op::reduce, r.pattern, r.op, {}, false, {}}).bind({x.view()});
+        const einc::Program program =
+            einc::Expression(einc::Call{einc::Op::reduce, r.pattern, r.op, {}, false, {}}).bind({x.view()});
         einc::Tensor out = einc::Tensor::empty(einc::DType::f32, program.plan().outputs[0].shape);
         const std::vector<einc::Input> inputs{x};
         const std::vector<einc::TensorView> outputs{out.view()};
         einc::Tensor written = einc::Tensor::empty(einc::DType::f32, out.shape());
-        Row row{"reduction", fmt::format("{} {} {}", einc::name_of(r.op), r.pattern, einc::format_shape(r.shape)), "read + write loop"};
+        Row row{"reduction",
+                fmt::format("{} {} {}", einc::name_of(r.op), r.pattern, einc::format_shape(r.shape)),
+                "read + write loop"};
         row.bytes = static_cast<double>(x.nbytes() + out.nbytes());
         volatile float sink = 0;
-        const Timings t = time_by_turns([&] { program.run(inputs, outputs); },
-                                        [&] { sink = parallel_read_write(x.data_as<float>(), x.numel(), written.data_as<float>(), written.numel()); },
-                                        repeats, numpy.run(r.key));
+        const Timings t =
+            time_by_turns([&] { program.run(inputs, outputs); },
+                          [&] {
+                              sink = parallel_read_write(x.data_as<float>(), x.numel(),
+                                                         written.data_as<float>(), written.numel());
+                          },
+                          repeats, numpy.run(r.key));
         row.einc_seconds = t.einc;
         row.baseline_seconds = t.baseline;
         row.numpy_seconds = t.numpy;
@@ -271,22 +301,30 @@ int main(int argc, char** argv) {
         {"linear", "b s d, d e -> b s e", {8, 512, 1024}, {1024, 1024}, 1, 4096, 1024, 1024, false},
     };
     for (const Contraction& c : contractions) {
-        const einc::Tensor a = random_tensor(einc::DType::f32, c.a, 3), b = random_tensor(einc::DType::f32, c.b, 4);
+        const einc::Tensor a = random_tensor(einc::DType::f32, c.a, 3),
+                           b = random_tensor(einc::DType::f32, c.b, 4);
         const einc::Program program = einc::compile(einc::Op::einsum, c.pattern).bind({a.view(), b.view()});
         einc::Tensor out = einc::Tensor::empty(einc::DType::f32, program.plan().outputs[0].shape);
         einc::Tensor direct = einc::Tensor::empty(einc::DType::f32, program.plan().outputs[0].shape);
         const std::vector<einc::Input> inputs{a, b};
         const std::vector<einc::TensorView> outputs{out.view()};
-        Row row{"einsum", fmt::format("{} {} {}", c.pattern, einc::format_shape(c.a), einc::format_shape(c.b)), "cblas_sgemm"};
+        Row row{"einsum",
+                fmt::format("{} {} {}", c.pattern, einc::format_shape(c.a), einc::format_shape(c.b)),
+                "cblas_sgemm"};
         row.flops = 2.0 * static_cast<double>(c.batch * c.m * c.n * c.k);
 #if EINC_HAS_BLAS
-        const Timings t = time_by_turns([&] { program.run(inputs, outputs); }, [&] {
-            for (std::int64_t i = 0; i < c.batch; ++i)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, c.b_transposed ? CblasTrans : CblasNoTrans, static_cast<int>(c.m),
-                            static_cast<int>(c.n), static_cast<int>(c.k), 1.0f, a.data_as<float>() + i * c.m * c.k, static_cast<int>(c.k),
-                            b.data_as<float>() + (c.batch > 1 ? i * c.n * c.k : 0), static_cast<int>(c.b_transposed ? c.k : c.n), 0.0f,
-                            direct.data_as<float>() + i * c.m * c.n, static_cast<int>(c.n));
-        }, repeats, numpy.run(c.key));
+        const Timings t = time_by_turns(
+            [&] { program.run(inputs, outputs); },
+            [&] {
+                for (std::int64_t i = 0; i < c.batch; ++i)
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, c.b_transposed ? CblasTrans : CblasNoTrans,
+                                static_cast<int>(c.m), static_cast<int>(c.n), static_cast<int>(c.k), 1.0f,
+                                a.data_as<float>() + i * c.m * c.k, static_cast<int>(c.k),
+                                b.data_as<float>() + (c.batch > 1 ? i * c.n * c.k : 0),
+                                static_cast<int>(c.b_transposed ? c.k : c.n), 0.0f,
+                                direct.data_as<float>() + i * c.m * c.n, static_cast<int>(c.n));
+            },
+            repeats, numpy.run(c.key));
         row.einc_seconds = t.einc;
         row.baseline_seconds = t.baseline;
         row.numpy_seconds = t.numpy;
@@ -308,20 +346,65 @@ int main(int argc, char** argv) {
         std::string target;
     };
     const std::vector<NumpyCase> numpy_cases{
-        {"elementwise_product", einc::Op::einsum, "i j, i j -> i j", einc::Reduction::none, {{2048 / scale, 2048}, {2048 / scale, 2048}},
+        {"elementwise_product",
+         einc::Op::einsum,
+         "i j, i j -> i j",
+         einc::Reduction::none,
+         {{2048 / scale, 2048}, {2048 / scale, 2048}},
          ">= 0.7 of copy, >= 1x numpy"},
-        {"scale_rows", einc::Op::einsum, "b s e, e -> b s e", einc::Reduction::none, {{8 / scale, 512, 1024}, {1024}},
+        {"scale_rows",
+         einc::Op::einsum,
+         "b s e, e -> b s e",
+         einc::Reduction::none,
+         {{8 / scale, 512, 1024}, {1024}},
          ">= 0.7 of copy, >= 1x numpy"},
-        {"dot", einc::Op::einsum, "i, i ->", einc::Reduction::none, {{4194304 / scale}, {4194304 / scale}}, ">= 1x numpy"},
-        {"matvec", einc::Op::einsum, "i j, j -> i", einc::Reduction::none, {{4096 / scale, 4096}, {4096}}, ">= 1x numpy"},
-        {"row_dot", einc::Op::einsum, "b i j, b i j -> b", einc::Reduction::none, {{64 / scale, 256, 256}, {64 / scale, 256, 256}},
+        {"dot",
+         einc::Op::einsum,
+         "i, i ->",
+         einc::Reduction::none,
+         {{4194304 / scale}, {4194304 / scale}},
          ">= 1x numpy"},
-        {"max_all", einc::Op::reduce, "a ->", einc::Reduction::max, {{16777216 / scale}}, ">= 0.8 of copy, >= 1x numpy"},
-        {"max_rows", einc::Op::reduce, "a b -> a", einc::Reduction::max, {{16384 / scale, 1024}}, ">= 0.8 of copy, >= 1x numpy"},
-        {"attention_natural", einc::Op::einsum, "b i h d, b j h d -> b h i j", einc::Reduction::none,
-         {{8 / scale, 197, 12, 64}, {8 / scale, 197, 12, 64}}, ">= 1x numpy"},
-        {"perm3d", einc::Op::rearrange, "a b c -> c b a", einc::Reduction::none, {{256 / scale, 256, 256}}, ">= 0.5 of copy, >= 1x numpy"},
-        {"perm5d", einc::Op::rearrange, "a b c d e -> e c a d b", einc::Reduction::none, {{16 / scale, 16, 32, 32, 32}},
+        {"matvec",
+         einc::Op::einsum,
+         "i j, j -> i",
+         einc::Reduction::none,
+         {{4096 / scale, 4096}, {4096}},
+         ">= 1x numpy"},
+        {"row_dot",
+         einc::Op::einsum,
+         "b i j, b i j -> b",
+         einc::Reduction::none,
+         {{64 / scale, 256, 256}, {64 / scale, 256, 256}},
+         ">= 1x numpy"},
+        {"max_all",
+         einc::Op::reduce,
+         "a ->",
+         einc::Reduction::max,
+         {{16777216 / scale}},
+         ">= 0.8 of copy, >= 1x numpy"},
+        {"max_rows",
+         einc::Op::reduce,
+         "a b -> a",
+         einc::Reduction::max,
+         {{16384 / scale, 1024}},
+         ">= 0.8 of copy, >= 1x numpy"},
+        {"attention_natural",
+         einc::Op::einsum,
+         "b i h d, b j h d -> b h i j",
+         einc::Reduction::none,
+         {{8 / scale, 197, 12, 64}, {8 / scale, 197, 12, 64}},
+         ">= 1x numpy"},
+        {"perm3d",
+         einc::Op::rearrange,
+         "a b c -> c b a",
+         einc::Reduction::none,
+         {{256 / scale, 256, 256}},
+         ">= 0.5 of copy, >= 1x numpy"},
+        {"perm5d",
+         einc::Op::rearrange,
+         "a b c d e -> e c a d b",
+         einc::Reduction::none,
+         {{16 / scale, 16, 32, 32, 32}},
          ">= 0.5 of copy, >= 1x numpy"},
     };
     for (const NumpyCase& c : numpy_cases) {
@@ -332,19 +415,22 @@ int main(int argc, char** argv) {
             views.push_back(operands.back().view());
         }
         const einc::Program program =
-            einc::Expression(einc::Call{c.op, c.pattern, c.reduction, {}, false, {}}).bind(views, einc::Options{.contiguous = true});
+            einc::Expression(einc::Call{c.op, c.pattern, c.reduction, {}, false, {}})
+                .bind(views, einc::Options{.contiguous = true});
         einc::Tensor out = einc::Tensor::empty(einc::DType::f32, program.plan().outputs[0].shape);
         const std::vector<einc::Input> inputs(operands.begin(), operands.end());
         const std::vector<einc::TensorView> outputs{out.view()};
         std::string shapes;
         for (const einc::Shape& shape : c.shapes) shapes += fmt::format(" {}", einc::format_shape(shape));
-        const std::string reduction = c.op == einc::Op::reduce ? fmt::format("{} ", einc::name_of(c.reduction)) : "";
+        const std::string reduction =
+            c.op == einc::Op::reduce ? fmt::format("{} ", einc::name_of(c.reduction)) : "";
         Row row{"vs numpy", fmt::format("{}{}{}", reduction, c.pattern, shapes), "memcpy of the bytes moved"};
         row.bytes = program.plan().total.bytes();
         const std::size_t half = static_cast<std::size_t>(row.bytes / 2);
         const einc::Tensor from = baseline_bytes(half), to = baseline_bytes(half);
         const Timings t =
-            time_by_turns([&] { program.run(inputs, outputs); }, [&] { parallel_memcpy(to.data(), from.data(), half); }, repeats, numpy.run(c.key));
+            time_by_turns([&] { program.run(inputs, outputs); },
+                          [&] { parallel_memcpy(to.data(), from.data(), half); }, repeats, numpy.run(c.key));
         row.einc_seconds = t.einc;
         row.baseline_seconds = t.baseline;
         row.numpy_seconds = t.numpy;
@@ -359,11 +445,15 @@ int main(int argc, char** argv) {
         std::vector<einc::Shape> shapes;
     };
     const std::vector<BackwardCase> backward_cases{
-        {"backward_linear", einc::Call{einc::Op::einsum, "b s d, d e -> b s e", einc::Reduction::none, {}, false, {}},
+        {"backward_linear",
+         einc::Call{einc::Op::einsum, "b s d, d e -> b s e", einc::Reduction::none, {}, false, {}},
          {{8 / scale, 512, 1024}, {1024, 1024}}},
-        {"backward_attention_natural", einc::Call{einc::Op::einsum, "b i h d, b j h d -> b h i j", einc::Reduction::none, {}, false, {}},
+        {"backward_attention_natural",
+         einc::Call{einc::Op::einsum, "b i h d, b j h d -> b h i j", einc::Reduction::none, {}, false, {}},
          {{8 / scale, 197, 12, 64}, {8 / scale, 197, 12, 64}}},
-        {"backward_max_rows", einc::Call{einc::Op::reduce, "a b -> a", einc::Reduction::max, {}, false, {}}, {{16384 / scale, 1024}}},
+        {"backward_max_rows",
+         einc::Call{einc::Op::reduce, "a b -> a", einc::Reduction::max, {}, false, {}},
+         {{16384 / scale, 1024}}},
     };
     for (const BackwardCase& c : backward_cases) {
         std::vector<einc::Tensor> operands, output_gradients, gradients;
@@ -380,16 +470,20 @@ int main(int argc, char** argv) {
             gradient_views.push_back(output_gradients.back().view());
         }
         const einc::Gradient gradient = einc::gradient(c.call, views, gradient_views, into);
-        const std::vector<einc::Input> inputs(operands.begin(), operands.end()), dys(output_gradients.begin(), output_gradients.end());
+        const std::vector<einc::Input> inputs(operands.begin(), operands.end()),
+            dys(output_gradients.begin(), output_gradients.end());
         std::string shapes;
         for (const einc::Shape& shape : c.shapes) shapes += fmt::format(" {}", einc::format_shape(shape));
-        const std::string reduction = c.call.op == einc::Op::reduce ? fmt::format("{} ", einc::name_of(c.call.reduction)) : "";
-        Row row{"backward", fmt::format("{}{}{}", reduction, c.call.pattern, shapes), "memcpy of the bytes moved"};
+        const std::string reduction =
+            c.call.op == einc::Op::reduce ? fmt::format("{} ", einc::name_of(c.call.reduction)) : "";
+        Row row{"backward", fmt::format("{}{}{}", reduction, c.call.pattern, shapes),
+                "memcpy of the bytes moved"};
         row.bytes = gradient.backward_cost().bytes();
         const std::size_t half = static_cast<std::size_t>(row.bytes / 2);
         const einc::Tensor from = baseline_bytes(half), to = baseline_bytes(half);
         const Timings t =
-            time_by_turns([&] { gradient.run(inputs, dys, into); }, [&] { parallel_memcpy(to.data(), from.data(), half); }, repeats, numpy.run(c.key));
+            time_by_turns([&] { gradient.run(inputs, dys, into); },
+                          [&] { parallel_memcpy(to.data(), from.data(), half); }, repeats, numpy.run(c.key));
         row.einc_seconds = t.einc;
         row.baseline_seconds = t.baseline;
         row.numpy_seconds = t.numpy;
@@ -400,9 +494,11 @@ int main(int argc, char** argv) {
     // ---- dispatch ---------------------------------------------------------------------------------
     {
         const einc::Tensor x = random_tensor(einc::DType::f32, {2, 3, 8, 8}, 5);
-        const einc::Program program = einc::compile(einc::Op::rearrange, "b c h w -> b h w c").bind({x.view()});
+        const einc::Program program =
+            einc::compile(einc::Op::rearrange, "b c h w -> b h w c").bind({x.view()});
         const int calls = quick ? 20000 : 200000;
-        Row cached{"dispatch", "einc::rearrange(x, \"b c h w -> b h w c\") (a view), per call", "Program::run"};
+        Row cached{"dispatch", "einc::rearrange(x, \"b c h w -> b h w c\") (a view), per call",
+                   "Program::run"};
         cached.einc_seconds = time_per_call([&] { (void)einc::rearrange(x, "b c h w -> b h w c"); }, calls);
         cached.baseline_seconds = time_per_call([&] { (void)program.run({x}); }, calls);
         cached.numpy_seconds = numpy.seconds("einops_rearrange_small", 5);
@@ -412,34 +508,50 @@ int main(int argc, char** argv) {
         einc::PlanCache no_cache(0);
         const std::vector<einc::Input> inputs{x};
         Row miss{"dispatch", "plan-cache miss: parse + bind + plan of \"b c h w -> b h w c\"", "(absolute)"};
-        miss.einc_seconds = time_per_call([&] { (void)no_cache.get(einc::CallRef{einc::Op::rearrange, "b c h w -> b h w c"}, inputs, {}); },
-                                          quick ? 2000 : 20000);
+        miss.einc_seconds = time_per_call(
+            [&] {
+                (void)no_cache.get(einc::CallRef{einc::Op::rearrange, "b c h w -> b h w c"}, inputs, {});
+            },
+            quick ? 2000 : 20000);
         miss.target = "<= 20 us";
         rows.push_back(miss);
-        const einc::Tensor q = random_tensor(einc::DType::f32, {2, 4, 8}, 6), k = random_tensor(einc::DType::f32, {2, 5, 8}, 7);
+        const einc::Tensor q = random_tensor(einc::DType::f32, {2, 4, 8}, 6),
+                           k = random_tensor(einc::DType::f32, {2, 5, 8}, 7);
         const std::vector<einc::Input> qk{q, k};
-        Row miss_einsum{"dispatch", "plan-cache miss: parse + bind + plan of \"b i d, b j d -> b i j\"", "(absolute)"};
-        miss_einsum.einc_seconds =
-            time_per_call([&] { (void)no_cache.get(einc::CallRef{einc::Op::einsum, "b i d, b j d -> b i j"}, qk, {}); }, quick ? 2000 : 20000);
+        Row miss_einsum{"dispatch", "plan-cache miss: parse + bind + plan of \"b i d, b j d -> b i j\"",
+                        "(absolute)"};
+        miss_einsum.einc_seconds = time_per_call(
+            [&] {
+                (void)no_cache.get(einc::CallRef{einc::Op::einsum, "b i d, b j d -> b i j"}, qk, {});
+            },
+            quick ? 2000 : 20000);
         miss_einsum.numpy_seconds = numpy.seconds("numpy_einsum_optimize_small", 5);
         miss_einsum.target = "<= 20 us";
         rows.push_back(miss_einsum);
     }
 
     // ---- report -------------------------------------------------------------------------------------
-    std::string table = fmt::format("# einc CPU benchmarks\n\nmachine: {}\nthreads used by einc: {}\n\n", machine_description(),
-                                    einc::cpu::thread_count());
-    table += "| group | case | einc | baseline | einc / baseline speed | numpy | target |\n|---|---|---|---|---|---|---|\n";
+    std::string table = fmt::format("# einc CPU benchmarks\n\nmachine: {}\nthreads used by einc: {}\n\n",
+                                    machine_description(), einc::cpu::thread_count());
+    table += "| group | case | einc | baseline | einc / baseline speed | numpy | target "
+             "|\n|---|---|---|---|---|---|---|\n";
     for (const Row& r : rows) {
         const auto rate = [&](double seconds) {
             if (r.bytes > 0) return fmt::format("{:.1f} GB/s", r.bytes / seconds / 1e9);
             if (r.flops > 0) return fmt::format("{:.1f} GFLOP/s", r.flops / seconds / 1e9);
             return einc::format_seconds(seconds);
         };
-        const std::string baseline = r.baseline_seconds > 0 ? fmt::format("{} ({})", rate(r.baseline_seconds), r.baseline) : r.baseline;
-        const std::string ratio = r.baseline_seconds > 0 ? fmt::format("{:.2f}", r.baseline_seconds / r.einc_seconds) : "-";
-        const std::string numpy_column = r.numpy_seconds > 0 ? fmt::format("{} (einc {:.1f}x faster)", rate(r.numpy_seconds), r.numpy_seconds / r.einc_seconds) : "-";
-        table += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", r.group, r.name, rate(r.einc_seconds), baseline, ratio, numpy_column, r.target);
+        const std::string baseline = r.baseline_seconds > 0
+                                         ? fmt::format("{} ({})", rate(r.baseline_seconds), r.baseline)
+                                         : r.baseline;
+        const std::string ratio =
+            r.baseline_seconds > 0 ? fmt::format("{:.2f}", r.baseline_seconds / r.einc_seconds) : "-";
+        const std::string numpy_column = r.numpy_seconds > 0
+                                             ? fmt::format("{} (einc {:.1f}x faster)", rate(r.numpy_seconds),
+                                                           r.numpy_seconds / r.einc_seconds)
+                                             : "-";
+        table += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", r.group, r.name, rate(r.einc_seconds),
+                             baseline, ratio, numpy_column, r.target);
     }
     fmt::print("{}", table);
     if (!markdown_path.empty()) std::ofstream(markdown_path) << table;
@@ -448,9 +560,11 @@ int main(int argc, char** argv) {
         json << "{\"machine\": \"" << machine_description() << "\", \"rows\": [\n";
         for (std::size_t i = 0; i < rows.size(); ++i) {
             const Row& r = rows[i];
-            json << fmt::format("  {{\"group\": \"{}\", \"case\": \"{}\", \"einc_seconds\": {}, \"baseline\": \"{}\", \"baseline_seconds\": {}, "
+            json << fmt::format("  {{\"group\": \"{}\", \"case\": \"{}\", \"einc_seconds\": {}, "
+                                "\"baseline\": \"{}\", \"baseline_seconds\": {}, "
                                 "\"numpy_seconds\": {}, \"bytes\": {}, \"flops\": {}}}{}\n",
-                                r.group, json_escaped(r.name), r.einc_seconds, json_escaped(r.baseline), r.baseline_seconds, r.numpy_seconds, r.bytes, r.flops,
+                                r.group, json_escaped(r.name), r.einc_seconds, json_escaped(r.baseline),
+                                r.baseline_seconds, r.numpy_seconds, r.bytes, r.flops,
                                 i + 1 < rows.size() ? "," : "");
         }
         json << "]}\n";

@@ -2,8 +2,9 @@
 //   permutations  vs a device-to-device cudaMemcpy of the same bytes (the copy roof), and torch's
 //                 permute(...).contiguous()
 //   reductions    vs the HBM peak of the device model, and torch.sum / torch.amax
-//   einsum        vs cublasGemmStridedBatchedEx called directly for the same GEMM, torch.einsum, einops.einsum
-//   dispatch      host time of a cached one-line call vs einops.rearrange on a small torch tensor
+//   einsum        vs cublasGemmStridedBatchedEx called directly for the same GEMM, torch.einsum,
+//   einops.einsum dispatch      host time of a cached one-line call vs einops.rearrange on a small torch
+//   tensor
 // Times are medians of CUDA-event timings on one stream; torch's come from bench/torch_baseline.py, run
 // once as a child process (left out when PyTorch is missing).
 //
@@ -22,12 +23,12 @@
 #include <string>
 #include <vector>
 
-#include "compiler/cost.hpp"
+#include "bench/bench_common.hpp"
 #include "compiler/codegen.hpp"
+#include "compiler/cost.hpp"
 #include "cuda/cuda.hpp"
 #include "cuda/driver.hpp"
 #include "cuda/kernel_cache.hpp"
-#include "bench/bench_common.hpp"
 #include "einc/einc.hpp"
 
 using einc::bench::json_escaped;
@@ -35,13 +36,16 @@ using einc::bench::json_escaped;
 namespace {
 
 void check(cudaError_t status, const char* what) {
-    if (status != cudaSuccess) throw std::runtime_error(fmt::format("{}: {}", what, cudaGetErrorString(status)));
+    if (status != cudaSuccess)
+        throw std::runtime_error(fmt::format("{}: {}", what, cudaGetErrorString(status)));
 }
 void check(cublasStatus_t status, const char* what) {
-    if (status != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(fmt::format("{}: {}", what, cublasGetStatusString(status)));
+    if (status != CUBLAS_STATUS_SUCCESS)
+        throw std::runtime_error(fmt::format("{}: {}", what, cublasGetStatusString(status)));
 }
 
-// Median seconds per call of `work`, queued `calls` times between two events on `stream`, over `repeats` batches.
+// Median seconds per call of `work`, queued `calls` times between two events on `stream`, over `repeats`
+// batches.
 double time_gpu(const std::function<void()>& work, cudaStream_t stream, int repeats, int calls = 5) {
     cudaEvent_t start = nullptr, stop = nullptr;
     check(cudaEventCreate(&start), "cudaEventCreate");
@@ -69,7 +73,8 @@ double time_host(const std::function<void()>& work, int calls) {
     for (int r = 0; r < 6; ++r) {
         const auto start = std::chrono::steady_clock::now();
         for (int i = 0; i < calls; ++i) work();
-        seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / calls);
+        seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+                          calls);
     }
     seconds.erase(seconds.begin());  // the first batch warms caches
     std::nth_element(seconds.begin(), seconds.begin() + 2, seconds.end());
@@ -83,18 +88,24 @@ einc::Tensor random_on_gpu(einc::DType dtype, const einc::Shape& shape, std::uin
     for (std::int64_t i = 0; i < host.numel(); ++i) {
         seed = seed * 6364136223846793005u + 1442695040888963407u;
         const float value = static_cast<float>(seed >> 40) * 0x1p-23f - 1.0f;
-        if (dtype == einc::DType::f32) host.data_as<float>()[i] = value;
-        else host.data_as<std::uint16_t>()[i] = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(value) >> 16);
+        if (dtype == einc::DType::f32)
+            host.data_as<float>()[i] = value;
+        else
+            host.data_as<std::uint16_t>()[i] =
+                static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(value) >> 16);
     }
     return einc::cuda::to_device(host);
 }
 
 // Calls per timed batch: enough that a batch of small ones is not all launch latency.
-int calls_for(double bytes) { return static_cast<int>(std::clamp(2e9 / std::max(bytes, 1.0), 5.0, 200.0)); }
+int calls_for(double bytes) {
+    return static_cast<int>(std::clamp(2e9 / std::max(bytes, 1.0), 5.0, 200.0));
+}
 
 struct Row {
     Row(std::string group_, std::string key_, std::string name_, std::string baseline_)
-        : group(std::move(group_)), key(std::move(key_)), name(std::move(name_)), baseline(std::move(baseline_)) {}
+        : group(std::move(group_)), key(std::move(key_)), name(std::move(name_)),
+          baseline(std::move(baseline_)) {}
     std::string group, key, name, baseline;
     double einc_seconds = 0, baseline_seconds = 0, torch_seconds = 0, einops_seconds = 0;
     double bytes = 0, flops = 0;  // the work, for GB/s or TFLOP/s
@@ -111,7 +122,8 @@ const einc::DeviceModel& model_of(const std::string& name) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const std::optional<einc::bench::Arguments> arguments = einc::bench::parse_arguments(argc, argv, "gpu_bench");
+    const std::optional<einc::bench::Arguments> arguments =
+        einc::bench::parse_arguments(argc, argv, "gpu_bench");
     if (!arguments) return 2;
     const bool quick = arguments->quick;
     const std::string& json_path = arguments->json_path;
@@ -146,32 +158,56 @@ int main(int argc, char** argv) {
         std::vector<Permutation> permutations{
             {"transpose_4096", "a b -> b a", einc::DType::f32, {4096, 4096}, {}, inner},
             {"transpose_8192", "a b -> b a", einc::DType::f32, {8192 / scale, 8192}, {}, inner},
-            {"heads_split", "b s (h d) -> b h s d", einc::DType::bf16, {8 / scale, 2048, 2048}, {{"h", 16}}, inner},
+            {"heads_split",
+             "b s (h d) -> b h s d",
+             einc::DType::bf16,
+             {8 / scale, 2048, 2048},
+             {{"h", 16}},
+             inner},
             {"heads_merge", "b h s d -> b s (h d)", einc::DType::bf16, {8 / scale, 16, 2048, 128}, {}, inner},
-            {"qkv_split", "b s (k h d) -> k b h s d", einc::DType::bf16, {8 / scale, 2048, 3 * 2048}, {{"k", 3}, {"h", 16}}, inner},
+            {"qkv_split",
+             "b s (k h d) -> k b h s d",
+             einc::DType::bf16,
+             {8 / scale, 2048, 3 * 2048},
+             {{"k", 3}, {"h", 16}},
+             inner},
             {"nchw_to_nhwc", "b c h w -> b h w c", einc::DType::f32, {64 / scale, 3, 224, 224}, {}, tiny},
             {"transpose_7840000x4", "a b -> b a", einc::DType::f32, {7840000 / scale, 4}, {}, tiny},
         };
-        // 6-D permutations of 16x32x16x32x16x16 f32 (256 MiB), drawn at random once (torch_baseline.py has the same)
-        const char* six_d[] = {"a b c d e f -> f d b e c a", "a b c d e f -> c f a e b d", "a b c d e f -> b e f a d c"};
+        // 6-D permutations of 16x32x16x32x16x16 f32 (256 MiB), drawn at random once (torch_baseline.py has
+        // the same)
+        const char* six_d[] = {"a b c d e f -> f d b e c a", "a b c d e f -> c f a e b d",
+                               "a b c d e f -> b e f a d c"};
         for (int i = 0; i < 3; ++i)
-            permutations.push_back({fmt::format("perm6d_{}", i), six_d[i], einc::DType::f32, {16 / scale, 32, 16, 32, 16, 16}, {}, inner});
+            permutations.push_back({fmt::format("perm6d_{}", i),
+                                    six_d[i],
+                                    einc::DType::f32,
+                                    {16 / scale, 32, 16, 32, 16, 16},
+                                    {},
+                                    inner});
         for (const Permutation& p : permutations) {
             const einc::Tensor x = random_on_gpu(p.dtype, p.shape, 1);
-            const einc::Program program =
-                einc::compile(einc::Op::rearrange, p.pattern, p.sizes).bind({x.view()}, einc::Options{.contiguous = true});
-            const einc::Tensor out = einc::Tensor::empty(p.dtype, program.plan().outputs[0].shape, einc::Device::cuda);
+            const einc::Program program = einc::compile(einc::Op::rearrange, p.pattern, p.sizes)
+                                              .bind({x.view()}, einc::Options{.contiguous = true});
+            const einc::Tensor out =
+                einc::Tensor::empty(p.dtype, program.plan().outputs[0].shape, einc::Device::cuda);
             const einc::Tensor copy = einc::Tensor::empty(p.dtype, p.shape, einc::Device::cuda);
             const std::vector<einc::Input> inputs{x};
             const std::vector<einc::TensorView> outputs{out.view()};
-            Row row{"permutation", p.key, fmt::format("{} {} {}", p.pattern, einc::name_of(p.dtype), einc::format_shape(p.shape)),
+            Row row{"permutation", p.key,
+                    fmt::format("{} {} {}", p.pattern, einc::name_of(p.dtype), einc::format_shape(p.shape)),
                     "cudaMemcpy D2D"};
             row.bytes = 2.0 * static_cast<double>(x.nbytes());
             const int calls = calls_for(row.bytes);
-            row.einc_seconds = time_gpu([&] { program.run(inputs, outputs, stream); }, stream, repeats, calls);
+            row.einc_seconds =
+                time_gpu([&] { program.run(inputs, outputs, stream); }, stream, repeats, calls);
             row.baseline_seconds = time_gpu(
-                [&] { check(cudaMemcpyAsync(copy.data(), x.data(), x.nbytes(), cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync"); }, stream,
-                repeats, calls);
+                [&] {
+                    check(
+                        cudaMemcpyAsync(copy.data(), x.data(), x.nbytes(), cudaMemcpyDeviceToDevice, stream),
+                        "cudaMemcpyAsync");
+                },
+                stream, repeats, calls);
             row.torch_seconds = torch_time(p.key);
             row.target = p.target;
             rows.push_back(row);
@@ -186,35 +222,85 @@ int main(int argc, char** argv) {
             std::string target;
         };
         const std::vector<Reduction> reductions{
-            {"sum_inner_32768x32", "a b -> a", einc::DType::f32, {32768, 32}, einc::Reduction::sum, ">= 0.90 of HBM peak"},
-            {"sum_outer_32768x32", "a b -> b", einc::DType::f32, {32768, 32}, einc::Reduction::sum, ">= 0.80 of HBM peak"},
-            {"sum_all_32768x32", "a b ->", einc::DType::f32, {32768, 32}, einc::Reduction::sum, ">= 0.90 of HBM peak"},
-            {"sum_inner_7840000x4", "a b -> a", einc::DType::f32, {7840000 / scale, 4}, einc::Reduction::sum, ">= 0.90 of HBM peak"},
-            {"sum_outer_7840000x4", "a b -> b", einc::DType::f32, {7840000 / scale, 4}, einc::Reduction::sum, ">= 0.80 of HBM peak"},
-            {"sum_all_7840000x4", "a b ->", einc::DType::f32, {7840000 / scale, 4}, einc::Reduction::sum, ">= 0.90 of HBM peak"},
-            {"amax_scores", "b h i j -> b h i", einc::DType::bf16, {8 / scale, 16, 2048, 2048}, einc::Reduction::max, ">= 0.90 of HBM peak"},
-            {"sum_scores_outer", "b h i j -> b h j", einc::DType::bf16, {8 / scale, 16, 2048, 2048}, einc::Reduction::sum,
+            {"sum_inner_32768x32",
+             "a b -> a",
+             einc::DType::f32,
+             {32768, 32},
+             einc::Reduction::sum,
+             ">= 0.90 of HBM peak"},
+            {"sum_outer_32768x32",
+             "a b -> b",
+             einc::DType::f32,
+             {32768, 32},
+             einc::Reduction::sum,
              ">= 0.80 of HBM peak"},
-            {"mean_tokens", "b s e -> b e", einc::DType::bf16, {8 / scale, 2048, 2048}, einc::Reduction::mean, ">= 0.80 of HBM peak"},
+            {"sum_all_32768x32",
+             "a b ->",
+             einc::DType::f32,
+             {32768, 32},
+             einc::Reduction::sum,
+             ">= 0.90 of HBM peak"},
+            {"sum_inner_7840000x4",
+             "a b -> a",
+             einc::DType::f32,
+             {7840000 / scale, 4},
+             einc::Reduction::sum,
+             ">= 0.90 of HBM peak"},
+            {"sum_outer_7840000x4",
+             "a b -> b",
+             einc::DType::f32,
+             {7840000 / scale, 4},
+             einc::Reduction::sum,
+             ">= 0.80 of HBM peak"},
+            {"sum_all_7840000x4",
+             "a b ->",
+             einc::DType::f32,
+             {7840000 / scale, 4},
+             einc::Reduction::sum,
+             ">= 0.90 of HBM peak"},
+            {"amax_scores",
+             "b h i j -> b h i",
+             einc::DType::bf16,
+             {8 / scale, 16, 2048, 2048},
+             einc::Reduction::max,
+             ">= 0.90 of HBM peak"},
+            {"sum_scores_outer",
+             "b h i j -> b h j",
+             einc::DType::bf16,
+             {8 / scale, 16, 2048, 2048},
+             einc::Reduction::sum,
+             ">= 0.80 of HBM peak"},
+            {"mean_tokens",
+             "b s e -> b e",
+             einc::DType::bf16,
+             {8 / scale, 2048, 2048},
+             einc::Reduction::mean,
+             ">= 0.80 of HBM peak"},
         };
         for (const Reduction& r : reductions) {
             const einc::Tensor x = random_on_gpu(r.dtype, r.shape, 2);
-            const einc::Program program = einc::Expression(einc::Call{einc::Op::reduce, r.pattern, r.op, {}, false, {}}).bind({x.view()});
-            const einc::Tensor out = einc::Tensor::empty(program.plan().outputs[0].dtype, program.plan().outputs[0].shape, einc::Device::cuda);
+            const einc::Program program =
+                einc::Expression(einc::Call{einc::Op::reduce, r.pattern, r.op, {}, false, {}})
+                    .bind({x.view()});
+            const einc::Tensor out = einc::Tensor::empty(program.plan().outputs[0].dtype,
+                                                         program.plan().outputs[0].shape, einc::Device::cuda);
             const std::vector<einc::Input> inputs{x};
             const std::vector<einc::TensorView> outputs{out.view()};
             Row row{"reduction", r.key,
-                    fmt::format("{} {} {} {}", einc::name_of(r.op), r.pattern, einc::name_of(r.dtype), einc::format_shape(r.shape)),
+                    fmt::format("{} {} {} {}", einc::name_of(r.op), r.pattern, einc::name_of(r.dtype),
+                                einc::format_shape(r.shape)),
                     fmt::format("HBM peak {:.2f} TB/s", model.bandwidth / 1e12)};
             row.bytes = static_cast<double>(x.nbytes());
-            row.einc_seconds = time_gpu([&] { program.run(inputs, outputs, stream); }, stream, repeats, calls_for(row.bytes));
+            row.einc_seconds = time_gpu([&] { program.run(inputs, outputs, stream); }, stream, repeats,
+                                        calls_for(row.bytes));
             row.baseline_seconds = row.bytes / model.bandwidth;  // the time at peak
             row.torch_seconds = torch_time(r.key);
             row.target = r.target;
             rows.push_back(row);
         }
 
-        // ---- einsum vs cuBLAS called directly --------------------------------------------------------------
+        // ---- einsum vs cuBLAS called directly
+        // --------------------------------------------------------------
         cublasHandle_t cublas = nullptr;
         check(cublasCreate(&cublas), "cublasCreate");
         check(cublasSetStream(cublas, stream), "cublasSetStream");
@@ -227,20 +313,70 @@ int main(int argc, char** argv) {
         };
         const std::int64_t b = 8 / scale;
         const std::vector<Contraction> contractions{
-            {"attention_scores", "b h i d, b h j d -> b h i j", einc::DType::bf16, {b, 16, 2048, 128}, {b, 16, 2048, 128}, b * 16, 2048, 2048, 128, true},
-            {"attention_values", "b h i j, b h j d -> b h i d", einc::DType::bf16, {b, 16, 2048, 2048}, {b, 16, 2048, 128}, b * 16, 2048, 128, 2048, false},
-            {"projection", "b s e, e f -> b s f", einc::DType::bf16, {b, 2048, 2048}, {2048, 2048}, 1, b * 2048, 2048, 2048, false},
-            {"mlp_up", "b s e, f e -> b s f", einc::DType::bf16, {b, 2048, 2048}, {8192, 2048}, 1, b * 2048, 8192, 2048, true},
-            {"matmul_f32", "i k, k j -> i j", einc::DType::f32, {4096, 4096}, {4096, 4096}, 1, 4096, 4096, 4096, false},
+            {"attention_scores",
+             "b h i d, b h j d -> b h i j",
+             einc::DType::bf16,
+             {b, 16, 2048, 128},
+             {b, 16, 2048, 128},
+             b * 16,
+             2048,
+             2048,
+             128,
+             true},
+            {"attention_values",
+             "b h i j, b h j d -> b h i d",
+             einc::DType::bf16,
+             {b, 16, 2048, 2048},
+             {b, 16, 2048, 128},
+             b * 16,
+             2048,
+             128,
+             2048,
+             false},
+            {"projection",
+             "b s e, e f -> b s f",
+             einc::DType::bf16,
+             {b, 2048, 2048},
+             {2048, 2048},
+             1,
+             b * 2048,
+             2048,
+             2048,
+             false},
+            {"mlp_up",
+             "b s e, f e -> b s f",
+             einc::DType::bf16,
+             {b, 2048, 2048},
+             {8192, 2048},
+             1,
+             b * 2048,
+             8192,
+             2048,
+             true},
+            {"matmul_f32",
+             "i k, k j -> i j",
+             einc::DType::f32,
+             {4096, 4096},
+             {4096, 4096},
+             1,
+             4096,
+             4096,
+             4096,
+             false},
         };
         for (const Contraction& c : contractions) {
             const einc::Tensor x = random_on_gpu(c.dtype, c.a, 3), y = random_on_gpu(c.dtype, c.b, 4);
-            const einc::Program program = einc::compile(einc::Op::einsum, c.pattern).bind({x.view(), y.view()});
-            const einc::Tensor out = einc::Tensor::empty(c.dtype, program.plan().outputs[0].shape, einc::Device::cuda);
-            const einc::Tensor direct = einc::Tensor::empty(c.dtype, program.plan().outputs[0].shape, einc::Device::cuda);
+            const einc::Program program =
+                einc::compile(einc::Op::einsum, c.pattern).bind({x.view(), y.view()});
+            const einc::Tensor out =
+                einc::Tensor::empty(c.dtype, program.plan().outputs[0].shape, einc::Device::cuda);
+            const einc::Tensor direct =
+                einc::Tensor::empty(c.dtype, program.plan().outputs[0].shape, einc::Device::cuda);
             const std::vector<einc::Input> inputs{x, y};
             const std::vector<einc::TensorView> outputs{out.view()};
-            Row row{"einsum", c.key, fmt::format("{} {} {} {}", c.pattern, einc::name_of(c.dtype), einc::format_shape(c.a), einc::format_shape(c.b)),
+            Row row{"einsum", c.key,
+                    fmt::format("{} {} {} {}", c.pattern, einc::name_of(c.dtype), einc::format_shape(c.a),
+                                einc::format_shape(c.b)),
                     "cublasGemmStridedBatchedEx"};
             row.flops = 2.0 * static_cast<double>(c.batch * c.m * c.n * c.k);
             row.einc_seconds = time_gpu([&] { program.run(inputs, outputs, stream); }, stream, repeats);
@@ -248,14 +384,18 @@ int main(int argc, char** argv) {
             const cudaDataType_t type = c.dtype == einc::DType::f32 ? CUDA_R_32F : CUDA_R_16BF;
             const float one = 1, zero = 0;
             const bool batched_b = c.b.size() == c.a.size();
-            row.baseline_seconds = time_gpu([&] {
-                check(cublasGemmStridedBatchedEx(cublas, c.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(c.n),
-                                                 static_cast<int>(c.m), static_cast<int>(c.k), &one, y.data(), type,
-                                                 static_cast<int>(c.b_transposed ? c.k : c.n), batched_b ? c.n * c.k : 0, x.data(), type,
-                                                 static_cast<int>(c.k), c.m * c.k, &zero, direct.data(), type, static_cast<int>(c.n), c.m * c.n,
-                                                 static_cast<int>(c.batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                      "cublasGemmStridedBatchedEx");
-            }, stream, repeats);
+            row.baseline_seconds = time_gpu(
+                [&] {
+                    check(cublasGemmStridedBatchedEx(
+                              cublas, c.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N,
+                              static_cast<int>(c.n), static_cast<int>(c.m), static_cast<int>(c.k), &one,
+                              y.data(), type, static_cast<int>(c.b_transposed ? c.k : c.n),
+                              batched_b ? c.n * c.k : 0, x.data(), type, static_cast<int>(c.k), c.m * c.k,
+                              &zero, direct.data(), type, static_cast<int>(c.n), c.m * c.n,
+                              static_cast<int>(c.batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                          "cublasGemmStridedBatchedEx");
+                },
+                stream, repeats);
             row.torch_seconds = torch_time(c.key);
             row.einops_seconds = torch_time("einops_" + c.key);
             row.target = ">= 0.95 of the direct cuBLAS call";
@@ -266,23 +406,30 @@ int main(int argc, char** argv) {
         // ---- host dispatch of a cached call ---------------------------------------------------------------
         {
             const einc::Tensor x = random_on_gpu(einc::DType::f32, {2, 3, 8, 8}, 5);
-            Row view{"dispatch", "dispatch_view", "einc::rearrange(x, \"b c h w -> b h w c\") on a GPU tensor (a view), host time per call",
-                     "einops.rearrange on a torch CUDA tensor"};
+            Row view{
+                "dispatch", "dispatch_view",
+                "einc::rearrange(x, \"b c h w -> b h w c\") on a GPU tensor (a view), host time per call",
+                "einops.rearrange on a torch CUDA tensor"};
             view.einc_seconds = time_host([&] { (void)einc::rearrange(x, "b c h w -> b h w c"); }, 100000);
             view.baseline_seconds = torch_time("einops_rearrange_small");
             view.target = "overhead <= 1 us (aim 100 ns)";
             rows.push_back(view);
             Row launch{"dispatch", "dispatch_kernel",
-                       "einc::reduce(x, \"b c h w -> b c\", sum) on a GPU tensor (one kernel launch), host time per call",
+                       "einc::reduce(x, \"b c h w -> b c\", sum) on a GPU tensor (one kernel launch), host "
+                       "time per call",
                        "einops.reduce on a torch CUDA tensor"};
-            launch.einc_seconds = time_host([&] { (void)einc::reduce(x, "b c h w -> b c", einc::sum); }, 20000);
+            launch.einc_seconds =
+                time_host([&] { (void)einc::reduce(x, "b c h w -> b c", einc::sum); }, 20000);
             launch.baseline_seconds = torch_time("einops_reduce_small");
             launch.target = "a launch plus <= 1 us";
             rows.push_back(launch);
-            const einc::Program program = einc::Expression(einc::Call{einc::Op::reduce, "b c h w -> b c", einc::sum, {}, false, {}}).bind({x.view()});
+            const einc::Program program =
+                einc::Expression(einc::Call{einc::Op::reduce, "b c h w -> b c", einc::sum, {}, false, {}})
+                    .bind({x.view()});
             const einc::KernelSignature kernel = einc::kernels_of(program.schedule()).front();
             const int arch = einc::cuda::device_info(0).arch;
-            Row hit{"dispatch", "kernel_cache_hit", fmt::format("kernel cache hit: {} (loaded), host time per lookup", kernel.name()),
+            Row hit{"dispatch", "kernel_cache_hit",
+                    fmt::format("kernel cache hit: {} (loaded), host time per lookup", kernel.name()),
                     "(absolute)"};
             hit.einc_seconds = time_host([&] { (void)einc::cuda::kernel_function(kernel, 0, arch); }, 100000);
             hit.target = "<= 1 us";
@@ -294,12 +441,16 @@ int main(int argc, char** argv) {
         char date[32];
         const std::time_t now = std::time(nullptr);
         std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-        std::string table = fmt::format("# einc GPU benchmarks\n\ndevice: {}\ndate: {}\neinc: {}{}\n\n", device, date, EINC_VERSION,
-                                        quick ? " (--quick: a quarter of the sizes)" : "");
-        table += "Ratios are speed ratios (baseline time / einc time; for reductions, einc's bandwidth / the HBM peak): "
-                 "1.00 is as fast as the baseline. Operands of a few MiB stay in L2 between repeated calls, so their "
+        std::string table =
+            fmt::format("# einc GPU benchmarks\n\ndevice: {}\ndate: {}\neinc: {}{}\n\n", device, date,
+                        EINC_VERSION, quick ? " (--quick: a quarter of the sizes)" : "");
+        table += "Ratios are speed ratios (baseline time / einc time; for reductions, einc's bandwidth / the "
+                 "HBM peak): "
+                 "1.00 is as fast as the baseline. Operands of a few MiB stay in L2 between repeated calls, "
+                 "so their "
                  "bandwidth can exceed HBM's.\n\n";
-        table += "| group | case | einc | baseline | ratio | torch | einops | target |\n|---|---|---|---|---|---|---|---|\n";
+        table += "| group | case | einc | baseline | ratio | torch | einops | target "
+                 "|\n|---|---|---|---|---|---|---|---|\n";
         for (const Row& r : rows) {
             const auto rate = [&](double seconds) {
                 if (seconds <= 0) return std::string("-");
@@ -307,22 +458,28 @@ int main(int argc, char** argv) {
                 if (r.flops > 0) return fmt::format("{:.1f} TFLOP/s", r.flops / seconds / 1e12);
                 return einc::format_seconds(seconds);
             };
-            const std::string ratio = r.baseline_seconds > 0 ? fmt::format("{:.2f}", r.baseline_seconds / r.einc_seconds) : "-";
-            table += fmt::format("| {} | {} | {} | {} ({}) | {} | {} | {} | {} |\n", r.group, r.name, rate(r.einc_seconds), rate(r.baseline_seconds),
-                                 r.baseline, ratio, rate(r.torch_seconds), rate(r.einops_seconds), r.target);
+            const std::string ratio =
+                r.baseline_seconds > 0 ? fmt::format("{:.2f}", r.baseline_seconds / r.einc_seconds) : "-";
+            table += fmt::format("| {} | {} | {} | {} ({}) | {} | {} | {} | {} |\n", r.group, r.name,
+                                 rate(r.einc_seconds), rate(r.baseline_seconds), r.baseline, ratio,
+                                 rate(r.torch_seconds), rate(r.einops_seconds), r.target);
         }
         fmt::print("{}", table);
         if (!markdown_path.empty()) std::ofstream(markdown_path) << table;
         if (!json_path.empty()) {
             std::ofstream json(json_path);
-            json << fmt::format("{{\"device\": \"{}\", \"date\": \"{}\", \"einc\": \"{}\", \"quick\": {}, \"rows\": [\n", json_escaped(device), date,
-                                EINC_VERSION, quick);
+            json << fmt::format(
+                "{{\"device\": \"{}\", \"date\": \"{}\", \"einc\": \"{}\", \"quick\": {}, \"rows\": [\n",
+                json_escaped(device), date, EINC_VERSION, quick);
             for (std::size_t i = 0; i < rows.size(); ++i) {
                 const Row& r = rows[i];
-                json << fmt::format("  {{\"group\": \"{}\", \"key\": \"{}\", \"case\": \"{}\", \"einc_seconds\": {}, \"baseline\": \"{}\", "
-                                    "\"baseline_seconds\": {}, \"torch_seconds\": {}, \"einops_seconds\": {}, \"bytes\": {}, \"flops\": {}}}{}\n",
-                                    r.group, r.key, json_escaped(r.name), r.einc_seconds, json_escaped(r.baseline), r.baseline_seconds,
-                                    r.torch_seconds, r.einops_seconds, r.bytes, r.flops, i + 1 < rows.size() ? "," : "");
+                json << fmt::format("  {{\"group\": \"{}\", \"key\": \"{}\", \"case\": \"{}\", "
+                                    "\"einc_seconds\": {}, \"baseline\": \"{}\", "
+                                    "\"baseline_seconds\": {}, \"torch_seconds\": {}, \"einops_seconds\": "
+                                    "{}, \"bytes\": {}, \"flops\": {}}}{}\n",
+                                    r.group, r.key, json_escaped(r.name), r.einc_seconds,
+                                    json_escaped(r.baseline), r.baseline_seconds, r.torch_seconds,
+                                    r.einops_seconds, r.bytes, r.flops, i + 1 < rows.size() ? "," : "");
             }
             json << "]}\n";
         }

@@ -48,7 +48,8 @@ std::vector<int> parse_archs(const std::string& text) {
         std::string digits = item;
         for (const char* prefix : {"sm_", "compute_"})
             if (digits.starts_with(prefix)) digits = digits.substr(std::string_view(prefix).size());
-        if (digits.empty() || digits.size() > 3 || digits.find_first_not_of("0123456789") != std::string::npos || std::stoi(digits) < 50)
+        if (digits.empty() || digits.size() > 3 ||
+            digits.find_first_not_of("0123456789") != std::string::npos || std::stoi(digits) < 50)
             throw UsageError(fmt::format("'{}' is not a GPU architecture (write sm_80, sm_90, ...)", item));
         archs.push_back(std::stoi(digits));
     }
@@ -67,25 +68,40 @@ AotOptions parse_aot_options(std::span<const std::string> args) {
             if (i + 1 >= args.size()) throw UsageError(fmt::format("option {} needs a value", arg));
             return args[++i];
         };
-        if (arg == "-o" || arg == "--output") options.output = value(), has_output = true;
-        else if (arg == "--arch") options.archs = parse_archs(value());
-        else if (arg == "--name") options.name = value();
-        else if (arg == "--no-ptx") options.ptx = false;
-        else if (arg == "--list") options.list = true;
+        if (arg == "-o" || arg == "--output")
+            options.output = value(), has_output = true;
+        else if (arg == "--arch")
+            options.archs = parse_archs(value());
+        else if (arg == "--name")
+            options.name = value();
+        else if (arg == "--no-ptx")
+            options.ptx = false;
+        else if (arg == "--list")
+            options.list = true;
         else if (arg == "--jobs" || arg == "-j") {
             const std::string& n = value();
-            if (n.empty() || n.size() > 3 || n.find_first_not_of("0123456789") != std::string::npos || std::stoi(n) == 0)
+            if (n.empty() || n.size() > 3 || n.find_first_not_of("0123456789") != std::string::npos ||
+                std::stoi(n) == 0)
                 throw UsageError(fmt::format("--jobs takes a number of threads, not '{}'", n));
             options.jobs = static_cast<unsigned>(std::stoi(n));
-        } else if (arg.starts_with("-")) throw UsageError(fmt::format("unknown option '{}' for aot", arg));
-        else if (options.corpus.empty()) options.corpus = arg;
-        else throw UsageError(fmt::format("aot takes one corpus file; '{}' is a second", arg));
+        } else if (arg.starts_with("-"))
+            throw UsageError(fmt::format("unknown option '{}' for aot", arg));
+        else if (options.corpus.empty())
+            options.corpus = arg;
+        else
+            throw UsageError(fmt::format("aot takes one corpus file; '{}' is a second", arg));
     }
-    if (options.corpus.empty()) throw UsageError("missing the corpus file: einc aot kernels.txt -o DIR --arch sm_80,sm_90");
-    if (!has_output && !options.list) throw UsageError("missing -o DIR: where to write the generated source and header");
-    const bool identifier = !options.name.empty() && !std::isdigit(static_cast<unsigned char>(options.name[0])) &&
-                            std::all_of(options.name.begin(), options.name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-    if (!identifier) throw UsageError(fmt::format("--name '{}' must be a C++ identifier (it names the namespace and the files)", options.name));
+    if (options.corpus.empty())
+        throw UsageError("missing the corpus file: einc aot kernels.txt -o DIR --arch sm_80,sm_90");
+    if (!has_output && !options.list)
+        throw UsageError("missing -o DIR: where to write the generated source and header");
+    const bool identifier =
+        !options.name.empty() && !std::isdigit(static_cast<unsigned char>(options.name[0])) &&
+        std::all_of(options.name.begin(), options.name.end(),
+                    [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+    if (!identifier)
+        throw UsageError(fmt::format(
+            "--name '{}' must be a C++ identifier (it names the namespace and the files)", options.name));
     return options;
 }
 
@@ -100,20 +116,24 @@ struct Binary {
     int arch = 0;
     bool ptx = false;
     std::vector<std::byte> bytes;
-    std::string file_name() const { return fmt::format("module{}.{}_{}.{}", module, ptx ? "compute" : "sm", arch, ptx ? "ptx" : "cubin"); }
+    std::string file_name() const {
+        return fmt::format("module{}.{}_{}.{}", module, ptx ? "compute" : "sm", arch, ptx ? "ptx" : "cubin");
+    }
 };
 
 // Progress on standard error: a bar redrawn in place on a terminal, a line every tenth otherwise.
 class Progress {
 public:
-    Progress(std::ostream& err, std::size_t total, bool terminal) : err_(err), total_(total), terminal_(terminal) {}
+    Progress(std::ostream& err, std::size_t total, bool terminal)
+        : err_(err), total_(total), terminal_(terminal) {}
     void done(const std::string& what) {
         std::lock_guard lock(mutex_);
         ++done_;
         if (terminal_) {
             constexpr std::size_t width = 30;
             const std::size_t filled = done_ * width / total_;
-            fmt::print(err_, "\r  [{}{}] {}/{} {:<60.60}", std::string(filled, '='), std::string(width - filled, ' '), done_, total_, what);
+            fmt::print(err_, "\r  [{}{}] {}/{} {:<60.60}", std::string(filled, '='),
+                       std::string(width - filled, ' '), done_, total_, what);
             if (done_ == total_) fmt::print(err_, "\r{:<110}\r", "");
             err_.flush();
         } else if (done_ * 10 / total_ != (done_ - 1) * 10 / total_ || done_ == total_) {
@@ -138,7 +158,8 @@ void compile_all(std::vector<Binary>& binaries, unsigned jobs, Progress& progres
         for (std::size_t i; (i = next++) < binaries.size();) {
             try {
                 Binary& b = binaries[i];
-                b.bytes = cuda::compile(b.source, fmt::format("einc_aot_module{}", b.module), b.arch, b.ptx).binary;
+                b.bytes =
+                    cuda::compile(b.source, fmt::format("einc_aot_module{}", b.module), b.arch, b.ptx).binary;
                 progress.done(b.file_name());
             } catch (...) {
                 std::lock_guard lock(failure_mutex);
@@ -154,8 +175,10 @@ void compile_all(std::vector<Binary>& binaries, unsigned jobs, Progress& progres
     if (failure) std::rethrow_exception(failure);
 #else
     (void)binaries, (void)jobs, (void)progress;
-    throw Error(ErrorKind::unsupported, "einc aot compiles kernels with NVRTC, and this build of einc has no CUDA")
-        .help("build einc with the CUDA toolkit (EINC_CUDA=ON); `einc aot --list` shows the kernels without compiling");
+    throw Error(ErrorKind::unsupported,
+                "einc aot compiles kernels with NVRTC, and this build of einc has no CUDA")
+        .help("build einc with the CUDA toolkit (EINC_CUDA=ON); `einc aot --list` shows the kernels without "
+              "compiling");
 #endif
 }
 
@@ -166,11 +189,15 @@ std::string string_literal_lines(std::span<const std::byte> bytes) {
     std::size_t line = 0;
     for (std::size_t i = 0; i < bytes.size(); ++i) {
         const auto c = static_cast<unsigned char>(bytes[i]);
-        const bool next_is_digit = i + 1 < bytes.size() && std::isdigit(static_cast<unsigned char>(bytes[i + 1]));
+        const bool next_is_digit =
+            i + 1 < bytes.size() && std::isdigit(static_cast<unsigned char>(bytes[i + 1]));
         std::string piece;
-        if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\' && c != '?') piece = static_cast<char>(c);
-        else if (c == '\n') piece = "\\n";
-        else piece = next_is_digit ? fmt::format("\\{:03o}", c) : fmt::format("\\{:o}", c);
+        if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\' && c != '?')
+            piece = static_cast<char>(c);
+        else if (c == '\n')
+            piece = "\\n";
+        else
+            piece = next_is_digit ? fmt::format("\\{:03o}", c) : fmt::format("\\{:o}", c);
         out += piece;
         line += piece.size();
         if (line >= 100 && i + 1 < bytes.size()) {
@@ -231,9 +258,9 @@ void register_kernels();
 
 }}  // namespace einc_aot::{name}
 )",
-                       fmt::arg("corpus", o.corpus.filename().string()), fmt::arg("version", EINC_VERSION), fmt::arg("kernels", kernels),
-                       fmt::arg("archs", arch_summary(o)), fmt::arg("calls", calls), fmt::arg("name", o.name),
-                       fmt::arg("binaries", binaries));
+                       fmt::arg("corpus", o.corpus.filename().string()), fmt::arg("version", EINC_VERSION),
+                       fmt::arg("kernels", kernels), fmt::arg("archs", arch_summary(o)),
+                       fmt::arg("calls", calls), fmt::arg("name", o.name), fmt::arg("binaries", binaries));
 }
 
 std::string source_text(const AotOptions& o, const Corpus& corpus, const std::vector<Binary>& binaries) {
@@ -260,15 +287,19 @@ namespace {{
         text += "};\n\n";
     }
     for (std::size_t i = 0; i < binaries.size(); ++i)
-        text += fmt::format("// {}, {} bytes\nalignas(64) const char binary_{}[] =\n{};\n\n", binaries[i].file_name(), binaries[i].bytes.size(), i,
+        text += fmt::format("// {}, {} bytes\nalignas(64) const char binary_{}[] =\n{};\n\n",
+                            binaries[i].file_name(), binaries[i].bytes.size(), i,
                             string_literal_lines(binaries[i].bytes));
-    text += "struct Binary {\n    std::span<const char* const> kernels;\n    int arch;\n    einc::BinaryFormat format;\n"
+    text += "struct Binary {\n    std::span<const char* const> kernels;\n    int arch;\n    "
+            "einc::BinaryFormat format;\n"
             "    const char* data;\n    std::size_t size;\n};\n\nconst Binary binaries[] = {\n";
     for (std::size_t i = 0; i < binaries.size(); ++i)
-        text += fmt::format("    {{module{}_kernels, {}, einc::BinaryFormat::{}, binary_{}, {}}},\n", binaries[i].module, binaries[i].arch,
-                            binaries[i].ptx ? "ptx" : "cubin", i, binaries[i].bytes.size());
+        text += fmt::format("    {{module{}_kernels, {}, einc::BinaryFormat::{}, binary_{}, {}}},\n",
+                            binaries[i].module, binaries[i].arch, binaries[i].ptx ? "ptx" : "cubin", i,
+                            binaries[i].bytes.size());
     text += "};\n\n}  // namespace\n\nconst Call calls[call_count] = {\n";
-    for (const CorpusEntry& entry : corpus.entries) text += fmt::format("    {{{}, {}}},\n", cpp_string(entry.location), cpp_string(entry.text));
+    for (const CorpusEntry& entry : corpus.entries)
+        text += fmt::format("    {{{}, {}}},\n", cpp_string(entry.location), cpp_string(entry.text));
     text += fmt::format(R"(}};
 
 void register_kernels() {{
@@ -304,19 +335,22 @@ int aot(std::span<const std::string> args, std::ostream& out, std::ostream& err,
     const Corpus corpus = read_corpus(options.corpus);
     if (!corpus.errors.empty()) {
         for (const Error& e : corpus.errors) fmt::print(err, "{}", e.what());
-        fmt::print(err, "einc aot: {} of {} calls in {} cannot be compiled; nothing was written\n", corpus.errors.size(),
-                   corpus.errors.size() + corpus.entries.size(), options.corpus.string());
+        fmt::print(err, "einc aot: {} of {} calls in {} cannot be compiled; nothing was written\n",
+                   corpus.errors.size(), corpus.errors.size() + corpus.entries.size(),
+                   options.corpus.string());
         return exit_error;
     }
     if (corpus.entries.empty())
-        throw Error(ErrorKind::file, fmt::format("{} has no calls", options.corpus.string())).help("write one call per line, as after `einc explain`");
+        throw Error(ErrorKind::file, fmt::format("{} has no calls", options.corpus.string()))
+            .help("write one call per line, as after `einc explain`");
     const std::vector<KernelSignature> kernels = corpus_kernels(corpus);
     if (options.list) {
         for (const CorpusEntry& entry : corpus.entries) {
             fmt::print(out, "{}: {}\n", entry.location, entry.text);
             for (const KernelSignature& k : entry.kernels) fmt::print(out, "  {}\n", k.name());
         }
-        fmt::print(out, "{}, {} distinct kernel{}\n", counted(static_cast<std::int64_t>(corpus.entries.size()), "call"), kernels.size(),
+        fmt::print(out, "{}, {} distinct kernel{}\n",
+                   counted(static_cast<std::int64_t>(corpus.entries.size()), "call"), kernels.size(),
                    kernels.size() == 1 ? "" : "s");
         return exit_ok;
     }
@@ -337,10 +371,13 @@ int aot(std::span<const std::string> args, std::ostream& out, std::ostream& err,
             binaries.push_back(b);
         }
     }
-    fmt::print(err, "einc aot: {} of {} need {}: compiling {} of up to {} kernels for {} on {}\n",
-               counted(static_cast<std::int64_t>(corpus.entries.size()), "call"), options.corpus.string(),
-               counted(static_cast<std::int64_t>(kernels.size()), "kernel"), counted(static_cast<std::int64_t>(binaries.size()), "module"),
-               kernels_per_module, arch_summary(options), counted(static_cast<std::int64_t>(std::min<std::size_t>(options.jobs, binaries.size())), "thread"));
+    fmt::print(
+        err, "einc aot: {} of {} need {}: compiling {} of up to {} kernels for {} on {}\n",
+        counted(static_cast<std::int64_t>(corpus.entries.size()), "call"), options.corpus.string(),
+        counted(static_cast<std::int64_t>(kernels.size()), "kernel"),
+        counted(static_cast<std::int64_t>(binaries.size()), "module"), kernels_per_module,
+        arch_summary(options),
+        counted(static_cast<std::int64_t>(std::min<std::size_t>(options.jobs, binaries.size())), "thread"));
     Progress progress(err, binaries.size(), err_is_terminal);
     compile_all(binaries, options.jobs, progress);
 
@@ -348,21 +385,29 @@ int aot(std::span<const std::string> args, std::ostream& out, std::ostream& err,
     const fs::path binary_dir = options.output / (options.name + "_binaries");
     std::error_code error;
     fs::create_directories(binary_dir, error);
-    if (error) throw Error(ErrorKind::file, fmt::format("cannot create {}: {}", binary_dir.string(), error.message()));
+    if (error)
+        throw Error(ErrorKind::file,
+                    fmt::format("cannot create {}: {}", binary_dir.string(), error.message()));
     std::size_t total_bytes = 0;
     for (const Binary& b : binaries) {
-        write_file(binary_dir / b.file_name(), std::string(reinterpret_cast<const char*>(b.bytes.data()), b.bytes.size()));
+        write_file(binary_dir / b.file_name(),
+                   std::string(reinterpret_cast<const char*>(b.bytes.data()), b.bytes.size()));
         total_bytes += b.bytes.size();
     }
-    write_file(options.output / (options.name + ".hpp"), header_text(options, corpus.entries.size(), kernels.size(), binaries.size()));
+    write_file(options.output / (options.name + ".hpp"),
+               header_text(options, corpus.entries.size(), kernels.size(), binaries.size()));
     write_file(options.output / (options.name + ".cpp"), source_text(options, corpus, binaries));
 
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     fmt::print(out, "einc aot: {} -> {} -> {} for {}: {} ({} a kernel per architecture), in {:.1f} s\n",
-               counted(static_cast<std::int64_t>(corpus.entries.size()), "call"), counted(static_cast<std::int64_t>(kernels.size()), "kernel"),
-               counted(static_cast<std::int64_t>(binaries.size()), "module"), arch_summary(options), byte_size(total_bytes),
-               byte_size(total_bytes / kernels.size() / (options.archs.size() + (options.ptx ? 1 : 0))), seconds);
-    fmt::print(out, "  wrote {} and {} (and the binaries under {})\n", (options.output / (options.name + ".hpp")).string(),
+               counted(static_cast<std::int64_t>(corpus.entries.size()), "call"),
+               counted(static_cast<std::int64_t>(kernels.size()), "kernel"),
+               counted(static_cast<std::int64_t>(binaries.size()), "module"), arch_summary(options),
+               byte_size(total_bytes),
+               byte_size(total_bytes / kernels.size() / (options.archs.size() + (options.ptx ? 1 : 0))),
+               seconds);
+    fmt::print(out, "  wrote {} and {} (and the binaries under {})\n",
+               (options.output / (options.name + ".hpp")).string(),
                (options.output / (options.name + ".cpp")).string(), binary_dir.string());
     return exit_ok;
 }

@@ -95,7 +95,8 @@ std::vector<std::vector<std::int64_t>> sample_combinations(std::size_t n) {
     if (total <= limit) {
         for (std::size_t c = 0; c < total; ++c) {
             std::vector<std::int64_t> sizes;
-            for (std::size_t i = 0, rest = c; i < n; ++i, rest /= count) sizes.push_back(symbolic_samples[rest % count]);
+            for (std::size_t i = 0, rest = c; i < n; ++i, rest /= count)
+                sizes.push_back(symbolic_samples[rest % count]);
             combinations.push_back(sizes);
         }
         return combinations;
@@ -113,7 +114,8 @@ std::vector<std::vector<std::int64_t>> sample_combinations(std::size_t n) {
 
 // Error `e` about `line`, located at its pattern (labels moved from the pattern into the line) or, when it
 // carries no label, at `fallback` - the word it is about.
-Error located(const Error& e, const std::string& location, const std::string& line, const Word& pattern, const Word& fallback) {
+Error located(const Error& e, const std::string& location, const std::string& line, const Word& pattern,
+              const Word& fallback) {
     Diagnostic d = e.diagnostic();
     const bool in_pattern = !d.labels.empty() && d.source == pattern.text;
     std::size_t column = fallback.column;
@@ -124,9 +126,11 @@ Error located(const Error& e, const std::string& location, const std::string& li
         }
         column = d.labels.front().span.begin;
     } else if (d.labels.empty()) {
-        d.labels.push_back({syntax::Span{static_cast<std::uint32_t>(fallback.column),
-                                         static_cast<std::uint32_t>(fallback.column + std::max<std::size_t>(fallback.text.size(), 1))},
-                            true});
+        d.labels.push_back(
+            {syntax::Span{static_cast<std::uint32_t>(fallback.column),
+                          static_cast<std::uint32_t>(fallback.column +
+                                                     std::max<std::size_t>(fallback.text.size(), 1))},
+             true});
     }
     if (in_pattern || d.source.empty()) d.source = line;
     d.location = fmt::format("{}:{}", location, column + 1);
@@ -159,7 +163,8 @@ CorpusEntry plan_line(const std::string& location, const std::string& line) {
                     const Word bad{name, column};
                     throw located(Error(ErrorKind::usage, e.what()), location, line, bad, bad);
                 }
-                if (std::find(dtype_names.begin(), dtype_names.end(), name) == dtype_names.end()) dtype_names.push_back(name);
+                if (std::find(dtype_names.begin(), dtype_names.end(), name) == dtype_names.end())
+                    dtype_names.push_back(name);
             }
             continue;
         }
@@ -174,18 +179,21 @@ CorpusEntry plan_line(const std::string& location, const std::string& line) {
     }
     if (dtype_names.empty()) dtype_names.push_back("f32");
     if (arg_words.empty())
-        throw located(Error(ErrorKind::usage, "this line has options but no call").help("write the call as after `einc explain`: <op> \"<pattern>\" <shapes>"),
+        throw located(Error(ErrorKind::usage, "this line has options but no call")
+                          .help("write the call as after `einc explain`: <op> \"<pattern>\" <shapes>"),
                       location, line, words.front(), words.front());
 
     CallArgs call;
     try {
         call = parse_call_args(args);
     } catch (const UsageError& e) {
-        throw located(Error(ErrorKind::usage, e.what()), location, line, arg_words.front(), word_named_in(e.what(), arg_words));
+        throw located(Error(ErrorKind::usage, e.what()), location, line, arg_words.front(),
+                      word_named_in(e.what(), arg_words));
     } catch (const Error& e) {
         throw located(e, location, line, arg_words.front(), word_named_in(e.diagnostic().message, arg_words));
     }
-    const auto pattern_word = std::find_if(arg_words.begin(), arg_words.end(), [&](const Word& w) { return w.text == call.call.pattern; });
+    const auto pattern_word = std::find_if(arg_words.begin(), arg_words.end(),
+                                           [&](const Word& w) { return w.text == call.call.pattern; });
     const Word pattern = pattern_word != arg_words.end() ? *pattern_word : arg_words.front();
 
     // Which dims of which operand are `?`: operands are the positional args, in order.
@@ -193,8 +201,8 @@ CorpusEntry plan_line(const std::string& location, const std::string& line) {
     std::vector<Word> operand_words;
     for (std::size_t k = 0, cursor = 0; k < call.operands.size(); ++k) {
         if (call.operands[k].is_file)
-            throw located(Error(ErrorKind::usage, "a corpus gives shapes, not .npy files"), location, line, pattern,
-                          word_named_in("'" + call.operands[k].text + "'", arg_words));
+            throw located(Error(ErrorKind::usage, "a corpus gives shapes, not .npy files"), location, line,
+                          pattern, word_named_in("'" + call.operands[k].text + "'", arg_words));
         while (cursor < args.size() && args[cursor] != call.operands[k].text) ++cursor;
         if (cursor == args.size()) break;
         operand_words.push_back(arg_words[cursor]);
@@ -204,8 +212,10 @@ CorpusEntry plan_line(const std::string& location, const std::string& line) {
     if (!symbolic.empty())
         for (const OperandArg& operand : call.operands)
             if (operand.strides)
-                throw located(Error(ErrorKind::usage, "`?` sizes go with row-major operands; give strides only with concrete shapes"),
-                              location, line, pattern, word_named_in("'" + operand.text + "'", arg_words));
+                throw located(
+                    Error(ErrorKind::usage,
+                          "`?` sizes go with row-major operands; give strides only with concrete shapes"),
+                    location, line, pattern, word_named_in("'" + operand.text + "'", arg_words));
 
     for (const std::string& dtype_name : dtype_names) {
         const DType dtype = parse_dtype(dtype_name);
@@ -214,20 +224,28 @@ CorpusEntry plan_line(const std::string& location, const std::string& line) {
         for (const std::vector<std::int64_t>& sizes : sample_combinations(symbolic.size())) {
             std::vector<Shape> shapes;
             for (const OperandArg& operand : call.operands) shapes.push_back(operand.shape);
-            for (std::size_t i = 0; i < symbolic.size(); ++i) shapes[symbolic[i].operand][symbolic[i].dim] = sizes[i];
+            for (std::size_t i = 0; i < symbolic.size(); ++i)
+                shapes[symbolic[i].operand][symbolic[i].dim] = sizes[i];
             std::vector<TensorSpec> specs;
             for (std::size_t k = 0; k < shapes.size(); ++k)
-                specs.push_back(TensorSpec{dtype, shapes[k], call.operands[k].strides.value_or(row_major_strides(shapes[k]))});
+                specs.push_back(TensorSpec{dtype, shapes[k],
+                                           call.operands[k].strides.value_or(row_major_strides(shapes[k]))});
             try {
                 const Bound bound = bind(call.call, shapes);
-                for (const bool contiguous : {false, true}) {  // views, and results written into given outputs
+                for (const bool contiguous :
+                     {false, true}) {  // views, and results written into given outputs
                     PlanOptions options;
                     options.contiguous = contiguous;
-                    for (const KernelSignature& k : possible_kernels(plan(bound, specs, options), !symbolic.empty())) add_unique(entry.kernels, k);
+                    for (const KernelSignature& k :
+                         possible_kernels(plan(bound, specs, options), !symbolic.empty()))
+                        add_unique(entry.kernels, k);
                 }
-                if (call.backward) {  // `--backward`: the kernels of its gradients too (row-major output gradients)
-                    for (const BackwardPlan& backward : plan_backward(bound, specs, row_major_gradients(plan(bound, specs))))
-                        for (const KernelSignature& k : possible_kernels(backward.plan, !symbolic.empty())) add_unique(entry.kernels, k);
+                if (call.backward) {  // `--backward`: the kernels of its gradients too (row-major output
+                                      // gradients)
+                    for (const BackwardPlan& backward :
+                         plan_backward(bound, specs, row_major_gradients(plan(bound, specs))))
+                        for (const KernelSignature& k : possible_kernels(backward.plan, !symbolic.empty()))
+                            add_unique(entry.kernels, k);
                 }
                 planned = true;
             } catch (const Error& e) {
@@ -235,9 +253,13 @@ CorpusEntry plan_line(const std::string& location, const std::string& line) {
             }
         }
         if (!planned) {
-            const Word& about = first_error->diagnostic().kind == ErrorKind::shape && !operand_words.empty() ? operand_words.front() : pattern;
+            const Word& about = first_error->diagnostic().kind == ErrorKind::shape && !operand_words.empty()
+                                    ? operand_words.front()
+                                    : pattern;
             Error e = located(*first_error, location, line, pattern, about);
-            if (!symbolic.empty()) e.note(fmt::format("no size tried for the `?` extents fits (tried {})", fmt::join(symbolic_samples, ", ")));
+            if (!symbolic.empty())
+                e.note(fmt::format("no size tried for the `?` extents fits (tried {})",
+                                   fmt::join(symbolic_samples, ", ")));
             if (dtype_names.size() > 1) e.note(fmt::format("for --dtype {}", dtype_name));
             throw e;
         }
@@ -260,7 +282,9 @@ Corpus read_corpus_text(const std::string& text, const std::string& file_name) {
             corpus.entries.push_back(plan_line(location, line));
         } catch (const LineError& e) {
             Diagnostic d{ErrorKind::syntax, e.message, line, {}, {}, {}, {}};
-            d.labels.push_back({syntax::Span{static_cast<std::uint32_t>(e.column), static_cast<std::uint32_t>(e.column + e.length)}, true});
+            d.labels.push_back({syntax::Span{static_cast<std::uint32_t>(e.column),
+                                             static_cast<std::uint32_t>(e.column + e.length)},
+                                true});
             d.location = fmt::format("{}:{}", location, e.column + 1);
             corpus.errors.emplace_back(std::move(d));
         } catch (const Error& e) {
@@ -272,7 +296,9 @@ Corpus read_corpus_text(const std::string& text, const std::string& file_name) {
 
 Corpus read_corpus(const std::filesystem::path& file) {
     std::ifstream in(file, std::ios::binary);
-    if (!in) throw Error(ErrorKind::file, fmt::format("cannot read the corpus {}", file.string())).help("give a text file, one call per line");
+    if (!in)
+        throw Error(ErrorKind::file, fmt::format("cannot read the corpus {}", file.string()))
+            .help("give a text file, one call per line");
     std::stringstream text;
     text << in.rdbuf();
     return read_corpus_text(text.str(), file.string());

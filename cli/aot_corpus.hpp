@@ -21,8 +21,8 @@
 namespace einc::cli {
 
 struct CorpusEntry {
-    std::string location;  // "kernels.txt:3"
-    std::string text;      // the line, as written
+    std::string location;                  // "kernels.txt:3"
+    std::string text;                      // the line, as written
     std::vector<KernelSignature> kernels;  // every kernel its schedules can choose, over its dtypes and sizes
 };
 

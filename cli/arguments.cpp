@@ -18,7 +18,9 @@ std::int64_t parse_integer(std::string_view text, std::string_view what, Negativ
     if (error == std::errc::result_out_of_range)
         throw UsageError(fmt::format("{} {} is too large for a 64-bit length", what, text));
     if (error != std::errc{} || end != text.data() + text.size() || text.empty())
-        throw UsageError(fmt::format("'{}' is not {} {}", text, std::string_view("aeiou").find(what.front()) == std::string_view::npos ? "a" : "an", what));
+        throw UsageError(fmt::format(
+            "'{}' is not {} {}", text,
+            std::string_view("aeiou").find(what.front()) == std::string_view::npos ? "a" : "an", what));
     if (value < 0 && negatives != Negatives::any && !(negatives == Negatives::minus_one && value == -1))
         throw UsageError(fmt::format("{} {} is negative", what, text));
     return value;
@@ -39,18 +41,23 @@ Shape parse_list(std::string_view text, char separator, std::string_view what, N
 // `(4,8):(1,4)` or `(4,8)`.
 OperandArg parse_layout(const std::string& text) {
     const auto fail = [&] {
-        return UsageError(fmt::format("'{}' is not a layout: write `(4,8):(1,4)` for shape (4,8) with strides (1,4)", text));
+        return UsageError(fmt::format(
+            "'{}' is not a layout: write `(4,8):(1,4)` for shape (4,8) with strides (1,4)", text));
     };
     const std::size_t close = text.find(')');
     if (text.front() != '(' || close == std::string::npos) throw fail();
-    OperandArg operand{text, parse_list(std::string_view(text).substr(1, close - 1), ',', "length", Negatives::none), std::nullopt};
+    OperandArg operand{
+        text, parse_list(std::string_view(text).substr(1, close - 1), ',', "length", Negatives::none),
+        std::nullopt};
     const std::string_view rest = std::string_view(text).substr(close + 1);
     if (rest.empty()) return operand;
     if (rest.size() < 3 || rest.substr(0, 2) != ":(" || rest.back() != ')') throw fail();
     Shape strides;
-    for (const std::int64_t s : parse_list(rest.substr(2, rest.size() - 3), ',', "stride", Negatives::any)) strides.push_back(s);
+    for (const std::int64_t s : parse_list(rest.substr(2, rest.size() - 3), ',', "stride", Negatives::any))
+        strides.push_back(s);
     if (strides.size() != operand.shape.size())
-        throw UsageError(fmt::format("layout '{}' has {} lengths but {} strides", text, operand.shape.size(), strides.size()));
+        throw UsageError(fmt::format("layout '{}' has {} lengths but {} strides", text, operand.shape.size(),
+                                     strides.size()));
     operand.strides = std::move(strides);
     return operand;
 }
@@ -65,7 +72,8 @@ AxisSize parse_axis_size(const std::string& text) {
     const std::size_t equals = text.find('=');
     if (equals == std::string::npos || equals == 0)
         throw UsageError(fmt::format("'-a {}' is not an axis size: write -a name=size, e.g. -a h=4", text));
-    return AxisSize{text.substr(0, equals), parse_integer(std::string_view(text).substr(equals + 1), "axis size", Negatives::none)};
+    return AxisSize{text.substr(0, equals),
+                    parse_integer(std::string_view(text).substr(equals + 1), "axis size", Negatives::none)};
 }
 
 // `--print syntax,bound`: only those stages.
@@ -74,11 +82,17 @@ void set_stages(CallArgs& parsed, const std::string& list) {
     for (std::size_t begin = 0; begin <= list.size();) {
         const std::size_t end = std::min(list.find(',', begin), list.size());
         const std::string stage = list.substr(begin, end - begin);
-        if (stage == "syntax") parsed.print_syntax = true;
-        else if (stage == "bound") parsed.print_bound = true;
-        else if (stage == "plan") parsed.print_plan = true;
-        else if (stage == "schedule") parsed.print_schedule = true;
-        else throw UsageError(fmt::format("unknown stage '{}' in --print (syntax, bound, plan, schedule)", stage));
+        if (stage == "syntax")
+            parsed.print_syntax = true;
+        else if (stage == "bound")
+            parsed.print_bound = true;
+        else if (stage == "plan")
+            parsed.print_plan = true;
+        else if (stage == "schedule")
+            parsed.print_schedule = true;
+        else
+            throw UsageError(
+                fmt::format("unknown stage '{}' in --print (syntax, bound, plan, schedule)", stage));
         begin = end + 1;
     }
 }
@@ -87,7 +101,8 @@ void set_stages(CallArgs& parsed, const std::string& list) {
 
 Shape parse_shape_literal(const std::string& text, bool allow_unknown) {
     if (text == "scalar") return {};
-    if (text.empty()) throw UsageError("empty shape: write `2x3` for a 2-by-3 tensor, `scalar` for a 0-dim one");
+    if (text.empty())
+        throw UsageError("empty shape: write `2x3` for a 2-by-3 tensor, `scalar` for a 0-dim one");
     return parse_list(text, 'x', "shape length", allow_unknown ? Negatives::minus_one : Negatives::none);
 }
 
@@ -100,34 +115,56 @@ CallArgs parse_call_args(std::span<const std::string> args) {
             if (i + 1 >= args.size()) throw UsageError(fmt::format("option {} needs a value", arg));
             return args[++i];
         };
-        if (arg == "-a" || arg == "--axis") parsed.call.sizes.push_back(parse_axis_size(value()));
-        else if (arg.starts_with("-a") && arg.size() > 2 && arg[2] != '-') parsed.call.sizes.push_back(parse_axis_size(arg.substr(2)));
-        else if (arg == "--dtype") parsed.dtype = value();
-        else if (arg == "--compact") parsed.call.compact = true;
-        else if (arg == "--packed") parsed.call.packed_shapes.push_back(parse_shape_literal(value(), true));
-        else if (arg == "--json") parsed.json = true;
-        else if (arg == "--view") parsed.view = true;
+        if (arg == "-a" || arg == "--axis")
+            parsed.call.sizes.push_back(parse_axis_size(value()));
+        else if (arg.starts_with("-a") && arg.size() > 2 && arg[2] != '-')
+            parsed.call.sizes.push_back(parse_axis_size(arg.substr(2)));
+        else if (arg == "--dtype")
+            parsed.dtype = value();
+        else if (arg == "--compact")
+            parsed.call.compact = true;
+        else if (arg == "--packed")
+            parsed.call.packed_shapes.push_back(parse_shape_literal(value(), true));
+        else if (arg == "--json")
+            parsed.json = true;
+        else if (arg == "--view")
+            parsed.view = true;
         else if (arg == "--backward") {  // run: with the output's gradient (a .npy file; once per output)
             parsed.backward = true;
-            if (i + 1 < args.size() && args[i + 1].ends_with(".npy")) parsed.output_gradients.push_back(args[++i]);
-        }
-        else if (arg == "--device") parsed.device = value();
-        else if (arg == "--backend") parsed.backend = value();
-        else if (arg == "--ptx") parsed.ptx = true;
-        else if (arg == "--arch") parsed.arch = static_cast<int>(parse_integer(value(), "GPU architecture", Negatives::none));
-        else if (arg == "-o" || arg == "--output") parsed.outputs.push_back(value());
-        else if (arg == "--print") set_stages(parsed, value());
-        else if (arg == "--") { positional.insert(positional.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end()); break; }
-        else if (arg.size() > 1 && arg.front() == '-' && (std::isalpha(static_cast<unsigned char>(arg[1])) || arg[1] == '-'))
+            if (i + 1 < args.size() && args[i + 1].ends_with(".npy"))
+                parsed.output_gradients.push_back(args[++i]);
+        } else if (arg == "--device")
+            parsed.device = value();
+        else if (arg == "--backend")
+            parsed.backend = value();
+        else if (arg == "--ptx")
+            parsed.ptx = true;
+        else if (arg == "--arch")
+            parsed.arch = static_cast<int>(parse_integer(value(), "GPU architecture", Negatives::none));
+        else if (arg == "-o" || arg == "--output")
+            parsed.outputs.push_back(value());
+        else if (arg == "--print")
+            set_stages(parsed, value());
+        else if (arg == "--") {
+            positional.insert(positional.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                              args.end());
+            break;
+        } else if (arg.size() > 1 && arg.front() == '-' &&
+                   (std::isalpha(static_cast<unsigned char>(arg[1])) || arg[1] == '-'))
             throw UsageError(fmt::format("unknown option '{}'", arg));
-        else positional.push_back(arg);
+        else
+            positional.push_back(arg);
     }
-    if (positional.empty()) throw UsageError("missing the operation (rearrange, reduce, repeat, einsum, pack, unpack, parse_shape)");
+    if (positional.empty())
+        throw UsageError(
+            "missing the operation (rearrange, reduce, repeat, einsum, pack, unpack, parse_shape)");
     const auto op = op_named(positional[0]);
     if (!op) {
         std::string hint;
-        for (const std::string_view name : {"rearrange", "reduce", "repeat", "einsum", "pack", "unpack", "parse_shape"})
-            if (name.substr(0, 3) == std::string_view(positional[0]).substr(0, 3)) hint = fmt::format(" (did you mean '{}'?)", name);
+        for (const std::string_view name :
+             {"rearrange", "reduce", "repeat", "einsum", "pack", "unpack", "parse_shape"})
+            if (name.substr(0, 3) == std::string_view(positional[0]).substr(0, 3))
+                hint = fmt::format(" (did you mean '{}'?)", name);
         throw UsageError(fmt::format("unknown operation '{}'{}", positional[0], hint));
     }
     parsed.call.op = *op;
@@ -135,22 +172,26 @@ CallArgs parse_call_args(std::span<const std::string> args) {
     parsed.call.pattern = positional[1];
     std::size_t next = 2;
     if (*op == Op::reduce) {
-        const bool looks_like_operand = positional.size() >= 3 && (std::isdigit(static_cast<unsigned char>(positional[2].front())) ||
-                                                                    positional[2].front() == '(' || positional[2] == "scalar" ||
-                                                                    positional[2].ends_with(".npy"));
+        const bool looks_like_operand =
+            positional.size() >= 3 &&
+            (std::isdigit(static_cast<unsigned char>(positional[2].front())) ||
+             positional[2].front() == '(' || positional[2] == "scalar" || positional[2].ends_with(".npy"));
         if (positional.size() < 3 || looks_like_operand)
-            throw UsageError("missing the reduction: reduce <pattern> <sum|mean|max|min|prod|any|all> <operand>");
+            throw UsageError(
+                "missing the reduction: reduce <pattern> <sum|mean|max|min|prod|any|all> <operand>");
         const auto reduction = reduction_named(positional[2]);
         if (!reduction) {
             const auto suggestion = closest_reduction(positional[2]);
             throw Error(ErrorKind::usage, fmt::format("unknown reduction '{}'", positional[2]))
-                .help(suggestion ? fmt::format("did you mean '{}'? (sum, mean, max, min, prod, any, all)", *suggestion)
+                .help(suggestion ? fmt::format("did you mean '{}'? (sum, mean, max, min, prod, any, all)",
+                                               *suggestion)
                                  : std::string("one of sum, mean, max, min, prod, any, all"));
         }
         parsed.call.reduction = *reduction;
         next = 3;
     }
-    for (std::size_t i = next; i < positional.size(); ++i) parsed.operands.push_back(parse_operand(positional[i]));
+    for (std::size_t i = next; i < positional.size(); ++i)
+        parsed.operands.push_back(parse_operand(positional[i]));
     if (parsed.operands.empty())
         throw UsageError("missing the operands: give each tensor's shape (e.g. 2x3x224x224) or a .npy file");
     return parsed;

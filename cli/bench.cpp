@@ -69,8 +69,7 @@ int bench(std::span<const std::string> command_line, std::ostream& out, std::ost
                    json_number(cost.intensity(), cost.bytes() > 0), achieved_flops, achieved_bytes,
                    json_number(peak, peak > 0), device.bandwidth,
                    json_number(achieved_flops / peak, peak > 0 && cost.flops > 0),
-                   json_number(achieved_bytes / device.bandwidth, memory_bound),
-                   json_quoted(name_of(roof)),
+                   json_number(achieved_bytes / device.bandwidth, memory_bound), json_quoted(name_of(roof)),
                    bound.seconds);
         return exit_ok;
     }
@@ -80,15 +79,18 @@ int bench(std::span<const std::string> command_line, std::ostream& out, std::ost
         for (std::size_t s = 0; s < m.plans[p].steps.size(); ++s)
             steps += fmt::format("{}{} ({})", steps.empty() ? "" : ", ", step_kind(m.plans[p].steps[s].step),
                                  name_of(m.schedules[p].steps[s].strategy));
-    const std::string where = settings.backend == "cpu"
-                                  ? fmt::format("the CPU executor, {}", counted(cpu::thread_count(), "thread"))
-                                  : std::string("the CUDA backend, device 0");
+    const std::string where = settings.backend == "cpu" ? fmt::format("the CPU executor, {}",
+                                                                      counted(cpu::thread_count(), "thread"))
+                                                        : std::string("the CUDA backend, device 0");
     fmt::print(out, "bench {}\n", call_key(args));
     fmt::print(out, "  backend    {} ({}): {} warm-up run{}, median of {}{}\n", settings.backend, where,
                settings.warmup, settings.warmup == 1 ? "" : "s", settings.repeat,
                m.batch > 1 ? fmt::format(" samples of {} each", counted(m.batch, "call")) : "");
-    if (args.backward) fmt::print(out, "  backward   {}: the gradient of every input, given the output's\n", counted(static_cast<std::int64_t>(m.plans.size()), "call"));
-    fmt::print(out, "  plan       {}{}{}\n", counted(static_cast<std::int64_t>(step_count), "step"), steps.empty() ? "" : ": " + steps,
+    if (args.backward)
+        fmt::print(out, "  backward   {}: the gradient of every input, given the output's\n",
+                   counted(static_cast<std::int64_t>(m.plans.size()), "call"));
+    fmt::print(out, "  plan       {}{}{}\n", counted(static_cast<std::int64_t>(step_count), "step"),
+               steps.empty() ? "" : ": " + steps,
                free ? " (nothing moves: the time is einc's dispatch)" : "");
     fmt::print(out, "  time       {} per call (min {}, max {})\n", format_seconds(m.seconds),
                format_seconds(m.min_seconds), format_seconds(m.max_seconds));

@@ -90,9 +90,9 @@ exit status: 0 success, 1 an error in the pattern or operands, 2 a usage error, 
 )";
 
 std::string version_text() {
-    return fmt::format("einc {}\nfeatures: CUDA {}, BLAS {}, DLPack {}, CPU kernels {}\n", EINC_VERSION, EINC_HAS_CUDA ? "yes" : "no",
-                       EINC_HAS_BLAS ? "yes (" EINC_BLAS_VENDOR ")" : "no", EINC_HAS_DLPACK ? "yes" : "no",
-                       cpu::kernel_isa());
+    return fmt::format("einc {}\nfeatures: CUDA {}, BLAS {}, DLPack {}, CPU kernels {}\n", EINC_VERSION,
+                       EINC_HAS_CUDA ? "yes" : "no", EINC_HAS_BLAS ? "yes (" EINC_BLAS_VENDOR ")" : "no",
+                       EINC_HAS_DLPACK ? "yes" : "no", cpu::kernel_isa());
 }
 
 }  // namespace
@@ -142,7 +142,8 @@ int run(std::span<const std::string> args, std::ostream& out, std::ostream& err)
         fmt::print(err, "einc internal error: {} (please report this, with the command line)\n", e.what());
         return exit_internal;
     } catch (...) {
-        fmt::print(err, "einc internal error: an unknown exception (please report this, with the command line)\n");
+        fmt::print(err,
+                   "einc internal error: an unknown exception (please report this, with the command line)\n");
         return exit_internal;
     }
 }

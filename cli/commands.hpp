@@ -27,9 +27,9 @@ int aot(std::span<const std::string> args, std::ostream& out, std::ostream& err,
 // The operands as tensors: .npy files are read; shape literals become tensors of that layout holding
 // nothing (explain only looks at their dtype, shape and strides).
 struct LoadedOperands {
-    std::vector<Tensor> files;         // the data read from .npy operands
-    std::vector<TensorSpec> specs;     // every operand's dtype, shape and strides
-    std::vector<TensorView> views;     // every operand (views of shape literals have no data)
+    std::vector<Tensor> files;      // the data read from .npy operands
+    std::vector<TensorSpec> specs;  // every operand's dtype, shape and strides
+    std::vector<TensorView> views;  // every operand (views of shape literals have no data)
 };
 LoadedOperands load_operands(const CallArgs& args);
 DType parse_dtype(const std::string& name);

@@ -22,16 +22,20 @@ int emit(const CallArgs& args, std::ostream& out) {
     for (const TensorSpec& input : inputs) shapes.push_back(input.shape);
     const Plan planned = plan(bind(args.call, shapes), inputs);
     const DeviceModel& device = parse_device(args.device);
-    const Schedule scheduled = schedule(planned, Target::gpu(device.multiprocessors > 0 ? device.multiprocessors : 132));
+    const Schedule scheduled =
+        schedule(planned, Target::gpu(device.multiprocessors > 0 ? device.multiprocessors : 132));
     for (std::size_t s = 0; s < planned.steps.size(); ++s) {
         const ScheduledStep& step = scheduled.steps[s];
         fmt::print(out, "// step {}: {}\n", s + 1, planned.steps[s].why);
         if (step.strategy == Strategy::view) fmt::print(out, "//   a view: no kernel\n");
-        if (const auto* gemm = std::get_if<Gemm>(&planned.steps[s].step); gemm && step.strategy == Strategy::library_gemm)
-            fmt::print(out, "//   cublasGemmStridedBatchedEx: batch {} m {} n {} k {}\n", gemm->batch, gemm->m, gemm->n, gemm->k);
+        if (const auto* gemm = std::get_if<Gemm>(&planned.steps[s].step);
+            gemm && step.strategy == Strategy::library_gemm)
+            fmt::print(out, "//   cublasGemmStridedBatchedEx: batch {} m {} n {} k {}\n", gemm->batch,
+                       gemm->m, gemm->n, gemm->k);
         for (const KernelLaunch& launch : step.launches)
-            fmt::print(out, "//   {}<<<{}, ({}, {})>>>  outputs {}  terms {}  split {}\n", launch.signature.name(), launch.grid.x,
-                       launch.block.x, launch.block.y, launch.params.kept_count, launch.params.reduced_count, launch.params.split);
+            fmt::print(out, "//   {}<<<{}, ({}, {})>>>  outputs {}  terms {}  split {}\n",
+                       launch.signature.name(), launch.grid.x, launch.block.x, launch.block.y,
+                       launch.params.kept_count, launch.params.reduced_count, launch.params.split);
         for (const KernelLaunch& launch : step.unaligned_launches)
             fmt::print(out, "//   with unaligned buffers: {}\n", launch.signature.name());
         if (step.scratch_bytes > 0) fmt::print(out, "//   scratch {} bytes\n", step.scratch_bytes);
@@ -44,7 +48,8 @@ int emit(const CallArgs& args, std::ostream& out) {
             continue;
         }
 #if EINC_HAS_CUDA
-        const cuda::CompiledKernel compiled = cuda::compile(kernel_source(kernel), kernel.name(), args.arch, /*ptx=*/true);
+        const cuda::CompiledKernel compiled =
+            cuda::compile(kernel_source(kernel), kernel.name(), args.arch, /*ptx=*/true);
         std::string_view ptx(reinterpret_cast<const char*>(compiled.binary.data()), compiled.binary.size());
         while (!ptx.empty() && ptx.back() == '\0') ptx.remove_suffix(1);  // NVRTC counts the terminator
         fmt::print(out, "{}", ptx);

@@ -17,7 +17,9 @@ namespace einc::cli {
 
 DType parse_dtype(const std::string& name) {
     const auto dtype = dtype_named(name);
-    if (!dtype) throw UsageError(fmt::format("unknown dtype '{}' (f64 f32 f16 bf16 f8e4m3 f8e5m2 i8 i32 i64 bool)", name));
+    if (!dtype)
+        throw UsageError(
+            fmt::format("unknown dtype '{}' (f64 f32 f16 bf16 f8e4m3 f8e5m2 i8 i32 i64 bool)", name));
     return *dtype;
 }
 
@@ -30,9 +32,10 @@ const DeviceModel& parse_device(const std::string& key) {
 const DeviceModel& default_cpu_device(std::ostream& err) {
     if (has_saved_calibration()) return local_device_model();  // a malformed file is an error, not ignored
     const DeviceModel& development = parse_device("cpu");
-    fmt::print(err,
-               "note: comparing with the `cpu` model, {}, not this machine: run `einc calibrate` to measure it\n",
-               development.name);
+    fmt::print(
+        err,
+        "note: comparing with the `cpu` model, {}, not this machine: run `einc calibrate` to measure it\n",
+        development.name);
     return development;
 }
 
@@ -71,8 +74,10 @@ int explain(const CallArgs& args, std::ostream& out) {
     const Bound bound = bind(pattern, args.call, shapes);
     PlanOptions options;
     options.require_view = args.view;
-    if (!args.print_plan && !args.print_schedule && !args.json) {  // the front end alone: no planning, no plan errors
-        fmt::print(out, "{}{}", args.print_syntax ? print_syntax(pattern) : "", args.print_bound ? print_bound(bound) : "");
+    if (!args.print_plan && !args.print_schedule &&
+        !args.json) {  // the front end alone: no planning, no plan errors
+        fmt::print(out, "{}{}", args.print_syntax ? print_syntax(pattern) : "",
+                   args.print_bound ? print_bound(bound) : "");
         return exit_ok;
     }
     const Plan planned = plan(bound, inputs, options);

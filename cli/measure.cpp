@@ -106,7 +106,8 @@ Operands make_operands(const LoadedOperands& loaded, Device device) {
         if (device == Device::cuda) try {  // the storage its strides address, flat
                 host = cuda::to_device(TensorView{host.data(), host.dtype(), {host.numel()}, {1}});
             } catch (Error& e) {
-                throw std::move(e.note(fmt::format("for operand {}: {} {}", i, name_of(spec.dtype), format_shape(spec.shape))));
+                throw std::move(e.note(
+                    fmt::format("for operand {}: {} {}", i, name_of(spec.dtype), format_shape(spec.shape))));
             }
 #endif
         operands.views.push_back(TensorView{host.data(), spec.dtype, spec.shape, strides, device, 0});
@@ -239,7 +240,8 @@ Measurement time_runs(const Run& run_once, Device device, const BenchSettings& s
 }
 
 // --backward: the backward of the call, given random output gradients; each run makes fresh gradients.
-Measurement measure_backward(const CallArgs& args, const BenchSettings& settings, const Operands& operands, Device device) {
+Measurement measure_backward(const CallArgs& args, const BenchSettings& settings, const Operands& operands,
+                             Device device) {
     const Gradient gradient = einc::gradient(Expression(args.call), operands.views);
     LoadedOperands loaded;  // random output gradients, of the outputs' dtypes and shapes, row-major
     for (const TensorSpec& g : row_major_gradients(gradient.forward().plan()))

@@ -26,7 +26,7 @@ BenchSettings take_bench_options(std::vector<std::string>& args);
 struct Measurement {
     std::vector<Plan> plans;          // what ran: the call's plan, or with --backward its backward plans
     std::vector<Schedule> schedules;  // how each ran
-    double seconds = 0;  // median seconds per call
+    double seconds = 0;               // median seconds per call
     double min_seconds = 0, max_seconds = 0;
     int batch = 1;  // calls per timed sample
     BenchSettings settings;

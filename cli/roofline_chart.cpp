@@ -177,7 +177,8 @@ std::vector<Roof> compute_roofs(const DeviceModel& device) {
     std::vector<Roof> roofs;
     for (const auto& [name, peak] : peaks) {
         if (peak <= 0) continue;  // not supported on this device
-        const auto same = std::find_if(roofs.begin(), roofs.end(), [peak = peak](const Roof& r) { return r.peak == peak; });
+        const auto same =
+            std::find_if(roofs.begin(), roofs.end(), [peak = peak](const Roof& r) { return r.peak == peak; });
         if (same != roofs.end())
             same->dtypes += fmt::format(" · {}", name);
         else
@@ -218,32 +219,39 @@ namespace {
 class Drawing {
 public:
     explicit Drawing(const RooflineChart& chart)
-        : chart_(chart), device_(*chart.device), axes_(chart_axes(chart)), area_{axes_.left, axes_.top, axes_.right, axes_.bottom},
+        : chart_(chart), device_(*chart.device),
+          axes_(chart_axes(chart)), area_{axes_.left, axes_.top, axes_.right, axes_.bottom},
           roofs_(compute_roofs(device_)), bw_(device_.bandwidth) {
         const double top_peak = roofs_.empty() ? 0 : roofs_.back().peak;
-        mx0_ = axes_.x(axes_.x_min), my0_ = axes_.y(bw_ * axes_.x_min), mx1_ = axes_.x(top_peak / bw_), my1_ = axes_.y(top_peak);
+        mx0_ = axes_.x(axes_.x_min), my0_ = axes_.y(bw_ * axes_.x_min), mx1_ = axes_.x(top_peak / bw_),
+        my1_ = axes_.y(top_peak);
         key_top_ = axes_.bottom + 72, legend_top_ = key_top_ + 30;
         caption_top_ = legend_top_ + row_height * static_cast<double>(chart.points.size() + 1) + 14;
     }
 
     // The calls' dtypes' roofs are emphasised (solid, bold labels); the others are dashed.
     bool used(const Roof& roof) const {
-        return std::any_of(chart_.dtypes.begin(), chart_.dtypes.end(), [&](DType d) { return peak_flops(device_, d) == roof.peak; });
+        return std::any_of(chart_.dtypes.begin(), chart_.dtypes.end(),
+                           [&](DType d) { return peak_flops(device_, d) == roof.peak; });
     }
 
     void title() {
-        const double height = caption_top_ + (chart_.notes.empty() ? 0 : 20 * static_cast<double>(chart_.notes.size() + 1)) + 16;
+        const double height = caption_top_ +
+                              (chart_.notes.empty() ? 0 : 20 * static_cast<double>(chart_.notes.size() + 1)) +
+                              16;
         svg_ = fmt::format(
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
             "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"{2}\">\n"
             "<rect x=\"0\" y=\"0\" width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n",
             page_width, height, font_size);
-        svg_ += text_element(axes_.left, 30, "start", "font-size=\"18\" font-weight=\"bold\"", fmt::format("Roofline of {}", device_.name));
-        svg_ += text_element(axes_.left, 52, "start", "fill=\"#555\"",
-                             fmt::format("attainable FLOP/s = min(peak(dtype), intensity × {}/s) · dense peaks · "
-                                         "einc's cost model (docs/cost-model.md)",
-                                         format_bytes(bw_)));
+        svg_ += text_element(axes_.left, 30, "start", "font-size=\"18\" font-weight=\"bold\"",
+                             fmt::format("Roofline of {}", device_.name));
+        svg_ +=
+            text_element(axes_.left, 52, "start", "fill=\"#555\"",
+                         fmt::format("attainable FLOP/s = min(peak(dtype), intensity × {}/s) · dense peaks · "
+                                     "einc's cost model (docs/cost-model.md)",
+                                     format_bytes(bw_)));
     }
 
     // A line per decade, fainter lines at 2..9, the frame and the axis titles.
@@ -254,26 +262,29 @@ public:
                 svg_ += fmt::format(
                     "<line x1=\"{0:.2f}\" y1=\"{1}\" x2=\"{0:.2f}\" y2=\"{2}\" stroke=\"#f0f0f0\"/>\n",
                     axes_.x(decade * m), axes_.top, axes_.bottom);
-            svg_ += fmt::format("<line x1=\"{0:.2f}\" y1=\"{1}\" x2=\"{0:.2f}\" y2=\"{2}\" stroke=\"#d8d8d8\"/>\n",
-                               axes_.x(decade), axes_.top, axes_.bottom);
+            svg_ += fmt::format(
+                "<line x1=\"{0:.2f}\" y1=\"{1}\" x2=\"{0:.2f}\" y2=\"{2}\" stroke=\"#d8d8d8\"/>\n",
+                axes_.x(decade), axes_.top, axes_.bottom);
             svg_ += text_element(axes_.x(decade), axes_.bottom + 18, "middle", "fill=\"#333\"",
-                                decade_label(decade, false));
+                                 decade_label(decade, false));
         }
         for (double decade = axes_.y_min; decade <= axes_.y_max * 1.0001; decade *= 10) {
             for (int m = 2; m < 10 && decade * m < axes_.y_max; ++m)
                 svg_ += fmt::format(
-                    "<line x1=\"{0}\" y1=\"{1:.2f}\" x2=\"{2}\" y2=\"{1:.2f}\" stroke=\"#f0f0f0\"/>\n", axes_.left,
-                    axes_.y(decade * m), axes_.right);
-            svg_ += fmt::format("<line x1=\"{0}\" y1=\"{1:.2f}\" x2=\"{2}\" y2=\"{1:.2f}\" stroke=\"#d8d8d8\"/>\n",
-                               axes_.left, axes_.y(decade), axes_.right);
+                    "<line x1=\"{0}\" y1=\"{1:.2f}\" x2=\"{2}\" y2=\"{1:.2f}\" stroke=\"#f0f0f0\"/>\n",
+                    axes_.left, axes_.y(decade * m), axes_.right);
+            svg_ += fmt::format(
+                "<line x1=\"{0}\" y1=\"{1:.2f}\" x2=\"{2}\" y2=\"{1:.2f}\" stroke=\"#d8d8d8\"/>\n",
+                axes_.left, axes_.y(decade), axes_.right);
             svg_ += text_element(axes_.left - 8, axes_.y(decade) + 4, "end", "fill=\"#333\"",
-                                decade_label(decade, true));
+                                 decade_label(decade, true));
         }
         svg_ += "</g>\n";
-        svg_ += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#444\"/>\n",
-                           axes_.left, axes_.top, axes_.right - axes_.left, axes_.bottom - axes_.top);
+        svg_ += fmt::format(
+            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#444\"/>\n",
+            axes_.left, axes_.top, axes_.right - axes_.left, axes_.bottom - axes_.top);
         svg_ += text_element((axes_.left + axes_.right) / 2, axes_.bottom + 42, "middle", "font-size=\"13\"",
-                            "arithmetic intensity (FLOP per byte moved, log scale)");
+                             "arithmetic intensity (FLOP per byte moved, log scale)");
         svg_ += fmt::format(
             "<text x=\"0\" y=\"0\" transform=\"translate(26 {:.2f}) rotate(-90)\" text-anchor=\"middle\" "
             "font-size=\"13\">attainable FLOP/s (log scale)</text>\n",
@@ -291,19 +302,19 @@ public:
     // The memory roof from the left edge to the highest ridge; each compute roof from its ridge.
     void roofs() {
         svg_ += "<g class=\"roofs\" fill=\"none\">\n";
-        svg_ += fmt::format(
-            "<line class=\"memory-roof\" x1=\"{:.2f}\" y1=\"{:.2f}\" x2=\"{:.2f}\" y2=\"{:.2f}\" stroke=\"#222\" "
-            "stroke-width=\"2.5\"/>\n",
-            mx0_, my0_, mx1_, my1_);
+        svg_ += fmt::format("<line class=\"memory-roof\" x1=\"{:.2f}\" y1=\"{:.2f}\" x2=\"{:.2f}\" "
+                            "y2=\"{:.2f}\" stroke=\"#222\" "
+                            "stroke-width=\"2.5\"/>\n",
+                            mx0_, my0_, mx1_, my1_);
         occupied_.add_segment(mx0_, my0_, mx1_, my1_, 2.5);
         for (const Roof& roof : roofs_) {
             const bool emphasised = used(roof);
             const double y = axes_.y(roof.peak), x0 = axes_.x(roof.peak / bw_);
             svg_ += fmt::format("<line class=\"compute-roof\" x1=\"{:.2f}\" y1=\"{:.2f}\" x2=\"{:.2f}\" "
-                               "y2=\"{:.2f}\" stroke=\"{}\" "
-                               "stroke-width=\"{}\"{}/>\n",
-                               x0, y, axes_.right, y, emphasised ? "#222" : "#999", emphasised ? 2.5 : 1.5,
-                               emphasised ? "" : " stroke-dasharray=\"6 4\"");
+                                "y2=\"{:.2f}\" stroke=\"{}\" "
+                                "stroke-width=\"{}\"{}/>\n",
+                                x0, y, axes_.right, y, emphasised ? "#222" : "#999", emphasised ? 2.5 : 1.5,
+                                emphasised ? "" : " stroke-dasharray=\"6 4\"");
             occupied_.add_segment(x0, y, axes_.right, y, 2.5);
         }
         svg_ += "</g>\n";
@@ -336,8 +347,8 @@ public:
             }
             if (!fits) continue;
             svg_ += fmt::format("<text x=\"0\" y=\"0\" transform=\"translate({:.2f} {:.2f}) rotate({:.2f})\" "
-                               "font-weight=\"bold\">{}</text>\n",
-                               lx + 5 * s, ly - 5 * c, angle * 180 / std::numbers::pi, escaped(label));
+                                "font-weight=\"bold\">{}</text>\n",
+                                lx + 5 * s, ly - 5 * c, angle * 180 / std::numbers::pi, escaped(label));
             occupied_.add_segment(lx + 10 * s, ly - 10 * c, ex + 10 * s, ey - 10 * c, 8);
             break;
         }
@@ -349,12 +360,13 @@ public:
         for (const Roof& roof : roofs_) {
             if (!used(roof)) continue;
             const double ridge = roof.peak / bw_, x = axes_.x(ridge), y = axes_.y(roof.peak);
-            svg_ += fmt::format("<line x1=\"{0:.2f}\" y1=\"{1:.2f}\" x2=\"{0:.2f}\" y2=\"{2}\" stroke=\"#888\" "
-                               "stroke-dasharray=\"2 3\"/>\n",
-                               x, y + 6, axes_.bottom);
+            svg_ +=
+                fmt::format("<line x1=\"{0:.2f}\" y1=\"{1:.2f}\" x2=\"{0:.2f}\" y2=\"{2}\" stroke=\"#888\" "
+                            "stroke-dasharray=\"2 3\"/>\n",
+                            x, y + 6, axes_.bottom);
             svg_ += fmt::format("<circle class=\"ridge\" cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"5\" fill=\"white\" "
-                               "stroke=\"#222\" stroke-width=\"2\"/>\n",
-                               x, y);
+                                "stroke=\"#222\" stroke-width=\"2\"/>\n",
+                                x, y);
             occupied_.add({x - 7, y - 7, x + 7, y + 7});
             // Its label reads up the dotted line from the x axis, where it crowds nothing; beside the marker
             // if something is in the way.
@@ -386,15 +398,16 @@ public:
             if (!p.measured || p.predicted_index < 0) continue;
             const ChartPoint& q = chart_.points[static_cast<std::size_t>(p.predicted_index)];
             svg_ += fmt::format("<line x1=\"{:.2f}\" y1=\"{:.2f}\" x2=\"{:.2f}\" y2=\"{:.2f}\" stroke=\"{}\" "
-                               "stroke-width=\"1.5\" "
-                               "stroke-dasharray=\"4 3\"/>\n",
-                               axes_.x(q.intensity), axes_.y(q.flops_per_second), axes_.x(p.intensity),
-                               axes_.y(p.flops_per_second), colour_of(p.call));
+                                "stroke-width=\"1.5\" "
+                                "stroke-dasharray=\"4 3\"/>\n",
+                                axes_.x(q.intensity), axes_.y(q.flops_per_second), axes_.x(p.intensity),
+                                axes_.y(p.flops_per_second), colour_of(p.call));
         }
         for (std::size_t i = 0; i < chart_.points.size(); ++i) {
             const ChartPoint& p = chart_.points[i];
             const char* colour = colour_of(p.call);
-            // Points on one spot are drawn as concentric rings, each later one smaller, so every colour shows.
+            // Points on one spot are drawn as concentric rings, each later one smaller, so every colour
+            // shows.
             std::size_t under = 0;
             for (std::size_t j = 0; j < i; ++j) {
                 const ChartPoint& q = chart_.points[j];
@@ -403,14 +416,15 @@ public:
                                     axes_.y(q.flops_per_second) - axes_.y(p.flops_per_second)) < 4;
             }
             const double radius = std::max(2.5, 6 - 2.5 * static_cast<double>(under));
-            svg_ += fmt::format("<circle class=\"point {}\" data-tag=\"{}\" cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"{}\" "
-                               "fill=\"{}\" stroke=\"{}\" "
-                               "stroke-width=\"{}\"><title>{}</title></circle>\n",
-                               p.measured ? "measured" : "predicted", escaped(p.tag), axes_.x(p.intensity),
-                               axes_.y(p.flops_per_second), radius, p.measured ? "white" : colour,
-                               p.measured ? colour : "white", p.measured ? 2.5 : 1.5,
-                               escaped(fmt::format("{}: {:.3g} FLOP/B, {}", p.description, p.intensity,
-                                                   rate(p.flops_per_second))));
+            svg_ +=
+                fmt::format("<circle class=\"point {}\" data-tag=\"{}\" cx=\"{:.2f}\" cy=\"{:.2f}\" r=\"{}\" "
+                            "fill=\"{}\" stroke=\"{}\" "
+                            "stroke-width=\"{}\"><title>{}</title></circle>\n",
+                            p.measured ? "measured" : "predicted", escaped(p.tag), axes_.x(p.intensity),
+                            axes_.y(p.flops_per_second), radius, p.measured ? "white" : colour,
+                            p.measured ? colour : "white", p.measured ? 2.5 : 1.5,
+                            escaped(fmt::format("{}: {:.3g} FLOP/B, {}", p.description, p.intensity,
+                                                rate(p.flops_per_second))));
         }
         // Labels last. Points that land on one spot (a dot product and a sum have the same intensity) share
         // one label, "1, 4"; a lone point gets "tag pattern" where that fits, else its tag alone.
@@ -441,16 +455,15 @@ public:
                     const double lx = std::clamp(x, at->box.x0, at->box.x1),
                                  ly = std::clamp(y, at->box.y0, at->box.y1);
                     svg_ += fmt::format("<line x1=\"{:.2f}\" y1=\"{:.2f}\" x2=\"{:.2f}\" y2=\"{:.2f}\" "
-                                       "stroke=\"{}\" stroke-width=\"1\"/>\n",
-                                       x, y, lx, ly, colour);
+                                        "stroke=\"{}\" stroke-width=\"1\"/>\n",
+                                        x, y, lx, ly, colour);
                 }
-                svg_ += add_label(
-                    *at,
-                    fmt::format(
-                        "class=\"label\" fill=\"{}\" font-weight=\"bold\" stroke=\"white\" stroke-width=\"3\" "
-                        "paint-order=\"stroke\"",
-                        colour),
-                    label);
+                svg_ += add_label(*at,
+                                  fmt::format("class=\"label\" fill=\"{}\" font-weight=\"bold\" "
+                                              "stroke=\"white\" stroke-width=\"3\" "
+                                              "paint-order=\"stroke\"",
+                                              colour),
+                                  label);
                 break;
             }
         }
@@ -462,7 +475,8 @@ public:
         constexpr double intensity_right = 660, rate_right = 790, bound_left = 806;
         svg_ += "<g class=\"legend\">\n";
         // The key: what each kind of mark means.
-        svg_ += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"#555\"/>\n", legend_left + 6, key_top_ - 4);
+        svg_ += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"#555\"/>\n", legend_left + 6,
+                            key_top_ - 4);
         svg_ += text_element(legend_left + 18, key_top_, "start", "", "predicted by the cost model");
         svg_ += fmt::format(
             "<circle cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"white\" stroke=\"#555\" stroke-width=\"2.5\"/>\n",
@@ -472,7 +486,7 @@ public:
             "<circle cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"white\" stroke=\"#222\" stroke-width=\"2\"/>\n",
             legend_left + 466, key_top_ - 4);
         svg_ += text_element(legend_left + 478, key_top_, "start", "",
-                            "ridge: where a compute roof meets the memory roof");
+                             "ridge: where a compute roof meets the memory roof");
         svg_ += text_element(legend_left, legend_top_, "start", "font-weight=\"bold\"", "point");
         svg_ += text_element(legend_left + 48, legend_top_, "start", "font-weight=\"bold\"", "call · step");
         svg_ += text_element(intensity_right, legend_top_, "end", "font-weight=\"bold\"", "FLOP/B");
@@ -486,11 +500,11 @@ public:
                 "<circle cx=\"{}\" cy=\"{:.2f}\" r=\"5\" fill=\"{}\" stroke=\"{}\" stroke-width=\"{}\"/>\n",
                 legend_left + 6, y - 4, p.measured ? "white" : colour, colour, p.measured ? 2.5 : 1);
             svg_ += text_element(legend_left + 18, y, "start",
-                                fmt::format("fill=\"{}\" font-weight=\"bold\"", colour), p.tag);
+                                 fmt::format("fill=\"{}\" font-weight=\"bold\"", colour), p.tag);
             svg_ += text_element(legend_left + 48, y, "start", "", shortened(p.description, 78));
             svg_ += text_element(intensity_right, y, "end", "",
-                                p.intensity >= 1000 ? fmt::format("{:.0f}", p.intensity)
-                                                    : fmt::format("{:.3g}", p.intensity));
+                                 p.intensity >= 1000 ? fmt::format("{:.0f}", p.intensity)
+                                                     : fmt::format("{:.3g}", p.intensity));
             svg_ += text_element(rate_right, y, "end", "", rate(p.flops_per_second));
             std::string bound;
             if (p.measured) {
@@ -510,10 +524,10 @@ public:
         if (!chart_.notes.empty()) {
             svg_ += "<g class=\"caption\">\n";
             svg_ += text_element(legend_left, caption_top_, "start", "font-weight=\"bold\"",
-                                "Not plotted (no FLOPs, so no place on a log axis):");
+                                 "Not plotted (no FLOPs, so no place on a log axis):");
             for (std::size_t i = 0; i < chart_.notes.size(); ++i)
-                svg_ += text_element(legend_left + 12, caption_top_ + 20 * static_cast<double>(i + 1), "start",
-                                    "fill=\"#333\"", shortened(chart_.notes[i], 130));
+                svg_ += text_element(legend_left + 12, caption_top_ + 20 * static_cast<double>(i + 1),
+                                     "start", "fill=\"#333\"", shortened(chart_.notes[i], 130));
             svg_ += "</g>\n";
         }
     }

@@ -42,7 +42,8 @@ Tensor to_host(const Tensor& result) {
 }
 
 // run --backward: the gradient of every input given the outputs' gradients, written as the results are.
-int run_backward(const CallArgs& args, const std::vector<Tensor>& operands, Device device, std::ostream& out) {
+int run_backward(const CallArgs& args, const std::vector<Tensor>& operands, Device device,
+                 std::ostream& out) {
     std::vector<Tensor> gradients;
     for (const std::string& path : args.output_gradients) gradients.push_back(read_npy(path));
     gradients = to_device(gradients, device);
@@ -50,15 +51,17 @@ int run_backward(const CallArgs& args, const std::vector<Tensor>& operands, Devi
     for (const Tensor& operand : operands) views.push_back(operand.view());
     for (const Tensor& g : gradients) gradient_views.push_back(g.view());
     const Gradient gradient = einc::gradient(Expression(args.call), views, gradient_views);
-    const std::vector<Input> inputs(operands.begin(), operands.end()), output_gradients(gradients.begin(), gradients.end());
+    const std::vector<Input> inputs(operands.begin(), operands.end()),
+        output_gradients(gradients.begin(), gradients.end());
     const std::vector<Tensor> results = gradient.run(inputs, output_gradients);
     if (args.outputs.size() != 1 && args.outputs.size() != results.size())
-        throw UsageError(fmt::format("{} -o given for the gradients of {}", args.outputs.size(), counted(static_cast<std::int64_t>(results.size()), "input")));
+        throw UsageError(fmt::format("{} -o given for the gradients of {}", args.outputs.size(),
+                                     counted(static_cast<std::int64_t>(results.size()), "input")));
     for (std::size_t k = 0; k < results.size(); ++k) {
         const std::string path = output_path(args, k, results.size());
         write_npy(path, to_host(results[k]).view());
-        fmt::print(out, "wrote {}: {} {} (the gradient of input {}{})\n", path, name_of(results[k].dtype()), format_shape(results[k].shape()), k,
-                   device == Device::cuda ? ", on the GPU" : "");
+        fmt::print(out, "wrote {}: {} {} (the gradient of input {}{})\n", path, name_of(results[k].dtype()),
+                   format_shape(results[k].shape()), k, device == Device::cuda ? ", on the GPU" : "");
     }
     return exit_ok;
 }
@@ -86,12 +89,14 @@ int run_call(const CallArgs& args, std::ostream& out) {
         if (!operand.is_file) throw UsageError(fmt::format("run needs .npy inputs, got '{}'", operand.text));
     const bool parse_shape = args.call.op == Op::parse_shape;  // prints the sizes; writes nothing
     if (args.outputs.empty() && !parse_shape) throw UsageError("run needs an output: -o result.npy");
-    if (!args.outputs.empty() && parse_shape) throw UsageError("parse_shape prints the axis sizes and writes no file: drop -o");
+    if (!args.outputs.empty() && parse_shape)
+        throw UsageError("parse_shape prints the axis sizes and writes no file: drop -o");
     const Device device = execution_device(args.backend);
     const LoadedOperands loaded = load_operands(args);
     const std::vector<Tensor> operands = to_device(loaded.files, device);
     if (args.backward) {
-        if (args.output_gradients.empty()) throw UsageError("run --backward needs the output's gradient: --backward grad.npy");
+        if (args.output_gradients.empty())
+            throw UsageError("run --backward needs the output's gradient: --backward grad.npy");
         return run_backward(args, operands, device, out);
     }
     const std::vector<Input> inputs(operands.begin(), operands.end());
@@ -102,12 +107,14 @@ int run_call(const CallArgs& args, std::ostream& out) {
     const std::vector<Tensor> results = program.run(inputs);
     if (parse_shape) {
         std::vector<std::string> sizes;
-        for (const AxisSize& size : parsed_shape(program.bound())) sizes.push_back(fmt::format("{}={}", size.name, size.size));
+        for (const AxisSize& size : parsed_shape(program.bound()))
+            sizes.push_back(fmt::format("{}={}", size.name, size.size));
         fmt::print(out, "{}\n", sizes.empty() ? "(no named axes)" : fmt::format("{}", fmt::join(sizes, " ")));
         return exit_ok;
     }
     if (args.outputs.size() != 1 && args.outputs.size() != results.size())
-        throw UsageError(fmt::format("{} -o given for {}", args.outputs.size(), counted(static_cast<std::int64_t>(results.size()), "result")));
+        throw UsageError(fmt::format("{} -o given for {}", args.outputs.size(),
+                                     counted(static_cast<std::int64_t>(results.size()), "result")));
     for (std::size_t k = 0; k < results.size(); ++k) {
         const std::string path = output_path(args, k, results.size());
         write_npy(path, to_host(results[k]).view());
@@ -124,7 +131,8 @@ int run_call(const CallArgs& args, std::ostream& out) {
             parts.push_back(format_shape(shape));
             flags.push_back("--packed " + format_shape(shape));
         }
-        fmt::print(out, "packed shapes: {} (unpack with {})\n", fmt::join(parts, ", "), fmt::join(flags, " "));
+        fmt::print(out, "packed shapes: {} (unpack with {})\n", fmt::join(parts, ", "),
+                   fmt::join(flags, " "));
     }
     return exit_ok;
 }

@@ -13,8 +13,10 @@ namespace einc {
 
 syntax::Pattern parse(const Call& call) {
     if (call.compact && call.op != Op::einsum)
-        throw Error(ErrorKind::usage, fmt::format("compact subscripts are for einsum, not {}", name_of(call.op)))
-            .help(fmt::format("drop --compact: {} reads einops notation, e.g. `b c h w -> b h w c`", name_of(call.op)));
+        throw Error(ErrorKind::usage,
+                    fmt::format("compact subscripts are for einsum, not {}", name_of(call.op)))
+            .help(fmt::format("drop --compact: {} reads einops notation, e.g. `b c h w -> b h w c`",
+                              name_of(call.op)));
     if (call.op == Op::pack || call.op == Op::unpack) return parse_pack(call.pattern);
     if (call.compact) return parse_compact(call.pattern);
     return parse_einops(call.pattern);

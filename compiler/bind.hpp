@@ -20,6 +20,8 @@ syntax::Pattern parse(const Call& call);
 //       the sizes of every operand fits in int64
 Bound bind(const syntax::Pattern& pattern, const Call& call, std::span<const Shape> shapes);
 
-inline Bound bind(const Call& call, std::span<const Shape> shapes) { return einc::bind(einc::parse(call), call, shapes); }
+inline Bound bind(const Call& call, std::span<const Shape> shapes) {
+    return einc::bind(einc::parse(call), call, shapes);
+}
 
 }  // namespace einc

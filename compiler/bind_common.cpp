@@ -20,7 +20,9 @@ std::string anonymous_axis_name(const syntax::Number& number) {
     return fmt::format("{}@{}", number.value, number.span.begin);
 }
 
-std::string ellipsis_axis_name(std::size_t k) { return fmt::format("...{}", k); }
+std::string ellipsis_axis_name(std::size_t k) {
+    return fmt::format("...{}", k);
+}
 
 const syntax::Ellipsis* ellipsis_in(const syntax::Operand& operand) {
     for (const syntax::Dim& dim : operand.dims)
@@ -49,7 +51,9 @@ Error Tensors::shape_error(std::string message, ErrorKind kind) const {
 
 std::string too_many_elements(std::string_view what, std::span<const std::int64_t> lengths) {
     if (checked_product(lengths) == 0)
-        return fmt::format("{} is empty, but its other lengths multiply past 64 bits (numpy refuses such a shape too)", what);
+        return fmt::format(
+            "{} is empty, but its other lengths multiply past 64 bits (numpy refuses such a shape too)",
+            what);
     return fmt::format("{} has more elements than fit in 64 bits", what);
 }
 
@@ -75,7 +79,8 @@ void check_rank(const Tensors& tensors, std::size_t i, const syntax::Operand& op
     const std::string_view at_least = ellipsis ? "at least " : "";
     throw tensors.shape_error(fmt::format("expected {}{} dims{}, got {}", at_least, named, whose, rank))
         .at(text, operand.span)
-        .help(ellipsis ? fmt::format("'...' can match no dims, but the pattern's {} other dims need one each", named)
+        .help(ellipsis ? fmt::format("'...' can match no dims, but the pattern's {} other dims need one each",
+                                     named)
                        : std::move(help_without_ellipsis));
 }
 
@@ -105,7 +110,8 @@ Error grouped_ellipsis(std::string_view text, const syntax::Ellipsis& ellipsis, 
 
 void check_no_sizes(const Call& call, std::string help) {
     if (!call.sizes.empty())
-        throw Error(ErrorKind::usage, fmt::format("{} takes no axis sizes", name_of(call.op))).help(std::move(help));
+        throw Error(ErrorKind::usage, fmt::format("{} takes no axis sizes", name_of(call.op)))
+            .help(std::move(help));
 }
 
 void check_one_tensor(const Call& call, std::size_t count) {

@@ -56,8 +56,10 @@ struct SizeSource {
 class ExpressionBinder {
 public:
     ExpressionBinder(const syntax::Pattern& pattern, const Call& call, std::span<const Shape> shapes)
-        : pattern_(pattern), call_(call), shapes_(shapes), text_(pattern.text),
-          tensors_{shapes, call.op == Op::einsum ? TensorNaming::operand : TensorNaming::input, call.sizes} {}
+        : pattern_(pattern), call_(call), shapes_(shapes),
+          text_(pattern.text), tensors_{shapes,
+                                        call.op == Op::einsum ? TensorNaming::operand : TensorNaming::input,
+                                        call.sizes} {}
 
     Bound run() {
         check_reduction();
@@ -105,7 +107,8 @@ private:
             throw Error(ErrorKind::usage, "reduce needs a reduction")
                 .help("one of sum, mean, max, min, prod, any, all");
         if (call_.op != Op::reduce && call_.reduction != Reduction::none)
-            throw Error(ErrorKind::usage, fmt::format("{} takes no reduction ('{}')", op(), name_of(call_.reduction)))
+            throw Error(ErrorKind::usage,
+                        fmt::format("{} takes no reduction ('{}')", op(), name_of(call_.reduction)))
                 .help("only reduce takes a reduction");
     }
 
@@ -118,13 +121,15 @@ private:
                                   : "write `input -> output`, e.g. `b c h w -> b h w c`");
         }
         if (!is_einsum() && pattern_.inputs.size() > 1)
-            throw pattern_error(fmt::format("{} takes one input, but the pattern lists {}", op(), pattern_.inputs.size()))
+            throw pattern_error(
+                fmt::format("{} takes one input, but the pattern lists {}", op(), pattern_.inputs.size()))
                 .at(text_, pattern_.commas.front())
                 .help("',' separates the operands of einsum");
         if (shapes_.size() != pattern_.inputs.size())
-            throw Error(ErrorKind::usage, fmt::format("the pattern has {} {}, but {} {} given", pattern_.inputs.size(),
-                                                      pattern_.inputs.size() == 1 ? "input" : "operands", shapes_.size(),
-                                                      shapes_.size() == 1 ? "tensor was" : "tensors were"))
+            throw Error(ErrorKind::usage,
+                        fmt::format("the pattern has {} {}, but {} {} given", pattern_.inputs.size(),
+                                    pattern_.inputs.size() == 1 ? "input" : "operands", shapes_.size(),
+                                    shapes_.size() == 1 ? "tensor was" : "tensors were"))
                 .at(text_, whole_pattern(text_))
                 .help(is_einsum() ? "give one shape for each operand, in the order of the pattern"
                                   : fmt::format("{} takes one tensor", op()));
@@ -150,12 +155,13 @@ private:
                 if (name->text == "_" && !is_einsum())
                     throw pattern_error(fmt::format("'_' is not an axis name in {}", op()))
                         .at(text_, name->span)
-                        .help("name the axis, e.g. `x`; einops accepts a lone '_' only in einsum and parse_shape");
+                        .help("name the axis, e.g. `x`; einops accepts a lone '_' only in einsum and "
+                              "parse_shape");
                 std::optional<Error> repeated = first.repeated(*name, side_of_op);
                 if (repeated && (output || !is_einsum()))
-                    throw std::move(*repeated)
-                        .help(is_einsum() ? "an output axis appears once"
-                                          : "an axis appears once per side; einsum takes diagonals (`i i -> i`)");
+                    throw std::move(*repeated).help(
+                        is_einsum() ? "an output axis appears once"
+                                    : "an axis appears once per side; einsum takes diagonals (`i i -> i`)");
             }
         }
     }
@@ -175,7 +181,8 @@ private:
         check_anonymous_axes();
 
         if (right_ellipsis && !left_ellipsis && !is_einsum())  // einsum: numpy reads it as no dims
-            throw pattern_error(fmt::format("'...' on the {} but not on the {}", side_of(output_side), side_of(0)))
+            throw pattern_error(
+                fmt::format("'...' on the {} but not on the {}", side_of(output_side), side_of(0)))
                 .at(text_, right_ellipsis->span)
                 .help("'...' on the output stands for the dims '...' matched on the input");
         if (left_ellipsis && !right_ellipsis && (call_.op == Op::rearrange || call_.op == Op::repeat))
@@ -183,19 +190,24 @@ private:
                 .at(text_, left_ellipsis->span)
                 .help(fmt::format("{} keeps every input axis: add '...' on the right side", op()));
 
-        const auto missing_from = [](const std::vector<Occurrence>& names, const std::vector<Occurrence>& other) {
+        const auto missing_from = [](const std::vector<Occurrence>& names,
+                                     const std::vector<Occurrence>& other) {
             std::vector<Occurrence> missing;
             for (const Occurrence& o : names)
-                if (std::none_of(other.begin(), other.end(), [&](const Occurrence& x) { return x.name == o.name; }) &&
-                    std::none_of(missing.begin(), missing.end(), [&](const Occurrence& x) { return x.name == o.name; }))
+                if (std::none_of(other.begin(), other.end(),
+                                 [&](const Occurrence& x) { return x.name == o.name; }) &&
+                    std::none_of(missing.begin(), missing.end(),
+                                 [&](const Occurrence& x) { return x.name == o.name; }))
                     missing.push_back(o);
             return missing;
         };
-        const auto one_sided = [&](const std::vector<Occurrence>& missing, std::string message, std::string help) {
+        const auto one_sided = [&](const std::vector<Occurrence>& missing, std::string message,
+                                   std::string help) {
             std::vector<std::string> names;
             for (const Occurrence& o : missing) names.push_back(o.name);
-            Error error = pattern_error(fmt::format(fmt::runtime(message), missing.size() == 1 ? "axis" : "axes",
-                                                    quoted_list(names), missing.size() == 1 ? "appears" : "appear"));
+            Error error =
+                pattern_error(fmt::format(fmt::runtime(message), missing.size() == 1 ? "axis" : "axes",
+                                          quoted_list(names), missing.size() == 1 ? "appears" : "appear"));
             error.at(text_, missing.front().span);
             for (std::size_t i = 1; i < missing.size(); ++i) error.also(missing[i].span);
             throw std::move(error).help(std::move(help));
@@ -263,7 +275,8 @@ private:
         case Op::repeat:
             if (left)
                 fail(left, "on the left side of repeat",
-                     "on the left, name the input's axes; anonymous axes like `2` are new axes for the right side");
+                     "on the left, name the input's axes; anonymous axes like `2` are new axes for the right "
+                     "side");
             break;
         case Op::reduce:
             if (right)
@@ -296,20 +309,22 @@ private:
                     .help("axis names are identifiers that neither start nor end with '_'");
             for (std::size_t j = 0; j < i; ++j)
                 if (call_.sizes[j].name == given.name)
-                    throw Error(ErrorKind::usage, fmt::format("axis '{}' is given a size twice ({} and {})", given.name,
-                                                              call_.sizes[j].size, given.size))
+                    throw Error(ErrorKind::usage, fmt::format("axis '{}' is given a size twice ({} and {})",
+                                                              given.name, call_.sizes[j].size, given.size))
                         .help("give each axis one size");
             if (std::find(pattern_names.begin(), pattern_names.end(), given.name) == pattern_names.end()) {
                 std::vector<std::string> unique;
                 for (const std::string& n : pattern_names)
                     if (std::find(unique.begin(), unique.end(), n) == unique.end()) unique.push_back(n);
-                throw Error(ErrorKind::usage, fmt::format("axis '{}' is given a size but is not in the pattern", given.name))
+                throw Error(ErrorKind::usage,
+                            fmt::format("axis '{}' is given a size but is not in the pattern", given.name))
                     .at(text_, whole_pattern(text_))
                     .help(unique.empty() ? std::string("the pattern names no axes")
                                          : "the pattern's axes are " + quoted_list(unique));
             }
             if (given.size < 0)
-                throw shape_error(fmt::format("axis '{}' is given a negative size, {}", given.name, given.size))
+                throw shape_error(
+                    fmt::format("axis '{}' is given a negative size, {}", given.name, given.size))
                     .help("sizes are lengths: 0 or more");
         }
     }
@@ -320,8 +335,9 @@ private:
             tensors_.check_lengths(i);
             const std::string whose = fmt::format(" for {}{}", is_einsum() ? "" : "the ", side_of(i));
             check_rank(tensors_, i, pattern_.inputs[i], text_, whose,
-                       fmt::format("write one dim for each of the {} dims of {}, or use '...' for the dims not named",
-                                   shapes_[i].size(), tensor_of(i)));
+                       fmt::format(
+                           "write one dim for each of the {} dims of {}, or use '...' for the dims not named",
+                           shapes_[i].size(), tensor_of(i)));
         }
     }
 
@@ -344,14 +360,17 @@ private:
         syntax::Operand output;
         const auto end = static_cast<std::uint32_t>(text_.size());
         output.span = Span{end, end};
-        if (any_ellipsis) output.dims.push_back(syntax::Dim{{syntax::Ellipsis{output.span}}, false, output.span});
+        if (any_ellipsis)
+            output.dims.push_back(syntax::Dim{{syntax::Ellipsis{output.span}}, false, output.span});
         for (const auto& [name, n] : count)
-            if (n == 1) output.dims.push_back(syntax::Dim{{syntax::Name{name, output.span}}, false, output.span});
+            if (n == 1)
+                output.dims.push_back(syntax::Dim{{syntax::Name{name, output.span}}, false, output.span});
         implicit_output_ = std::move(output);
         return *implicit_output_;
     }
 
-    AxisId add_axis(std::string name, std::optional<std::int64_t> size, AxisOrigin origin, Span span, SizeSource source) {
+    AxisId add_axis(std::string name, std::optional<std::int64_t> size, AxisOrigin origin, Span span,
+                    SizeSource source) {
         bound_.axes.push_back(Axis{std::move(name), size.value_or(-1), origin, span});
         sources_.push_back(source);
         return static_cast<AxisId>(bound_.axes.size() - 1);
@@ -361,8 +380,9 @@ private:
     AxisId named_axis(const syntax::Name& name) {
         if (const auto it = named_.find(name.text); it != named_.end()) return it->second;
         const AxisSize* given = given_size(name.text);
-        const AxisId id = add_axis(name.text, given ? std::optional(given->size) : std::nullopt, AxisOrigin::named,
-                                   name.span, given ? SizeSource{SizeSource::given, 0, {}} : SizeSource{});
+        const AxisId id =
+            add_axis(name.text, given ? std::optional(given->size) : std::nullopt, AxisOrigin::named,
+                     name.span, given ? SizeSource{SizeSource::given, 0, {}} : SizeSource{});
         named_.emplace(name.text, id);
         return id;
     }
@@ -373,8 +393,8 @@ private:
         for (const syntax::Atom& atom : dim.atoms) {
             if (const auto* name = as<syntax::Name>(atom)) axes.push_back(named_axis(*name));
             if (const auto* number = as<syntax::Number>(atom); number && number->value != 1)
-                axes.push_back(add_axis(anonymous_axis_name(*number), number->value,
-                                        AxisOrigin::anonymous, number->span, {SizeSource::literal, 0, number->span}));
+                axes.push_back(add_axis(anonymous_axis_name(*number), number->value, AxisOrigin::anonymous,
+                                        number->span, {SizeSource::literal, 0, number->span}));
             if (as<syntax::Ellipsis>(atom))
                 for (const AxisId e : ellipsis_axes_) axes.push_back(e);
         }
@@ -402,8 +422,9 @@ private:
                 const std::int64_t extent = shapes_[i][ellipsis_position(i) + (k + widths[i] - width)];
                 if (extent == 1) continue;
                 if (size && *size != extent)
-                    throw shape_error(fmt::format("'...' dims do not broadcast: {} has length {} where {} has {}",
-                                                  tensor_of(size_from), *size, tensor_of(i), extent))
+                    throw shape_error(
+                        fmt::format("'...' dims do not broadcast: {} has length {} where {} has {}",
+                                    tensor_of(size_from), *size, tensor_of(i), extent))
                         .at(text_, ellipsis_in(pattern_.inputs[i])->span)
                         .also(ellipsis_in(pattern_.inputs[size_from])->span)
                         .help("'...' dims line up from the right and must be equal or 1");
@@ -477,12 +498,13 @@ private:
                     continue;
                 }
                 const std::int64_t extent = shapes_[i][at++];
-                const auto* name = dim.grouped || dim.atoms.size() != 1 ? nullptr : as<syntax::Name>(dim.atoms.front());
+                const auto* name =
+                    dim.grouped || dim.atoms.size() != 1 ? nullptr : as<syntax::Name>(dim.atoms.front());
                 if (!name) continue;
                 if (const auto [it, inserted] = own.emplace(name->text, Seen{extent, i, name->span});
                     !inserted && it->second.extent != extent)
-                    throw shape_error(fmt::format("axis '{}' appears twice in {} with lengths {} and {}", name->text,
-                                                  tensor_of(i), it->second.extent, extent))
+                    throw shape_error(fmt::format("axis '{}' appears twice in {} with lengths {} and {}",
+                                                  name->text, tensor_of(i), it->second.extent, extent))
                         .at(text_, name->span)
                         .also(it->second.span)
                         .help("a repeated axis takes the diagonal, which needs dims of one length");
@@ -491,7 +513,8 @@ private:
                 const auto [it, inserted] = lengths.emplace(name->text, Seen{extent, i, name->span});
                 if (!inserted && it->second.extent != extent)
                     throw shape_error(fmt::format("axis '{}' has length {} in {} but {} in {}", name->text,
-                                                  it->second.extent, tensor_of(it->second.input), extent, tensor_of(i)))
+                                                  it->second.extent, tensor_of(it->second.input), extent,
+                                                  tensor_of(i)))
                         .at(text_, it->second.span)
                         .also(name->span)
                         .help("an axis has one length in every operand (or 1, to broadcast)");
@@ -521,15 +544,19 @@ private:
             for (const BoundDim& dim : bound_.inputs[i].dims) {
                 std::vector<std::string> unknown;
                 for (const AxisId a : dim.axes)
-                    if (!known(a) && std::find(unknown.begin(), unknown.end(), bound_.axis(a).name) == unknown.end())
+                    if (!known(a) &&
+                        std::find(unknown.begin(), unknown.end(), bound_.axis(a).name) == unknown.end())
                         unknown.push_back(bound_.axis(a).name);
                 if (unknown.size() > 1)
                     throw shape_error(fmt::format("can't infer the sizes of {} from one dim of length {}",
                                                   quoted_list(unknown), dim.extent))
                         .at(text_, dim.span)
-                        .help(fmt::format("give the size of all but one of them, e.g. {}=...", unknown.front()));
+                        .help(fmt::format("give the size of all but one of them, e.g. {}=...",
+                                          unknown.front()));
                 if (unknown.size() == 1)  // the axis appears twice in this one group
-                    throw shape_error(fmt::format("can't infer the size of '{}': it appears twice in one group", unknown.front()))
+                    throw shape_error(
+                        fmt::format("can't infer the size of '{}': it appears twice in one group",
+                                    unknown.front()))
                         .at(text_, dim.span)
                         .help(fmt::format("give its size, e.g. {}=...", unknown.front()));
             }
@@ -558,14 +585,17 @@ private:
         if (unknown_count > 1) return false;
         const Axis& axis = bound_.axis(*unknown);
         if (known_product == 0)
-            throw shape_error(fmt::format("can't infer the size of '{}': the other axes of its group multiply to 0", axis.name))
+            throw shape_error(
+                fmt::format("can't infer the size of '{}': the other axes of its group multiply to 0",
+                            axis.name))
                 .at(text_, dim.span)
                 .help(fmt::format("give its size, e.g. {}=...", axis.name));
         if (dim.extent % known_product != 0)
-            throw shape_error(fmt::format("can't divide {} dim {} of length {} into chunks of {}", possessive(input), d,
-                                          dim.extent, known_product))
+            throw shape_error(fmt::format("can't divide {} dim {} of length {} into chunks of {}",
+                                          possessive(input), d, dim.extent, known_product))
                 .at(text_, dim.span)
-                .help(fmt::format("the length of {} must be a multiple of {}", to_string(pattern_dim(input, d)), known_product));
+                .help(fmt::format("the length of {} must be a multiple of {}",
+                                  to_string(pattern_dim(input, d)), known_product));
         bound_.axes[static_cast<std::size_t>(*unknown)].size = dim.extent / known_product;
         sources_[static_cast<std::size_t>(*unknown)] = {SizeSource::operand, input, axis.span};
         return true;
@@ -584,18 +614,19 @@ private:
         const BoundDim& dim = bound_.inputs[input].dims[d];
         const syntax::Dim& written = pattern_dim(input, d);
         if (dim.axes.empty())
-            throw shape_error(fmt::format("'{}' needs a dim of length 1, but {} dim {} has length {}", to_string(written),
-                                          possessive(input), d, dim.extent))
+            throw shape_error(fmt::format("'{}' needs a dim of length 1, but {} dim {} has length {}",
+                                          to_string(written), possessive(input), d, dim.extent))
                 .at(text_, dim.span)
                 .help("a unit axis matches only length 1");
         if (dim.axes.size() == 1 && !written.grouped) {
             const Axis& axis = bound_.axis(dim.axes.front());
             const SizeSource& source = sources_[static_cast<std::size_t>(dim.axes.front())];
             if (source.kind == SizeSource::given)
-                throw shape_error(fmt::format("axis '{}' is given size {}, but {} dim {} has length {}", axis.name,
-                                              expected, possessive(input), d, dim.extent))
+                throw shape_error(fmt::format("axis '{}' is given size {}, but {} dim {} has length {}",
+                                              axis.name, expected, possessive(input), d, dim.extent))
                     .at(text_, written.span)
-                    .help(fmt::format("the shape says {}={}: give that size, or leave it out", axis.name, dim.extent));
+                    .help(fmt::format("the shape says {}={}: give that size, or leave it out", axis.name,
+                                      dim.extent));
             if (source.kind == SizeSource::literal)
                 throw shape_error(fmt::format("'{}' needs a dim of length {}, but {} dim {} has length {}",
                                               to_string(written), expected, possessive(input), d, dim.extent))
@@ -608,11 +639,14 @@ private:
                 .help("an axis has one length in every operand");
         }
         std::vector<std::string> factors;
-        for (const AxisId a : dim.axes) factors.push_back(fmt::format("{}={}", bound_.axis(a).name, bound_.size(a)));
-        throw shape_error(fmt::format("'{}' has length {} ({}), but {} dim {} has length {}", to_string(written), expected,
-                                      fmt::join(factors, " * "), possessive(input), d, dim.extent))
+        for (const AxisId a : dim.axes)
+            factors.push_back(fmt::format("{}={}", bound_.axis(a).name, bound_.size(a)));
+        throw shape_error(fmt::format("'{}' has length {} ({}), but {} dim {} has length {}",
+                                      to_string(written), expected, fmt::join(factors, " * "),
+                                      possessive(input), d, dim.extent))
             .at(text_, written.span)
-            .help("the sizes in a group multiply to the dim's length: give one size fewer and einc infers the last");
+            .help("the sizes in a group multiply to the dim's length: give one size fewer and einc infers "
+                  "the last");
     }
 
     void bind_output() {
@@ -620,14 +654,18 @@ private:
         BoundOperand bound{{}, operand.span};
         for (const syntax::Dim& dim : operand.dims) {
             if (!dim.grouped && as<syntax::Ellipsis>(dim.atoms.front())) {
-                for (const AxisId e : ellipsis_axes_) bound.dims.push_back(BoundDim{{e}, bound_.size(e), dim.span});
+                for (const AxisId e : ellipsis_axes_)
+                    bound.dims.push_back(BoundDim{{e}, bound_.size(e), dim.span});
                 continue;
             }
             BoundDim bound_dim{axes_of(dim), 1, dim.span};
             std::vector<std::int64_t> sizes;
             for (const AxisId a : bound_dim.axes) sizes.push_back(bound_.size(a));
             const auto extent = checked_product(sizes);
-            if (!extent) throw shape_error(fmt::format("the output dim '{}' has more elements than fit in 64 bits", to_string(dim))).at(text_, dim.span);
+            if (!extent)
+                throw shape_error(
+                    fmt::format("the output dim '{}' has more elements than fit in 64 bits", to_string(dim)))
+                    .at(text_, dim.span);
             bound_dim.extent = *extent;
             bound.dims.push_back(std::move(bound_dim));
         }
@@ -641,7 +679,8 @@ private:
             std::vector<std::int64_t> sizes;
             for (const BoundDim& dim : operand.dims)
                 for (const AxisId a : dim.axes) sizes.push_back(bound_.size(a));
-            if (!lengths_fit(sizes)) throw shape_error(too_many_elements(what, sizes)).at(text_, operand.span);
+            if (!lengths_fit(sizes))
+                throw shape_error(too_many_elements(what, sizes)).at(text_, operand.span);
         };
         for (std::size_t i = 0; i < bound_.inputs.size(); ++i) check(bound_.inputs[i], tensor_of(i));
         check(bound_.outputs[0], "the output");
@@ -670,10 +709,11 @@ private:
         for (const AxisId a : bound_.reduced) {
             const Axis& axis = bound_.axis(a);
             if (axis.size != 0) continue;
-            throw shape_error(fmt::format("{} of an empty set: the reduced axis '{}' has length 0", name_of(call_.reduction),
-                                          axis.name))
+            throw shape_error(fmt::format("{} of an empty set: the reduced axis '{}' has length 0",
+                                          name_of(call_.reduction), axis.name))
                 .at(text_, axis.span)
-                .help("max and min have no identity, so an empty set has no value; sum, prod, any and all have one");
+                .help("max and min have no identity, so an empty set has no value; sum, prod, any and all "
+                      "have one");
         }
     }
 

@@ -14,8 +14,8 @@ using syntax::Span;
 class PackBinder {
 public:
     PackBinder(const syntax::Pattern& pattern, const Call& call, std::span<const Shape> shapes)
-        : pattern_(pattern), call_(call), shapes_(shapes), text_(pattern.text), op_(name_of(call.op)),
-          tensors_{shapes, TensorNaming::tensor, call.sizes} {}
+        : pattern_(pattern), call_(call), shapes_(shapes), text_(pattern.text),
+          op_(name_of(call.op)), tensors_{shapes, TensorNaming::tensor, call.sizes} {}
 
     Bound run() {
         check_pattern();
@@ -23,8 +23,10 @@ public:
                                                      : "pack reads every size from its tensors");
         bound_.op = call_.op;
         bound_.pattern = pattern_;
-        if (call_.op == Op::pack) bind_pack();
-        else bind_unpack();
+        if (call_.op == Op::pack)
+            bind_pack();
+        else
+            bind_unpack();
         return std::move(bound_);
     }
 
@@ -45,7 +47,8 @@ private:
                         .help("one '*' marks where the packed dims go");
                 star = s;
                 star_ = d;
-            } else if (std::optional<Error> repeated = first.repeated(std::get<syntax::Name>(atom(d)), in_pattern)) {
+            } else if (std::optional<Error> repeated =
+                           first.repeated(std::get<syntax::Name>(atom(d)), in_pattern)) {
                 throw std::move(*repeated);
             }
         }
@@ -84,7 +87,8 @@ private:
             } else if (!part) {
                 op.dims.push_back(BoundDim{{}, concat_extent, span});
             } else {
-                for (const AxisId a : bound_.concat->parts[*part]) op.dims.push_back(BoundDim{{a}, bound_.size(a), span});
+                for (const AxisId a : bound_.concat->parts[*part])
+                    op.dims.push_back(BoundDim{{a}, bound_.size(a), span});
             }
         }
         return op;
@@ -110,8 +114,8 @@ private:
         const std::size_t fixed = rank() - 1;
         for (std::size_t i = 0; i < shapes_.size(); ++i)
             if (shapes_[i].size() < fixed)
-                throw shape_error(fmt::format("tensor {} has {} dims, but `{}` needs at least {}", i, shapes_[i].size(),
-                                              text_, fixed))
+                throw shape_error(fmt::format("tensor {} has {} dims, but `{}` needs at least {}", i,
+                                              shapes_[i].size(), text_, fixed))
                     .at(text_, whole_pattern(text_));
         bind_named(shapes_[0], shapes_[0].size() - after_);
         bound_.concat = Concat{star_, {}, {}};
@@ -165,7 +169,8 @@ private:
         for (std::size_t p = 0; p < packed.size(); ++p) {
             const auto minus_ones = std::count(packed[p].begin(), packed[p].end(), -1);
             if (minus_ones > 1 || (minus_ones == 1 && inferred_part))
-                throw shape_error(fmt::format("more than one -1 in the packed shapes {}", fmt::join(shown, ", ")))
+                throw shape_error(
+                    fmt::format("more than one -1 in the packed shapes {}", fmt::join(shown, ", ")))
                     .at(text_, star_span)
                     .help("one length in one part can be inferred; give the others");
             if (std::any_of(packed[p].begin(), packed[p].end(), [](std::int64_t v) { return v < -1; }))
@@ -178,13 +183,14 @@ private:
             }
             const auto length = checked_product(packed[p]);
             const auto sum = length ? checked_add(known_sum, *length) : std::nullopt;
-            if (!sum) throw Error(ErrorKind::shape, "the packed shapes have more elements than fit in 64 bits");
+            if (!sum)
+                throw Error(ErrorKind::shape, "the packed shapes have more elements than fit in 64 bits");
             known_sum = *sum;
         }
         std::vector<Shape> parts = packed;
         const auto cannot_split = [&](std::string help) {
-            return shape_error(fmt::format("can't split dim {} of length {} into parts of shapes {}", star_, total,
-                                           fmt::join(shown, ", ")))
+            return shape_error(fmt::format("can't split dim {} of length {} into parts of shapes {}", star_,
+                                           total, fmt::join(shown, ", ")))
                 .at(text_, star_span)
                 .help(std::move(help));
         };
@@ -194,17 +200,21 @@ private:
             for (const std::int64_t v : part)
                 if (v != -1) known_lengths.push_back(v);
             const auto product = checked_product(known_lengths);
-            if (!product) throw Error(ErrorKind::shape, "the packed shapes have more elements than fit in 64 bits");
+            if (!product)
+                throw Error(ErrorKind::shape, "the packed shapes have more elements than fit in 64 bits");
             const std::int64_t others = *product;
             const std::int64_t rest = total - known_sum;
             if (rest < 0)
-                throw cannot_split(fmt::format("the other parts already hold {} of the {}", known_sum, total));
+                throw cannot_split(
+                    fmt::format("the other parts already hold {} of the {}", known_sum, total));
             if (others == 0 || rest % others != 0)
-                throw cannot_split(fmt::format("the -1 part holds the remaining {}, which is not a multiple of {}", rest, others));
+                throw cannot_split(fmt::format(
+                    "the -1 part holds the remaining {}, which is not a multiple of {}", rest, others));
             *std::find(part.begin(), part.end(), -1) = rest / others;
         } else if (known_sum != total) {
-            throw cannot_split(fmt::format("the parts hold {} in all, not {}; a -1 in one part lets einc infer its length",
-                                           known_sum, total));
+            throw cannot_split(
+                fmt::format("the parts hold {} in all, not {}; a -1 in one part lets einc infer its length",
+                            known_sum, total));
         }
         bound_.concat = Concat{star_, {}, {}};
         std::int64_t offset = 0;

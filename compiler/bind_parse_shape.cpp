@@ -35,7 +35,8 @@ Bound bind_parse_shape(const syntax::Pattern& pattern, const Call& call, std::sp
             atoms.push_back(&atom);
         }
         if (atoms.size() > 1)
-            throw Error(ErrorKind::pattern, fmt::format("parse_shape can't read the composite axis {}", to_string(dim)))
+            throw Error(ErrorKind::pattern,
+                        fmt::format("parse_shape can't read the composite axis {}", to_string(dim)))
                 .at(text, dim.span)
                 .help("name each dim on its own: one dim is one axis");
         reads.push_back(atoms.empty() ? nullptr : atoms.front());
@@ -49,7 +50,8 @@ Bound bind_parse_shape(const syntax::Pattern& pattern, const Call& call, std::sp
                 throw std::move(*repeated).help("use '_' for dims you do not want named");
     }
     check_rank(tensors, 0, operand, text, "",
-               fmt::format("write one name for each of the {} dims, `_` to skip one, or '...' for the rest", shape.size()));
+               fmt::format("write one name for each of the {} dims, `_` to skip one, or '...' for the rest",
+                           shape.size()));
     const std::size_t named = dims_besides_ellipsis(operand);
 
     Bound bound;
@@ -61,8 +63,9 @@ Bound bind_parse_shape(const syntax::Pattern& pattern, const Call& call, std::sp
         const syntax::Dim& dim = operand.dims[d];
         if (!reads[d]) {  // `1`, `()`: a unit axis
             if (shape[at] != 1)
-                throw tensors.shape_error(fmt::format("'{}' needs a dim of length 1, but dim {} has length {}",
-                                                      to_string(dim), at, shape[at]))
+                throw tensors
+                    .shape_error(fmt::format("'{}' needs a dim of length 1, but dim {} has length {}",
+                                             to_string(dim), at, shape[at]))
                     .at(text, dim.span)
                     .help("a unit axis matches only length 1; name the dim to read its length");
             input.dims.push_back(BoundDim{{}, shape[at], dim.span});
@@ -76,14 +79,17 @@ Bound bind_parse_shape(const syntax::Pattern& pattern, const Call& call, std::sp
             ++at;
         };
         if (as<syntax::Ellipsis>(atom)) {
-            for (std::size_t k = 0, width = shape.size() - named; k < width; ++k) add(ellipsis_axis_name(k), AxisOrigin::ellipsis);
+            for (std::size_t k = 0, width = shape.size() - named; k < width; ++k)
+                add(ellipsis_axis_name(k), AxisOrigin::ellipsis);
         } else if (const auto* number = as<syntax::Number>(atom)) {
             if (number->value != shape[at])
-                throw tensors.shape_error(fmt::format("'{}' needs a dim of length {}, but dim {} has length {}",
-                                                      number->value, number->value, at, shape[at]))
+                throw tensors
+                    .shape_error(fmt::format("'{}' needs a dim of length {}, but dim {} has length {}",
+                                             number->value, number->value, at, shape[at]))
                     .at(text, number->span)
                     .help("a number matches only a dim of that length; name the dim to read its length");
-            bound.axes.push_back(Axis{anonymous_axis_name(*number), shape[at], AxisOrigin::anonymous, number->span});
+            bound.axes.push_back(
+                Axis{anonymous_axis_name(*number), shape[at], AxisOrigin::anonymous, number->span});
             input.dims.push_back(BoundDim{{static_cast<AxisId>(bound.axes.size() - 1)}, shape[at], dim.span});
             ++at;
         } else {

@@ -66,11 +66,13 @@ std::string print_bound(const Bound& bound) {
     std::vector<Row> rows;
     const bool packed_input = bound.op == Op::unpack, packed_output = bound.op == Op::pack;
     for (std::size_t i = 0; i < bound.inputs.size(); ++i)
-        rows.push_back({bound.inputs.size() == 1 ? "in" : fmt::format("in {}", i), format_shape(bound.inputs[i].shape()),
+        rows.push_back({bound.inputs.size() == 1 ? "in" : fmt::format("in {}", i),
+                        format_shape(bound.inputs[i].shape()),
                         print_dims(bound, bound.inputs[i], packed_input)});
     for (std::size_t i = 0; i < bound.outputs.size(); ++i)
         rows.push_back({bound.outputs.size() == 1 ? "out" : fmt::format("out {}", i),
-                        format_shape(bound.outputs[i].shape()), print_dims(bound, bound.outputs[i], packed_output)});
+                        format_shape(bound.outputs[i].shape()),
+                        print_dims(bound, bound.outputs[i], packed_output)});
     std::size_t label_width = 4, shape_width = 0;
     for (const Row& row : rows) {
         label_width = std::max(label_width, row.label.size() + 2);

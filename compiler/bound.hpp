@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "call.hpp"
 #include "../grammar/syntax.hpp"
+#include "call.hpp"
 
 namespace einc {
 

@@ -12,8 +12,12 @@ constexpr std::array reduction_names{"none", "sum", "mean", "max", "min", "prod"
 
 }  // namespace
 
-std::string_view name_of(Op op) { return op_names.at(static_cast<std::size_t>(op)); }
-std::string_view name_of(Reduction reduction) { return reduction_names.at(static_cast<std::size_t>(reduction)); }
+std::string_view name_of(Op op) {
+    return op_names.at(static_cast<std::size_t>(op));
+}
+std::string_view name_of(Reduction reduction) {
+    return reduction_names.at(static_cast<std::size_t>(reduction));
+}
 
 std::optional<Op> op_named(std::string_view name) {
     for (std::size_t i = 0; i < op_names.size(); ++i)

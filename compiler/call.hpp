@@ -38,7 +38,7 @@ struct Call {
     std::string pattern;
     Reduction reduction = Reduction::none;  // reduce only
     AxisSizes sizes;
-    bool compact = false;               // einsum: read numpy/torch subscripts (`bij,bjk->bik`)
+    bool compact = false;              // einsum: read numpy/torch subscripts (`bij,bjk->bik`)
     std::vector<Shape> packed_shapes;  // unpack: the shapes pack returned; one entry may contain -1
     friend bool operator==(const Call&, const Call&) = default;
 };

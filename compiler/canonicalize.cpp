@@ -37,14 +37,17 @@ void canonicalize(std::span<Layout> accesses) {
     // Merge neighbours that walk memory as one mode in every access.
     std::vector<SmallVector<Mode, 8>> merged(accesses.size());
     for (const std::size_t k : order) {
-        const bool merge_all = !merged[0].empty() && std::all_of(accesses.begin(), accesses.end(), [&](const Layout& l) {
-            const std::size_t a = static_cast<std::size_t>(&l - accesses.data());
-            return mergeable(merged[a].back(), l.modes[k]);
-        });
+        const bool merge_all =
+            !merged[0].empty() && std::all_of(accesses.begin(), accesses.end(), [&](const Layout& l) {
+                const std::size_t a = static_cast<std::size_t>(&l - accesses.data());
+                return mergeable(merged[a].back(), l.modes[k]);
+            });
         for (std::size_t a = 0; a < accesses.size(); ++a) {
             const Mode mode = accesses[a].modes[k];
-            if (merge_all) merged[a].back() = Mode{merged[a].back().extent * mode.extent, mode.stride};
-            else merged[a].push_back(mode);
+            if (merge_all)
+                merged[a].back() = Mode{merged[a].back().extent * mode.extent, mode.stride};
+            else
+                merged[a].push_back(mode);
         }
     }
     for (std::size_t a = 0; a < accesses.size(); ++a) accesses[a].modes = std::move(merged[a]);

@@ -22,8 +22,12 @@ inline std::optional<std::int64_t> checked_add(std::int64_t a, std::int64_t b) {
 
 // Byte counts of memory that may never be allocated (a workspace figure): at most INT64_MAX, which no
 // allocation can satisfy, so that asking for it fails clearly rather than wrapping.
-inline std::int64_t saturating_mul(std::int64_t a, std::int64_t b) { return checked_mul(a, b).value_or(INT64_MAX); }
-inline std::int64_t saturating_add(std::int64_t a, std::int64_t b) { return checked_add(a, b).value_or(INT64_MAX); }
+inline std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
+    return checked_mul(a, b).value_or(INT64_MAX);
+}
+inline std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
+    return checked_add(a, b).value_or(INT64_MAX);
+}
 
 // The product of non-negative sizes; a zero anywhere makes it 0 even if the others would overflow.
 inline std::optional<std::int64_t> checked_product(std::span<const std::int64_t> values) {

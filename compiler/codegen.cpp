@@ -125,14 +125,21 @@ std::string finish(Reduction op, const std::string& acc, const std::string& accu
 
 // Statements decomposing the flat index `index` over modes `[0, rank)` of `extent`, innermost last,
 // adding each coordinate times its stride to the offsets `offsets[a]` for accesses `accesses`.
-std::string decompose(const std::string& index, const std::string& extent, const std::string& stride, int rank,
-                      const std::vector<std::pair<int, std::string>>& accesses, const std::string& idx) {
+std::string decompose(const std::string& index, const std::string& extent, const std::string& stride,
+                      int rank, const std::vector<std::pair<int, std::string>>& accesses,
+                      const std::string& idx) {
     if (rank == 0) return "";
     std::string out = fmt::format("        {{ {} rest = {};\n", idx, index);
     for (int m = rank - 1; m >= 0; --m) {
-        if (m > 0) out += fmt::format("          const {0} e{1} = ({0})p.{2}[{1}]; const {0} c{1} = rest % e{1}; rest /= e{1};\n", idx, m, extent);
-        else out += fmt::format("          const {} c0 = rest;\n", idx);
-        for (const auto& [access, offset] : accesses) out += fmt::format("          {} += (einc_i64)c{} * p.{}[{}][{}];\n", offset, m, stride, access, m);
+        if (m > 0)
+            out += fmt::format(
+                "          const {0} e{1} = ({0})p.{2}[{1}]; const {0} c{1} = rest % e{1}; rest /= e{1};\n",
+                idx, m, extent);
+        else
+            out += fmt::format("          const {} c0 = rest;\n", idx);
+        for (const auto& [access, offset] : accesses)
+            out +=
+                fmt::format("          {} += (einc_i64)c{} * p.{}[{}][{}];\n", offset, m, stride, access, m);
     }
     out += "        }\n";
     return out;
@@ -182,26 +189,32 @@ struct Text {
 
     // The value of one term: a source element, or the product of the sources' elements.
     std::string term(const std::vector<std::string>& offsets) const {
-        if (s.sources.size() == 1) return fmt::format("(({}){})", acc(), load(s.sources[0], fmt::format("src0 + {}", offsets[0])));
-        return fmt::format("(({0}){1} * ({0}){2})", acc(), load(s.sources[0], fmt::format("src0 + {}", offsets[0])),
+        if (s.sources.size() == 1)
+            return fmt::format("(({}){})", acc(), load(s.sources[0], fmt::format("src0 + {}", offsets[0])));
+        return fmt::format("(({0}){1} * ({0}){2})", acc(),
+                           load(s.sources[0], fmt::format("src0 + {}", offsets[0])),
                            load(s.sources[1], fmt::format("src1 + {}", offsets[1])));
     }
 
     std::vector<std::pair<int, std::string>> kept_accesses(bool destination) const {
         std::vector<std::pair<int, std::string>> accesses;
         if (destination) accesses.emplace_back(0, "o0");
-        for (std::size_t k = 0; k < s.sources.size(); ++k) accesses.emplace_back(static_cast<int>(k) + 1, fmt::format("o{}", k + 1));
+        for (std::size_t k = 0; k < s.sources.size(); ++k)
+            accesses.emplace_back(static_cast<int>(k) + 1, fmt::format("o{}", k + 1));
         return accesses;
     }
 
     // The loop over one output's terms [begin, end), stepping by `step`, folding into `acc`.
     std::string fold_terms(const std::string& begin, const std::string& end, const std::string& step) const {
-        std::string out = fmt::format("        for ({0} r = {1}; r < {2}; r += {3}) {{\n", idx(), begin, end, step);
+        std::string out =
+            fmt::format("        for ({0} r = {1}; r < {2}; r += {3}) {{\n", idx(), begin, end, step);
         std::vector<std::string> offsets;
         for (std::size_t k = 0; k < s.sources.size(); ++k) offsets.push_back(fmt::format("q{}", k + 1));
         if (s.reduced_rank == 1) {  // the common case: no division
             for (std::size_t k = 0; k < s.sources.size(); ++k)
-                out += fmt::format("            const einc_i64 q{0} = o{0} + (einc_i64)r * p.reduced_stride[{0}][0];\n", k + 1);
+                out += fmt::format(
+                    "            const einc_i64 q{0} = o{0} + (einc_i64)r * p.reduced_stride[{0}][0];\n",
+                    k + 1);
         } else {
             std::vector<std::pair<int, std::string>> accesses;
             for (std::size_t k = 0; k < s.sources.size(); ++k) {
@@ -210,23 +223,28 @@ struct Text {
             }
             out += decompose("r", "reduced_extent", "reduced_stride", s.reduced_rank, accesses, idx());
         }
-        out += fmt::format("            const {} x = {};\n            acc = {};\n        }}\n", acc(), term(offsets), fold(s.op, "acc", "x"));
+        out += fmt::format("            const {} x = {};\n            acc = {};\n        }}\n", acc(),
+                           term(offsets), fold(s.op, "acc", "x"));
         return out;
     }
 
     std::string offsets_declaration(bool destination = true) const {
         std::string out = destination ? "        einc_i64 o0 = 0" : "        einc_i64 o1 = 0";
-        for (std::size_t k = destination ? 0 : 1; k < s.sources.size(); ++k) out += fmt::format(", o{} = 0", k + 1);
+        for (std::size_t k = destination ? 0 : 1; k < s.sources.size(); ++k)
+            out += fmt::format(", o{} = 0", k + 1);
         return out + ";\n";
     }
 
     std::string elementwise() const {
         std::string body = fmt::format("    const {0} count = ({0})p.kept_count;\n", idx());
-        body += fmt::format("    for ({0} i = ({0})blockIdx.x * ({0})blockDim.x + ({0})threadIdx.x; i < count; i += ({0})gridDim.x * ({0})blockDim.x) {{\n", idx());
+        body += fmt::format("    for ({0} i = ({0})blockIdx.x * ({0})blockDim.x + ({0})threadIdx.x; i < "
+                            "count; i += ({0})gridDim.x * ({0})blockDim.x) {{\n",
+                            idx());
         body += offsets_declaration();
         body += decompose("i", "kept_extent", "kept_stride", s.kept_rank, kept_accesses(true), idx());
         if (s.reduced_rank > 0) {
-            body += fmt::format("        const {0} terms = ({0})p.reduced_count;\n        {1} acc = {2};\n", idx(), acc(), identity(s.op, s.accumulator));
+            body += fmt::format("        const {0} terms = ({0})p.reduced_count;\n        {1} acc = {2};\n",
+                                idx(), acc(), identity(s.op, s.accumulator));
             body += fold_terms("0", "terms", "1");
             body += "        " + store_result(finish(s.op, "acc", acc())) + "\n";
         } else if (moves_bits()) {
@@ -247,12 +265,19 @@ struct Text {
     // Rows of the innermost kept mode, contiguous on both sides, as 16-byte vectors.
     std::string vector_copy() const {
         const std::size_t lanes = 16 / size_of(s.destination);
-        std::string body = fmt::format("    const {0} per_row = ({0})(p.kept_extent[{1}] / {2});\n", idx(), s.kept_rank - 1, lanes);
-        body += fmt::format("    const {0} count = ({0})(p.kept_count / p.kept_extent[{1}]) * per_row;\n", idx(), s.kept_rank - 1);
-        body += "    einc_vec16* out = (einc_vec16*)dst;\n    const einc_vec16* in = (const einc_vec16*)src0;\n";
-        body += fmt::format("    for ({0} i = ({0})blockIdx.x * ({0})blockDim.x + ({0})threadIdx.x; i < count; i += ({0})gridDim.x * ({0})blockDim.x) {{\n", idx());
-        if (s.kept_rank > 1) body += fmt::format("        const {0} row = i / per_row, column = i % per_row;\n", idx());
-        else body += fmt::format("        const {} column = i;\n", idx());
+        std::string body = fmt::format("    const {0} per_row = ({0})(p.kept_extent[{1}] / {2});\n", idx(),
+                                       s.kept_rank - 1, lanes);
+        body += fmt::format("    const {0} count = ({0})(p.kept_count / p.kept_extent[{1}]) * per_row;\n",
+                            idx(), s.kept_rank - 1);
+        body +=
+            "    einc_vec16* out = (einc_vec16*)dst;\n    const einc_vec16* in = (const einc_vec16*)src0;\n";
+        body += fmt::format("    for ({0} i = ({0})blockIdx.x * ({0})blockDim.x + ({0})threadIdx.x; i < "
+                            "count; i += ({0})gridDim.x * ({0})blockDim.x) {{\n",
+                            idx());
+        if (s.kept_rank > 1)
+            body += fmt::format("        const {0} row = i / per_row, column = i % per_row;\n", idx());
+        else
+            body += fmt::format("        const {} column = i;\n", idx());
         body += offsets_declaration();
         body += decompose("row", "kept_extent", "kept_stride", s.kept_rank - 1, kept_accesses(true), idx());
         body += fmt::format("        out[o0 / {0} + column] = in[o1 / {0} + column];\n    }}\n", lanes);
@@ -264,23 +289,29 @@ struct Text {
     std::string transpose() const {
         const int l = s.kept_rank - 1, q = s.kept_rank - 2;
         std::string body = fmt::format("    EINC_SHARED({}, tile, 32 * 33);\n", storage(s.destination));
-        body += fmt::format("    const {0} el = ({0})p.kept_extent[{1}], ep = ({0})p.kept_extent[{2}];\n", idx(), l, q);
+        body += fmt::format("    const {0} el = ({0})p.kept_extent[{1}], ep = ({0})p.kept_extent[{2}];\n",
+                            idx(), l, q);
         body += fmt::format("    const {0} tiles_l = (el + 31) / 32, tiles_p = (ep + 31) / 32;\n", idx());
         body += fmt::format("    const {0} tiles = tiles_l * tiles_p * ({0})p.batch_count;\n", idx());
-        body += fmt::format("    const einc_i64 src_l = p.kept_stride[1][{}], dst_p = p.kept_stride[0][{}];\n", l, q);
+        body += fmt::format(
+            "    const einc_i64 src_l = p.kept_stride[1][{}], dst_p = p.kept_stride[0][{}];\n", l, q);
         body += fmt::format("    for ({0} t = ({0})blockIdx.x; t < tiles; t += ({0})gridDim.x) {{\n", idx());
         body += fmt::format("        const {0} x = t % tiles_l, y = (t / tiles_l) % tiles_p;\n", idx());
         if (s.kept_rank > 2) body += fmt::format("        const {0} batch = t / tiles_l / tiles_p;\n", idx());
         body += "        einc_i64 o0 = 0, o1 = 0;\n";
         body += decompose("batch", "kept_extent", "kept_stride", s.kept_rank - 2, kept_accesses(true), idx());
         body += fmt::format("        const {0} l0 = x * 32, p0 = y * 32;\n", idx());
-        body += fmt::format("        for ({0} j = ({0})threadIdx.y; j < 32; j += ({0})blockDim.y) {{\n", idx());
+        body +=
+            fmt::format("        for ({0} j = ({0})threadIdx.y; j < 32; j += ({0})blockDim.y) {{\n", idx());
         body += fmt::format("            const {0} l = l0 + j, q = p0 + ({0})threadIdx.x;\n", idx());
-        body += "            if (l < el && q < ep) tile[j * 33 + threadIdx.x] = src0[o1 + (einc_i64)l * src_l + q];\n        }\n";
+        body += "            if (l < el && q < ep) tile[j * 33 + threadIdx.x] = src0[o1 + (einc_i64)l * "
+                "src_l + q];\n        }\n";
         body += "        EINC_SYNC();\n";
-        body += fmt::format("        for ({0} j = ({0})threadIdx.y; j < 32; j += ({0})blockDim.y) {{\n", idx());
+        body +=
+            fmt::format("        for ({0} j = ({0})threadIdx.y; j < 32; j += ({0})blockDim.y) {{\n", idx());
         body += fmt::format("            const {0} q = p0 + j, l = l0 + ({0})threadIdx.x;\n", idx());
-        body += "            if (q < ep && l < el) dst[o0 + (einc_i64)q * dst_p + l] = tile[threadIdx.x * 33 + j];\n        }\n";
+        body += "            if (q < ep && l < el) dst[o0 + (einc_i64)q * dst_p + l] = tile[threadIdx.x * 33 "
+                "+ j];\n        }\n";
         body += "        EINC_SYNC();\n    }\n";
         return fmt::format("EINC_KERNEL_ENTRY {}({}) {{\n{}}}\n", s.name(), parameters(false), body);
     }
@@ -292,14 +323,20 @@ struct Text {
     }
 
     std::string reduce_prologue(const std::string& item, const std::string& item_step) const {
-        std::string body = fmt::format("    const {0} outputs = ({0})p.kept_count, items = outputs * ({0})p.split;\n", idx());
+        std::string body = fmt::format(
+            "    const {0} outputs = ({0})p.kept_count, items = outputs * ({0})p.split;\n", idx());
         body += fmt::format("    const {0} terms = ({0})p.reduced_count, chunk = ({0})p.chunk;\n", idx());
-        body += fmt::format("    for ({0} item = {1}; item < items; item += {2}) {{\n", idx(), item, item_step);
+        body +=
+            fmt::format("    for ({0} item = {1}; item < items; item += {2}) {{\n", idx(), item, item_step);
         body += fmt::format("        const {0} out = item % outputs, part = item / outputs;\n", idx());
         if (s.kept_rank == 0 && !s.partials) body += "        (void)out;\n";
-        body += offsets_declaration(!s.partials);  // partial results are indexed by `out`, not the destination
-        body += decompose("out", "kept_extent", "kept_stride", s.kept_rank, kept_accesses(!s.partials), idx());
-        body += fmt::format("        const {0} begin = part * chunk;\n        const {0} end = begin + chunk < terms ? begin + chunk : terms;\n", idx());
+        body +=
+            offsets_declaration(!s.partials);  // partial results are indexed by `out`, not the destination
+        body +=
+            decompose("out", "kept_extent", "kept_stride", s.kept_rank, kept_accesses(!s.partials), idx());
+        body += fmt::format("        const {0} begin = part * chunk;\n        const {0} end = begin + chunk "
+                            "< terms ? begin + chunk : terms;\n",
+                            idx());
         body += fmt::format("        {} acc = {};\n", acc(), identity(s.op, s.accumulator));
         return body;
     }
@@ -307,20 +344,24 @@ struct Text {
     // A warp per output (or per chunk of one): lanes read consecutive terms, then fold by shuffles.
     std::string reduce_rows() const {
         std::string body = fmt::format("    const {0} lane = ({0})threadIdx.x & 31;\n", idx());
-        body += fmt::format("    const {0} warp = (({0})blockIdx.x * ({0})blockDim.x + ({0})threadIdx.x) >> 5;\n", idx());
+        body += fmt::format(
+            "    const {0} warp = (({0})blockIdx.x * ({0})blockDim.x + ({0})threadIdx.x) >> 5;\n", idx());
         body += fmt::format("    const {0} warps = (({0})gridDim.x * ({0})blockDim.x) >> 5;\n", idx());
         body += reduce_prologue("warp", "warps");
         body += fold_terms("begin + lane", "end", "32");
-        body += fmt::format("        for (int delta = 16; delta > 0; delta >>= 1) {{\n            const {} other = EINC_SHFL_DOWN(acc, delta);\n"
-                            "            acc = {};\n        }}\n", acc(), fold(s.op, "acc", "other"));
+        body += fmt::format("        for (int delta = 16; delta > 0; delta >>= 1) {{\n            const {} "
+                            "other = EINC_SHFL_DOWN(acc, delta);\n"
+                            "            acc = {};\n        }}\n",
+                            acc(), fold(s.op, "acc", "other"));
         body += "        if (lane == 0) {\n" + result("            ") + "        }\n    }\n";
         return fmt::format("EINC_KERNEL_ENTRY {}({}) {{\n{}}}\n", s.name(), parameters(s.partials), body);
     }
 
     // A thread per output (or per chunk of one): neighbouring threads read neighbouring outputs' terms.
     std::string reduce_columns() const {
-        std::string body = reduce_prologue(fmt::format("({0})blockIdx.x * ({0})blockDim.x + ({0})threadIdx.x", idx()),
-                                           fmt::format("({0})gridDim.x * ({0})blockDim.x", idx()));
+        std::string body =
+            reduce_prologue(fmt::format("({0})blockIdx.x * ({0})blockDim.x + ({0})threadIdx.x", idx()),
+                            fmt::format("({0})gridDim.x * ({0})blockDim.x", idx()));
         body += fold_terms("begin", "end", "1");
         body += result("        ") + "    }\n";
         return fmt::format("EINC_KERNEL_ENTRY {}({}) {{\n{}}}\n", s.name(), parameters(s.partials), body);
@@ -328,17 +369,24 @@ struct Text {
 
     // The partial results of every chunk of an output folded, in chunk order (deterministic).
     std::string finalize() const {
-        std::string body = fmt::format("    const {0} outputs = ({0})p.kept_count, split = ({0})p.split;\n", idx());
-        if (s.op == Reduction::mean) body += fmt::format("    const {0} terms = ({0})p.reduced_count;\n", idx());
-        body += fmt::format("    for ({0} out = ({0})blockIdx.x * ({0})blockDim.x + ({0})threadIdx.x; out < outputs; out += ({0})gridDim.x * ({0})blockDim.x) {{\n", idx());
+        std::string body =
+            fmt::format("    const {0} outputs = ({0})p.kept_count, split = ({0})p.split;\n", idx());
+        if (s.op == Reduction::mean)
+            body += fmt::format("    const {0} terms = ({0})p.reduced_count;\n", idx());
+        body += fmt::format("    for ({0} out = ({0})blockIdx.x * ({0})blockDim.x + ({0})threadIdx.x; out < "
+                            "outputs; out += ({0})gridDim.x * ({0})blockDim.x) {{\n",
+                            idx());
         body += "        einc_i64 o0 = 0;\n";
         body += decompose("out", "kept_extent", "kept_stride", s.kept_rank, {{0, "o0"}}, idx());
         body += fmt::format("        {} acc = {};\n", acc(), identity(s.op, s.accumulator));
-        body += fmt::format("        for ({} c = 0; c < split; ++c) {{\n            const {} x = partials[(einc_i64)c * outputs + out];\n"
-                            "            acc = {};\n        }}\n", idx(), acc(), fold(s.op, "acc", "x"));
+        body += fmt::format("        for ({} c = 0; c < split; ++c) {{\n            const {} x = "
+                            "partials[(einc_i64)c * outputs + out];\n"
+                            "            acc = {};\n        }}\n",
+                            idx(), acc(), fold(s.op, "acc", "x"));
         body += "        " + store_result(finish(s.op, "acc", acc())) + "\n    }\n";
-        const std::string parameters = fmt::format("einc_params p, {}* EINC_RESTRICT dst, const {}* EINC_RESTRICT partials",
-                                                   storage(s.destination), acc());
+        const std::string parameters =
+            fmt::format("einc_params p, {}* EINC_RESTRICT dst, const {}* EINC_RESTRICT partials",
+                        storage(s.destination), acc());
         return fmt::format("EINC_KERNEL_ENTRY {}({}) {{\n{}}}\n", s.name(), parameters, body);
     }
 
@@ -353,7 +401,8 @@ struct Text {
             for (const int a : accesses) out += fmt::format("            const einc_i64 q{0} = o{0};\n", a);
         } else if (s.reduced_rank == 1) {  // the common case: no division
             for (const int a : accesses)
-                out += fmt::format("            const einc_i64 q{0} = o{0} + (einc_i64)r * p.reduced_stride[{0}][0];\n", a);
+                out += fmt::format(
+                    "            const einc_i64 q{0} = o{0} + (einc_i64)r * p.reduced_stride[{0}][0];\n", a);
         } else {
             std::vector<std::pair<int, std::string>> offsets;
             for (const int a : accesses) {
@@ -362,7 +411,8 @@ struct Text {
             }
             out += decompose("r", "reduced_extent", "reduced_stride", s.reduced_rank, offsets, idx());
         }
-        out += fmt::format("            const {} x = ({}){};\n", acc(), acc(), load(s.sources[0], "src0 + q1"));
+        out +=
+            fmt::format("            const {} x = ({}){};\n", acc(), acc(), load(s.sources[0], "src0 + q1"));
         return out + body + "        }\n";
     }
 
@@ -374,31 +424,45 @@ struct Text {
     //             grad * (product / x) where there is no zero, grad * product to a lone zero, else 0
     std::string route() const {
         const std::string a = acc();
-        std::string body = fmt::format("    const {0} count = ({0})p.kept_count, terms = ({0})p.reduced_count;\n", idx());
-        body += fmt::format("    for ({0} i = ({0})blockIdx.x * ({0})blockDim.x + ({0})threadIdx.x; i < count; i += ({0})gridDim.x * ({0})blockDim.x) {{\n", idx());
+        std::string body =
+            fmt::format("    const {0} count = ({0})p.kept_count, terms = ({0})p.reduced_count;\n", idx());
+        body += fmt::format("    for ({0} i = ({0})blockIdx.x * ({0})blockDim.x + ({0})threadIdx.x; i < "
+                            "count; i += ({0})gridDim.x * ({0})blockDim.x) {{\n",
+                            idx());
         body += "        einc_i64 o0 = 0, o1 = 0, o2 = 0;\n";
         body += decompose("i", "kept_extent", "kept_stride", s.kept_rank, kept_accesses(true), idx());
         body += fmt::format("        const {0} gradient = ({0}){1};\n", a, load(s.sources[1], "src1 + o2"));
         if (s.op == Reduction::prod) {
             body += fmt::format("        {} product = 1;\n        einc_i64 zeros = 0;\n", a);
-            body += route_terms(false, fmt::format("            if (x == ({0})0) ++zeros;\n            else product = product * x;\n", a));
-            body += route_terms(true, fmt::format("            {0} share = 0;\n"
-                                                  "            if (zeros == 0) share = gradient * (product / x);\n"
-                                                  "            else if (zeros == 1 && x == ({0})0) share = gradient * product;\n"
-                                                  "            {1}\n",
-                                                  a, store_result("share", "q0")));
+            body += route_terms(
+                false,
+                fmt::format(
+                    "            if (x == ({0})0) ++zeros;\n            else product = product * x;\n", a));
+            body += route_terms(
+                true,
+                fmt::format("            {0} share = 0;\n"
+                            "            if (zeros == 0) share = gradient * (product / x);\n"
+                            "            else if (zeros == 1 && x == ({0})0) share = gradient * product;\n"
+                            "            {1}\n",
+                            a, store_result("share", "q0")));
         } else {
             EINC_ASSERT(s.op == Reduction::max || s.op == Reduction::min);
             // A term that equals the extremum so far is a tie; one beyond it starts the count again.
             const std::string beyond = s.op == Reduction::max ? ">" : "<";
-            body += fmt::format("        {0} extremum = ({0}){1};\n        einc_i64 ties = 0;\n        bool has_nan = false;\n", a,
-                                load(s.sources[0], "src0 + o1"));
-            body += route_terms(false, fmt::format("            if (x != x) has_nan = true;\n"
-                                                   "            else if (x {} extremum) {{ extremum = x; ties = 1; }}\n"
-                                                   "            else if (x == extremum) ++ties;\n",
-                                                   beyond));
-            body += fmt::format("        const {0} share = !has_nan && ties > 0 ? gradient / ({0})ties : ({0})0;\n", a);
-            body += route_terms(true, fmt::format("            {}\n", store_result(fmt::format("(!has_nan && x == extremum ? share : ({})0)", a), "q0")));
+            body += fmt::format("        {0} extremum = ({0}){1};\n        einc_i64 ties = 0;\n        bool "
+                                "has_nan = false;\n",
+                                a, load(s.sources[0], "src0 + o1"));
+            body += route_terms(
+                false, fmt::format("            if (x != x) has_nan = true;\n"
+                                   "            else if (x {} extremum) {{ extremum = x; ties = 1; }}\n"
+                                   "            else if (x == extremum) ++ties;\n",
+                                   beyond));
+            body += fmt::format(
+                "        const {0} share = !has_nan && ties > 0 ? gradient / ({0})ties : ({0})0;\n", a);
+            body += route_terms(
+                true, fmt::format(
+                          "            {}\n",
+                          store_result(fmt::format("(!has_nan && x == extremum ? share : ({})0)", a), "q0")));
         }
         body += "    }\n";
         return fmt::format("EINC_KERNEL_ENTRY {}({}) {{\n{}}}\n", s.name(), parameters(false), body);

@@ -32,10 +32,12 @@ struct Pairwise {
     double flops = 0;
 };
 
-Pairwise contract(const AxisSet& a, const AxisSet& b, const AxisSet& needed_elsewhere, std::span<const std::int64_t> sizes) {
+Pairwise contract(const AxisSet& a, const AxisSet& b, const AxisSet& needed_elsewhere,
+                  std::span<const std::int64_t> sizes) {
     const AxisSet all = unite(a, b);
     Pairwise p;
-    std::set_intersection(all.begin(), all.end(), needed_elsewhere.begin(), needed_elsewhere.end(), std::back_inserter(p.result));
+    std::set_intersection(all.begin(), all.end(), needed_elsewhere.begin(), needed_elsewhere.end(),
+                          std::back_inserter(p.result));
     const bool summed = p.result.size() < all.size();
     p.flops = product(all, sizes) * (summed ? 2 : 1);
     return p;
@@ -78,7 +80,8 @@ void emit_pairs(std::uint64_t mask, const std::vector<Best>& best, std::vector<s
     list.push_back(mask);
 }
 
-ContractionPath optimal(std::span<const AxisSet> operands, const AxisSet& output, std::span<const std::int64_t> sizes) {
+ContractionPath optimal(std::span<const AxisSet> operands, const AxisSet& output,
+                        std::span<const std::int64_t> sizes) {
     const std::size_t n = operands.size();
     const std::uint64_t full = (std::uint64_t{1} << n) - 1;
     std::vector<Best> best(full + 1);
@@ -116,13 +119,14 @@ ContractionPath optimal(std::span<const AxisSet> operands, const AxisSet& output
 // contract(a, b, needed, sizes) where `needed` is the output and every operand of the list but a and b:
 // an axis is needed elsewhere when the output has it or more operands hold it than a and b together.
 // Linear in |a| + |b| (rebuilding `needed` per pair would make greedy cubic per step).
-Pairwise contract_in_list(const AxisSet& a, const AxisSet& b, const std::vector<int>& holders, const std::vector<bool>& in_output,
-                          std::span<const std::int64_t> sizes) {
+Pairwise contract_in_list(const AxisSet& a, const AxisSet& b, const std::vector<int>& holders,
+                          const std::vector<bool>& in_output, std::span<const std::int64_t> sizes) {
     const AxisSet all = unite(a, b);
     Pairwise p;
     for (const AxisId axis : all) {
         const auto k = static_cast<std::size_t>(axis);
-        const int here = static_cast<int>(std::binary_search(a.begin(), a.end(), axis)) + static_cast<int>(std::binary_search(b.begin(), b.end(), axis));
+        const int here = static_cast<int>(std::binary_search(a.begin(), a.end(), axis)) +
+                         static_cast<int>(std::binary_search(b.begin(), b.end(), axis));
         if (in_output[k] || holders[k] > here) p.result.push_back(axis);
     }
     const bool summed = p.result.size() < all.size();
@@ -130,7 +134,8 @@ Pairwise contract_in_list(const AxisSet& a, const AxisSet& b, const std::vector<
     return p;
 }
 
-ContractionPath greedy(std::span<const AxisSet> operands, const AxisSet& output, std::span<const std::int64_t> sizes) {
+ContractionPath greedy(std::span<const AxisSet> operands, const AxisSet& output,
+                       std::span<const std::int64_t> sizes) {
     std::vector<AxisSet> list(operands.begin(), operands.end());
     ContractionPath path;
     path.optimal = false;
@@ -166,8 +171,9 @@ ContractionPath greedy(std::span<const AxisSet> operands, const AxisSet& output,
 
 }  // namespace
 
-ContractionPath contraction_order(std::span<const std::vector<AxisId>> operands, std::span<const AxisId> output,
-                                  std::span<const std::int64_t> sizes, std::size_t optimal_limit) {
+ContractionPath contraction_order(std::span<const std::vector<AxisId>> operands,
+                                  std::span<const AxisId> output, std::span<const std::int64_t> sizes,
+                                  std::size_t optimal_limit) {
     EINC_ASSERT(operands.size() >= 2);
     std::vector<AxisSet> sets;
     AxisSet all;
@@ -183,7 +189,9 @@ ContractionPath contraction_order(std::span<const std::vector<AxisId>> operands,
     const bool use_optimal = operands.size() <= std::min<std::size_t>(optimal_limit, max_optimal_operands);
     ContractionPath path = use_optimal ? optimal(sets, out, sizes) : greedy(sets, out, sizes);
     const bool summed = all.size() > out.size();
-    path.naive_flops = product(all, sizes) * (static_cast<double>(std::max<std::size_t>(1, operands.size() - 1)) + (summed ? 1 : 0));
+    path.naive_flops =
+        product(all, sizes) *
+        (static_cast<double>(std::max<std::size_t>(1, operands.size() - 1)) + (summed ? 1 : 0));
     return path;
 }
 

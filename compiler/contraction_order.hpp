@@ -18,7 +18,8 @@ namespace einc {
 // operands[i] is the set of axes of operand i; `sizes` is indexed by AxisId.
 // @pre operands.size() >= 2
 // @post path.pairs.size() == operands.size() - 1
-ContractionPath contraction_order(std::span<const std::vector<AxisId>> operands, std::span<const AxisId> output,
-                                  std::span<const std::int64_t> sizes, std::size_t optimal_limit);
+ContractionPath contraction_order(std::span<const std::vector<AxisId>> operands,
+                                  std::span<const AxisId> output, std::span<const std::int64_t> sizes,
+                                  std::size_t optimal_limit);
 
 }  // namespace einc

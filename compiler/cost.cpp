@@ -16,7 +16,9 @@
 
 namespace einc {
 
-double Cost::intensity() const { return bytes() > 0 ? flops / bytes() : 0; }
+double Cost::intensity() const {
+    return bytes() > 0 ? flops / bytes() : 0;
+}
 
 Cost& Cost::operator+=(const Cost& other) {
     flops += other.flops;
@@ -67,7 +69,9 @@ bool same_model(const DeviceModel& a, const DeviceModel& b) {
 
 }  // namespace
 
-std::span<const DeviceModel> device_models() { return devices; }
+std::span<const DeviceModel> device_models() {
+    return devices;
+}
 
 const DeviceModel* device_model_named(std::string_view key) {
     std::string lower;
@@ -78,8 +82,9 @@ const DeviceModel* device_model_named(std::string_view key) {
     if (lower == "local") {
         const LocalDeviceLoader loader = local_device_loader.load(std::memory_order_acquire);
         if (!loader)
-            throw Error(ErrorKind::unsupported,
-                        "the local device model is read by einc's runtime, which this program does not include")
+            throw Error(
+                ErrorKind::unsupported,
+                "the local device model is read by einc's runtime, which this program does not include")
                 .help("include <einc/einc.hpp> (or runtime/calibration.hpp), which installs the reader");
         return &loader();
     }
@@ -152,8 +157,8 @@ std::string describe_bound(const Cost& cost, const DeviceModel& device, DType dt
     const Roof roof = roof_of(cost, device, dtype, allow_tf32);
     if (roof == Roof::free) return "free: no FLOPs, no bytes moved";
     if (cost.flops == 0) return fmt::format("memory-bound: 0 FLOP/B (pure data movement) on {}", key);
-    return fmt::format("{}-bound: {:.3g} FLOP/B {} {:.3g} FLOP/B ridge of {} ({})", name_of(roof), cost.intensity(),
-                       roof == Roof::compute ? ">" : "<", r.ridge, key, precision);
+    return fmt::format("{}-bound: {:.3g} FLOP/B {} {:.3g} FLOP/B ridge of {} ({})", name_of(roof),
+                       cost.intensity(), roof == Roof::compute ? ">" : "<", r.ridge, key, precision);
 }
 
 // ---- counting ---------------------------------------------------------------------------------------
@@ -186,42 +191,50 @@ Cost step_cost(const Plan& plan, const Step& step) {
         Overloaded{
             [](const View&) { return Cost{}; },
             [&](const Copy& copy) {
-                return Cost{0, bytes_of(copy.src.layout, dtype(copy.src.buffer)), bytes_of(copy.dst.layout, dtype(copy.dst.buffer)),
-                            workspace(copy.dst.buffer)};
+                return Cost{0, bytes_of(copy.src.layout, dtype(copy.src.buffer)),
+                            bytes_of(copy.dst.layout, dtype(copy.dst.buffer)), workspace(copy.dst.buffer)};
             },
             [&](const Reduce& reduce) {
                 const Layout out = written(reduce.dst.layout);
                 const double flops = static_cast<double>(reduce.src.layout.size()) +
-                                     (reduce.op == Reduction::mean ? static_cast<double>(out.size()) : 0);  // mean divides once per output
-                return Cost{flops, bytes_of(reduce.src.layout, dtype(reduce.src.buffer)), bytes_of(out, dtype(reduce.dst.buffer)),
-                            workspace(reduce.dst.buffer)};
+                                     (reduce.op == Reduction::mean ? static_cast<double>(out.size())
+                                                                   : 0);  // mean divides once per output
+                return Cost{flops, bytes_of(reduce.src.layout, dtype(reduce.src.buffer)),
+                            bytes_of(out, dtype(reduce.dst.buffer)), workspace(reduce.dst.buffer)};
             },
             [&](const Contract& contract) {
                 const Layout out = written(contract.dst.layout);
                 const bool summed = out.size() < contract.dst.layout.size();
-                // (operands - 1) multiplications per element of the nest, plus one add where products are summed
-                const double flops = static_cast<double>(contract.dst.layout.size()) *
-                                     (static_cast<double>(std::max<std::size_t>(1, contract.srcs.size() - 1)) + (summed ? 1 : 0));
+                // (operands - 1) multiplications per element of the nest, plus one add where products are
+                // summed
+                const double flops =
+                    static_cast<double>(contract.dst.layout.size()) *
+                    (static_cast<double>(std::max<std::size_t>(1, contract.srcs.size() - 1)) +
+                     (summed ? 1 : 0));
                 double read = 0;
                 for (const Access& src : contract.srcs) read += bytes_of(src.layout, dtype(src.buffer));
-                return Cost{flops, read, bytes_of(out, dtype(contract.dst.buffer)), workspace(contract.dst.buffer)};
+                return Cost{flops, read, bytes_of(out, dtype(contract.dst.buffer)),
+                            workspace(contract.dst.buffer)};
             },
             [&](const Route& route) {
                 // Two passes over the terms (find the extremum or product, then share it out): two
                 // operations per element; x and the output's gradient read once, x's gradient written once.
                 return Cost{2.0 * static_cast<double>(route.src.layout.size()),
-                            bytes_of(route.src.layout, dtype(route.src.buffer)) + bytes_of(route.grad.layout, dtype(route.grad.buffer)),
+                            bytes_of(route.src.layout, dtype(route.src.buffer)) +
+                                bytes_of(route.grad.layout, dtype(route.grad.buffer)),
                             bytes_of(route.dst.layout, dtype(route.dst.buffer)), workspace(route.dst.buffer)};
             },
             [&](const Gemm& gemm) {
                 // A matrix broadcast over the batch (batch stride 0) is read once.
                 const auto matrix_bytes = [&](const GemmMatrix& m, std::int64_t rows, std::int64_t cols) {
                     return static_cast<double>(m.batch_stride == 0 ? 1 : gemm.batch) *
-                           static_cast<double>(m.outer_stride == 0 ? 1 : gemm.outer) * static_cast<double>(rows) *
-                           static_cast<double>(cols) * static_cast<double>(size_of(dtype(m.buffer)));
+                           static_cast<double>(m.outer_stride == 0 ? 1 : gemm.outer) *
+                           static_cast<double>(rows) * static_cast<double>(cols) *
+                           static_cast<double>(size_of(dtype(m.buffer)));
                 };
-                return Cost{2.0 * static_cast<double>(gemm.outer) * static_cast<double>(gemm.batch) * static_cast<double>(gemm.m) *
-                                static_cast<double>(gemm.n) * static_cast<double>(gemm.k),
+                return Cost{2.0 * static_cast<double>(gemm.outer) * static_cast<double>(gemm.batch) *
+                                static_cast<double>(gemm.m) * static_cast<double>(gemm.n) *
+                                static_cast<double>(gemm.k),
                             matrix_bytes(gemm.a, gemm.m, gemm.k) + matrix_bytes(gemm.b, gemm.k, gemm.n),
                             matrix_bytes(gemm.c, gemm.m, gemm.n), workspace(gemm.c.buffer)};
             },
@@ -263,8 +276,12 @@ std::string with_prefix(double value, std::string_view unit) {
 
 }  // namespace
 
-std::string format_flops(double flops) { return with_prefix(flops, "FLOP"); }
-std::string format_bytes(double bytes) { return with_prefix(bytes, "B"); }
+std::string format_flops(double flops) {
+    return with_prefix(flops, "FLOP");
+}
+std::string format_bytes(double bytes) {
+    return with_prefix(bytes, "B");
+}
 
 std::string format_seconds(double seconds) {
     if (seconds == 0) return "0 s";

@@ -38,7 +38,8 @@ struct DeviceModel {
     std::string_view name;  // what the GPU or CPU is
     double bandwidth = 0;   // bytes per second, read + write
     double peak_f64 = 0, peak_f32 = 0, peak_tf32 = 0, peak_bf16 = 0, peak_f16 = 0, peak_fp8 = 0, peak_i8 = 0;
-    int multiprocessors = 0;  // a GPU's streaming multiprocessors (what its schedule is made for); 0 for a CPU
+    int multiprocessors =
+        0;  // a GPU's streaming multiprocessors (what its schedule is made for); 0 for a CPU
 };
 
 // The fixed table: h100, h200, a100 and cpu (the development machine). Not "local".

@@ -14,17 +14,30 @@ struct DTypeInfo {
 };
 
 constexpr DTypeInfo info[] = {
-    {"f64", 8, "float64"},         {"f32", 4, "float32"},          {"f16", 2, "float16"}, {"bf16", 2, "bfloat16"},
-    {"f8e4m3", 1, "float8_e4m3fn"}, {"f8e5m2", 1, "float8_e5m2"}, {"i8", 1, "int8"},     {"i32", 4, "int32"},
-    {"i64", 8, "int64"},           {"bool", 1, "bool_"},
+    {"f64", 8, "float64"},
+    {"f32", 4, "float32"},
+    {"f16", 2, "float16"},
+    {"bf16", 2, "bfloat16"},
+    {"f8e4m3", 1, "float8_e4m3fn"},
+    {"f8e5m2", 1, "float8_e5m2"},
+    {"i8", 1, "int8"},
+    {"i32", 4, "int32"},
+    {"i64", 8, "int64"},
+    {"bool", 1, "bool_"},
 };
 
-const DTypeInfo& info_of(DType dtype) { return info[static_cast<std::size_t>(dtype)]; }
+const DTypeInfo& info_of(DType dtype) {
+    return info[static_cast<std::size_t>(dtype)];
+}
 
 }  // namespace
 
-std::size_t size_of(DType dtype) { return info_of(dtype).size; }
-std::string_view name_of(DType dtype) { return info_of(dtype).name; }
+std::size_t size_of(DType dtype) {
+    return info_of(dtype).size;
+}
+std::string_view name_of(DType dtype) {
+    return info_of(dtype).name;
+}
 
 std::optional<DType> dtype_named(std::string_view name) {
     for (const DType dtype : all_dtypes)
@@ -40,13 +53,16 @@ bool is_floating(DType dtype) {
            dtype == DType::f8e4m3 || dtype == DType::f8e5m2;
 }
 
-bool is_integer(DType dtype) { return dtype == DType::i8 || dtype == DType::i32 || dtype == DType::i64; }
+bool is_integer(DType dtype) {
+    return dtype == DType::i8 || dtype == DType::i32 || dtype == DType::i64;
+}
 
 DType result_dtype(Op op, Reduction reduction, DType input, bool reduces_an_axis) {
     const bool fp8 = input == DType::f8e4m3 || input == DType::f8e5m2;
     if (op == Op::einsum) {
         if (input == DType::boolean || fp8)
-            throw Error(ErrorKind::unsupported, fmt::format("einsum on {} operands is not supported", name_of(input)))
+            throw Error(ErrorKind::unsupported,
+                        fmt::format("einsum on {} operands is not supported", name_of(input)))
                 .help("einsum takes f64, f32, f16, bf16, i8, i32 or i64 operands");
         return input;
     }
@@ -63,7 +79,8 @@ DType result_dtype(Op op, Reduction reduction, DType input, bool reduces_an_axis
     case Reduction::all: return DType::boolean;
     case Reduction::mean:
         if (!is_floating(input))
-            throw Error(ErrorKind::unsupported, fmt::format("mean of {} values is not defined", name_of(input)))
+            throw Error(ErrorKind::unsupported,
+                        fmt::format("mean of {} values is not defined", name_of(input)))
                 .help("as in einops, mean needs a floating-point tensor: convert it first, or use sum");
         return input;
     case Reduction::none: break;

@@ -5,7 +5,8 @@
 namespace einc {
 
 std::string_view name_of(KernelKind kind) {
-    static constexpr std::string_view names[] = {"elementwise", "vector_copy", "transpose", "reduce_rows", "reduce_columns", "finalize", "route"};
+    static constexpr std::string_view names[] = {"elementwise",    "vector_copy", "transpose", "reduce_rows",
+                                                 "reduce_columns", "finalize",    "route"};
     return names[static_cast<std::size_t>(kind)];
 }
 

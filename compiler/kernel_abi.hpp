@@ -30,17 +30,27 @@
 
 namespace einc {
 
-enum class KernelKind : std::uint8_t { elementwise, vector_copy, transpose, reduce_rows, reduce_columns, finalize, route };
+enum class KernelKind : std::uint8_t {
+    elementwise,
+    vector_copy,
+    transpose,
+    reduce_rows,
+    reduce_columns,
+    finalize,
+    route
+};
 std::string_view name_of(KernelKind kind);
 
-inline constexpr int max_kernel_rank = 12;    // modes of kept or of reduced axes, after canonicalization
-inline constexpr int max_kernel_sources = 2;  // an elementwise product reads two; route reads x and the gradient
+inline constexpr int max_kernel_rank = 12;  // modes of kept or of reduced axes, after canonicalization
+inline constexpr int max_kernel_sources =
+    2;  // an elementwise product reads two; route reads x and the gradient
 
 // Everything a kernel's source text depends on.
 struct KernelSignature {
     KernelKind kind = KernelKind::elementwise;
-    Reduction op = Reduction::none;  // none: a copy; sum over products for a contraction; route: max, min, prod
-    std::vector<DType> sources;      // dtypes of the sources (empty for finalize; route: x, then the gradient)
+    Reduction op =
+        Reduction::none;         // none: a copy; sum over products for a contraction; route: max, min, prod
+    std::vector<DType> sources;  // dtypes of the sources (empty for finalize; route: x, then the gradient)
     DType destination = DType::f32;
     DType accumulator = DType::f32;  // what reductions fold in
     int kept_rank = 0, reduced_rank = 0;

@@ -1,9 +1,9 @@
 #include "compiler/layout.hpp"
 
 #include <algorithm>
-#include <numeric>
 #include <fmt/format.h>
 #include <limits>
+#include <numeric>
 
 #include "compiler/checked.hpp"
 #include "grammar/diagnostic.hpp"
@@ -124,8 +124,10 @@ OffsetRange offset_range(const Layout& layout) {
     OffsetRange range{0, 1};
     for (const Mode& m : layout.modes) {
         const std::int64_t reach = (m.extent - 1) * m.stride;
-        if (reach < 0) range.begin += reach;
-        else range.end += reach;
+        if (reach < 0)
+            range.begin += reach;
+        else
+            range.end += reach;
     }
     return range;
 }

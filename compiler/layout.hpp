@@ -28,7 +28,7 @@ struct Layout {
     SmallVector<Mode, 8> modes;  // inline up to rank 8: making and copying a layout allocates nothing
 
     std::size_t rank() const { return modes.size(); }
-    std::int64_t size() const;                        // number of indices: product of extents (INT64_MAX if it overflows)
+    std::int64_t size() const;  // number of indices: product of extents (INT64_MAX if it overflows)
     Shape extents() const;
     Shape strides() const;
     std::int64_t operator()(std::span<const std::int64_t> index) const;  // the offset of an index
@@ -40,15 +40,20 @@ std::string to_string(const Layout& layout);
 
 Layout make_layout(std::span<const std::int64_t> extents, std::span<const std::int64_t> strides);
 
-// @post row-major: the last mode has stride 1, each other mode's stride is the product of the extents after it
+// @post row-major: the last mode has stride 1, each other mode's stride is the product of the extents after
+// it
 //       (modulo 2^64 where that product does not fit in int64)
 Layout row_major(std::span<const std::int64_t> extents);
 
 // The strides of a row-major (C order) tensor of this shape.
-inline Shape row_major_strides(std::span<const std::int64_t> extents) { return row_major(extents).strides(); }
+inline Shape row_major_strides(std::span<const std::int64_t> extents) {
+    return row_major(extents).strides();
+}
 
 // Whether mode `outer` followed by mode `inner` walks memory as one mode of extent outer*inner.
-inline bool mergeable(Mode outer, Mode inner) { return outer.stride == inner.stride * inner.extent; }
+inline bool mergeable(Mode outer, Mode inner) {
+    return outer.stride == inner.stride * inner.extent;
+}
 
 // Drops extent-1 modes and merges adjacent modes that walk memory as one.
 // @post result(flat index) == layout(flat index) for every flat (row-major) index; no mode has extent 1;
@@ -66,7 +71,8 @@ std::optional<Mode> merge(std::span<const Mode> group);
 // @post merge(result) == mode (when mode.extent > 1)
 std::vector<Mode> split(Mode mode, std::span<const std::int64_t> extents);
 
-// Selects and reorders modes. @pre `order` lists distinct modes;  @post result.modes[k] == layout.modes[order[k]]
+// Selects and reorders modes. @pre `order` lists distinct modes;  @post result.modes[k] ==
+// layout.modes[order[k]]
 Layout permute(const Layout& layout, std::span<const std::size_t> order);
 
 // The modes ordered as memory is laid out, outermost first: by |stride| in keys[0] (largest first), ties

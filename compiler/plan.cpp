@@ -30,7 +30,8 @@ const TensorSpec& Plan::spec(Buffer buffer) const {
 }
 
 std::int64_t TensorSpec::bytes() const {
-    return saturating_mul(checked_product(shape).value_or(INT64_MAX), static_cast<std::int64_t>(size_of(dtype)));
+    return saturating_mul(checked_product(shape).value_or(INT64_MAX),
+                          static_cast<std::int64_t>(size_of(dtype)));
 }
 
 Epilogue epilogue_of(const Step& step) {
@@ -44,15 +45,16 @@ std::string_view step_kind(const Step& step) {
 }
 
 DType compute_dtype(const Plan& plan, const Step& step) {
-    const Buffer source = std::visit(Overloaded{
-                                         [](const View& view) { return view.source.buffer; },
-                                         [](const Copy& copy) { return copy.src.buffer; },
-                                         [](const Reduce& reduce) { return reduce.src.buffer; },
-                                         [](const Contract& contract) { return contract.srcs.front().buffer; },
-                                         [](const Gemm& gemm) { return gemm.a.buffer; },
-                                         [](const Route& route) { return route.src.buffer; },
-                                     },
-                                     step);
+    const Buffer source =
+        std::visit(Overloaded{
+                       [](const View& view) { return view.source.buffer; },
+                       [](const Copy& copy) { return copy.src.buffer; },
+                       [](const Reduce& reduce) { return reduce.src.buffer; },
+                       [](const Contract& contract) { return contract.srcs.front().buffer; },
+                       [](const Gemm& gemm) { return gemm.a.buffer; },
+                       [](const Route& route) { return route.src.buffer; },
+                   },
+                   step);
     return plan.spec(source).dtype;
 }
 
@@ -77,13 +79,15 @@ bool offsets_fit(const Shape& shape, const Shape& strides, std::size_t element_s
 
 void check_offsets_fit(const TensorSpec& spec, std::string_view what, std::size_t index) {
     if (!offsets_fit(spec.shape, spec.strides, size_of(spec.dtype)))
-        throw Error(ErrorKind::usage, fmt::format("{} {} has strides that reach beyond 64 bits of offset: ({}):({})", what, index,
-                                                  fmt::join(spec.shape, ","), fmt::join(spec.strides, ",")));
+        throw Error(ErrorKind::usage,
+                    fmt::format("{} {} has strides that reach beyond 64 bits of offset: ({}):({})", what,
+                                index, fmt::join(spec.shape, ","), fmt::join(spec.strides, ",")));
 }
 
 }  // namespace
 
-PlanBuilder::PlanBuilder(const Bound& bound_, std::span<const TensorSpec> inputs_, const PlanOptions& options_)
+PlanBuilder::PlanBuilder(const Bound& bound_, std::span<const TensorSpec> inputs_,
+                         const PlanOptions& options_)
     : bound(bound_), inputs(inputs_), options(options_) {
     EINC_ASSERT(inputs.size() == bound.inputs.size());
     plan.op = bound.op;
@@ -91,14 +95,17 @@ PlanBuilder::PlanBuilder(const Bound& bound_, std::span<const TensorSpec> inputs
     if (!inputs.empty()) input_dtype = inputs[0].dtype;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         if (inputs[i].dtype != input_dtype)
-            throw Error(ErrorKind::usage, fmt::format("{} operands must share one dtype: operand 0 is {}, operand {} is {}",
-                                                      name_of(bound.op), name_of(input_dtype), i, name_of(inputs[i].dtype)))
+            throw Error(ErrorKind::usage,
+                        fmt::format("{} operands must share one dtype: operand 0 is {}, operand {} is {}",
+                                    name_of(bound.op), name_of(input_dtype), i, name_of(inputs[i].dtype)))
                 .help("convert them to one dtype first");
         EINC_ASSERT(inputs[i].shape == bound.inputs[i].shape());
         EINC_ASSERT(inputs[i].strides.size() == inputs[i].shape.size());
         check_offsets_fit(inputs[i], "input", i);
     }
-    output_dtype = bound.op == Op::parse_shape ? input_dtype : result_dtype(bound.op, bound.reduction, input_dtype, !bound.reduced.empty());
+    output_dtype = bound.op == Op::parse_shape
+                       ? input_dtype
+                       : result_dtype(bound.op, bound.reduction, input_dtype, !bound.reduced.empty());
     const Epilogue& e = options.epilogue;
     if (!std::isfinite(e.alpha) || !std::isfinite(e.beta))
         throw Error(ErrorKind::usage,
@@ -111,13 +118,16 @@ PlanBuilder::PlanBuilder(const Bound& bound_, std::span<const TensorSpec> inputs
                                 e.beta, name_of(output_dtype)))
             .help("convert the inputs to a floating dtype first, or scale by whole numbers");
     if (!options.output_strides.empty() && options.output_strides.size() != bound.outputs.size())
-        throw Error(ErrorKind::usage, fmt::format("{} given for {}", counted(static_cast<std::int64_t>(options.output_strides.size()), "output"),
-                                                  counted(static_cast<std::int64_t>(bound.outputs.size()), "result")));
+        throw Error(ErrorKind::usage,
+                    fmt::format("{} given for {}",
+                                counted(static_cast<std::int64_t>(options.output_strides.size()), "output"),
+                                counted(static_cast<std::int64_t>(bound.outputs.size()), "result")));
     for (std::size_t k = 0; k < bound.outputs.size(); ++k) {
         const Shape shape = bound.outputs[k].shape();
         Shape strides = options.output_strides.empty() ? row_major_strides(shape) : options.output_strides[k];
         if (strides.size() != shape.size())
-            throw Error(ErrorKind::shape, fmt::format("output {} has {} strides for a {}-dim result", k, strides.size(), shape.size()));
+            throw Error(ErrorKind::shape, fmt::format("output {} has {} strides for a {}-dim result", k,
+                                                      strides.size(), shape.size()));
         plan.outputs.push_back(TensorSpec{output_dtype, shape, std::move(strides)});
         check_offsets_fit(plan.outputs.back(), "output", k);
     }
@@ -128,7 +138,8 @@ PlanBuilder::PlanBuilder(const Bound& bound_, std::span<const TensorSpec> inputs
 std::vector<std::vector<AxisId>> output_dim_axes(const Bound& bound, std::uint32_t k) {
     std::vector<std::vector<AxisId>> dims;
     for (const BoundDim& dim : bound.outputs[k].dims) dims.push_back(dim.axes);
-    if (bound.op == Op::pack && bound.concat->parts.size() == 1) dims[bound.concat->dim] = bound.concat->parts[0];
+    if (bound.op == Op::pack && bound.concat->parts.size() == 1)
+        dims[bound.concat->dim] = bound.concat->parts[0];
     return dims;
 }
 
@@ -136,7 +147,8 @@ std::vector<std::vector<AxisId>> output_dim_axes(const Bound& bound, std::uint32
 // stride s gives w the stride s and h the stride s * size(w); an axis in two dims (a diagonal) gets
 // the sum of both. Computed modulo 2^64: the strides of axes of length 2 or more fit (offsets_fit),
 // and those of length 1 (or of an empty tensor) are never stepped along, whatever they are.
-std::vector<std::int64_t> axis_strides(const Bound& bound, const std::vector<std::vector<AxisId>>& dims, const Shape& dim_strides) {
+std::vector<std::int64_t> axis_strides(const Bound& bound, const std::vector<std::vector<AxisId>>& dims,
+                                       const Shape& dim_strides) {
     std::vector<std::uint64_t> strides(bound.axes.size(), 0);
     for (std::size_t d = 0; d < dims.size(); ++d) {
         auto stride = static_cast<std::uint64_t>(dim_strides[d]);
@@ -163,17 +175,16 @@ std::vector<AxisId> axes_of(const std::vector<std::vector<AxisId>>& dims) {
     return axes;
 }
 
-
 Operand PlanBuilder::input(std::size_t i) const {
     const auto dims = dim_axes_of(bound.inputs[i]);
-    return Operand{Buffer{Buffer::Kind::input, static_cast<std::uint32_t>(i)}, 0, axis_strides(bound, dims, inputs[i].strides),
-                   axes_of(dims), input_dtype};
+    return Operand{Buffer{Buffer::Kind::input, static_cast<std::uint32_t>(i)}, 0,
+                   axis_strides(bound, dims, inputs[i].strides), axes_of(dims), input_dtype};
 }
 
 Operand PlanBuilder::output(std::size_t k) const {
     const auto dims = output_dim_axes(bound, static_cast<std::uint32_t>(k));
-    return Operand{Buffer{Buffer::Kind::output, static_cast<std::uint32_t>(k)}, 0, axis_strides(bound, dims, plan.outputs[k].strides),
-                   axes_of(dims), output_dtype};
+    return Operand{Buffer{Buffer::Kind::output, static_cast<std::uint32_t>(k)}, 0,
+                   axis_strides(bound, dims, plan.outputs[k].strides), axes_of(dims), output_dtype};
 }
 
 Operand PlanBuilder::temporary(const std::vector<AxisId>& axes, DType dtype) {
@@ -182,14 +193,16 @@ Operand PlanBuilder::temporary(const std::vector<AxisId>& axes, DType dtype) {
     const Shape strides = row_major_strides(shape);
     Operand operand{Buffer{Buffer::Kind::temporary, static_cast<std::uint32_t>(plan.temporaries.size())}, 0,
                     std::vector<std::int64_t>(bound.axes.size(), 0), axes, dtype};
-    for (std::size_t k = 0; k < axes.size(); ++k) operand.strides[static_cast<std::size_t>(axes[k])] = strides[k];
+    for (std::size_t k = 0; k < axes.size(); ++k)
+        operand.strides[static_cast<std::size_t>(axes[k])] = strides[k];
     plan.temporaries.push_back(TensorSpec{dtype, shape, strides});
     return operand;
 }
 
 Layout PlanBuilder::layout_of(std::span<const AxisId> axes, const Operand& operand) const {
     Layout layout;
-    for (const AxisId a : axes) layout.modes.push_back(Mode{bound.size(a), operand.strides[static_cast<std::size_t>(a)]});
+    for (const AxisId a : axes)
+        layout.modes.push_back(Mode{bound.size(a), operand.strides[static_cast<std::size_t>(a)]});
     return layout;
 }
 
@@ -207,7 +220,9 @@ std::string PlanBuilder::axis_names(std::span<const AxisId> axes) const {
     return fmt::format("{}", fmt::join(names, " "));
 }
 
-const TensorSpec& PlanBuilder::spec(Buffer buffer) const { return plan.spec(buffer); }
+const TensorSpec& PlanBuilder::spec(Buffer buffer) const {
+    return plan.spec(buffer);
+}
 
 void PlanBuilder::add(Step step, std::string why) {
     // The one place the caller's epilogue is attached: to every step that writes an output (each output
@@ -277,9 +292,11 @@ void move_to_output(PlanBuilder& b, const Operand& source, std::uint32_t k, cons
         const std::vector<AxisId>& dim = dim_axes[*blocking_dim];
         std::vector<std::string> strides;
         for (const AxisId a : dim)
-            strides.push_back(fmt::format("{}:{}", b.bound.axis(a).name, source.strides[static_cast<std::size_t>(a)]));
-        return fmt::format("output dim {} ({}) needs axes {} adjacent in memory in that order, but their strides are {}", *blocking_dim,
-                           b.axis_names(dim), b.axis_names(dim), fmt::join(strides, ", "));
+            strides.push_back(
+                fmt::format("{}:{}", b.bound.axis(a).name, source.strides[static_cast<std::size_t>(a)]));
+        return fmt::format(
+            "output dim {} ({}) needs axes {} adjacent in memory in that order, but their strides are {}",
+            *blocking_dim, b.axis_names(dim), b.axis_names(dim), fmt::join(strides, ", "));
     };
     if (b.options.require_view && !(can_view && !b.options.contiguous)) {
         Error error(ErrorKind::pattern, fmt::format("{} can't be a view of its input", name_of(b.bound.op)));
@@ -288,7 +305,8 @@ void move_to_output(PlanBuilder& b, const Operand& source, std::uint32_t k, cons
         } else if (source.buffer.kind != Buffer::Kind::input) {
             error.help("the result is computed, not moved");
         } else if (source.dtype != b.output_dtype) {
-            error.help(fmt::format("the result's dtype ({}) differs from the input's ({})", name_of(b.output_dtype), name_of(source.dtype)));
+            error.help(fmt::format("the result's dtype ({}) differs from the input's ({})",
+                                   name_of(b.output_dtype), name_of(source.dtype)));
         } else if (!b.options.epilogue.identity()) {
             error.help("alpha and beta scale the result into its output: it is written");
         } else {
@@ -298,18 +316,22 @@ void move_to_output(PlanBuilder& b, const Operand& source, std::uint32_t k, cons
     }
     if (can_view && !b.options.contiguous) {
         b.plan.outputs[k].strides = view.strides();
-        b.add(View{k, Access{source.buffer, source.offset, view}}, fmt::format("{}: every output dim is a stride of the input; no data moves", what));
+        b.add(View{k, Access{source.buffer, source.offset, view}},
+              fmt::format("{}: every output dim is a stride of the input; no data moves", what));
         return;
     }
     std::string why = what;
-    if (blocking_dim) why += ": " + describe_blocking();
-    else if (!b.bound.broadcast.empty()) why += fmt::format(": materialise the repetition along {}", b.axis_names(b.bound.broadcast));
-    else if (source.buffer.kind == Buffer::Kind::input && source.dtype == b.output_dtype && b.options.output_strides.empty())
+    if (blocking_dim)
+        why += ": " + describe_blocking();
+    else if (!b.bound.broadcast.empty())
+        why += fmt::format(": materialise the repetition along {}", b.axis_names(b.bound.broadcast));
+    else if (source.buffer.kind == Buffer::Kind::input && source.dtype == b.output_dtype &&
+             b.options.output_strides.empty())
         why += b.options.epilogue.identity() ? ": a fresh result was asked for (contiguous)"
                                              : ": scaled into its output (alpha, beta)";
     const Operand dst = b.output(k);
-    b.copy(Access{source.buffer, source.offset, b.layout_of(axes, source)}, Access{dst.buffer, dst.offset, b.layout_of(axes, dst)},
-           std::move(why));
+    b.copy(Access{source.buffer, source.offset, b.layout_of(axes, source)},
+           Access{dst.buffer, dst.offset, b.layout_of(axes, dst)}, std::move(why));
 }
 
 namespace {
@@ -317,28 +339,33 @@ namespace {
 void plan_reduce(PlanBuilder& b) {
     const Operand in = b.input(0);
     if (b.size_of_axes(b.bound.reduced) == 1 && b.output_dtype == b.input_dtype) {  // moves data at most
-        move_to_output(b, in, 0, b.bound.reduced.empty() ? std::string("reduce over no axis (as einops, a rearrange)")
-                                                         : fmt::format("{} over length 1", name_of(b.bound.reduction)));
+        move_to_output(b, in, 0,
+                       b.bound.reduced.empty() ? std::string("reduce over no axis (as einops, a rearrange)")
+                                               : fmt::format("{} over length 1", name_of(b.bound.reduction)));
         return;
     }
     const Operand out = b.output(0);
     std::vector<AxisId> axes;
-    for (const BoundDim& dim : b.bound.outputs[0].dims) axes.insert(axes.end(), dim.axes.begin(), dim.axes.end());
+    for (const BoundDim& dim : b.bound.outputs[0].dims)
+        axes.insert(axes.end(), dim.axes.begin(), dim.axes.end());
     axes.insert(axes.end(), b.bound.reduced.begin(), b.bound.reduced.end());
     Layout dst = b.layout_of(axes, out);  // reduced axes are absent from the output: stride 0
     if (b.options.require_view)
         throw Error(ErrorKind::pattern, "reduce can't be a view of its input").help("it computes new values");
-    b.reduce(b.bound.reduction, Access{in.buffer, 0, b.layout_of(axes, in)}, Access{out.buffer, 0, std::move(dst)},
+    b.reduce(b.bound.reduction, Access{in.buffer, 0, b.layout_of(axes, in)},
+             Access{out.buffer, 0, std::move(dst)},
              fmt::format("{} over {}", name_of(b.bound.reduction), b.axis_names(b.bound.reduced)));
 }
 
 // The strides of a part's axes within the concatenated dim of stride `stride`: row-major, as a group
 // `(h w)` lays out h and w.
-void lay_out_part(const Bound& bound, const std::vector<AxisId>& part, std::int64_t stride, Operand& operand) {
+void lay_out_part(const Bound& bound, const std::vector<AxisId>& part, std::int64_t stride,
+                  Operand& operand) {
     std::vector<std::int64_t> extents;
     for (const AxisId a : part) extents.push_back(bound.size(a));
     const std::vector<Mode> modes = split(Mode{0, stride}, extents);
-    for (std::size_t k = 0; k < part.size(); ++k) operand.strides[static_cast<std::size_t>(part[k])] = modes[k].stride;
+    for (std::size_t k = 0; k < part.size(); ++k)
+        operand.strides[static_cast<std::size_t>(part[k])] = modes[k].stride;
 }
 
 // pack: every input is copied into its slice of the concatenated dim.
@@ -349,7 +376,8 @@ void plan_pack(PlanBuilder& b) {
         return;
     }
     if (b.options.require_view)
-        throw Error(ErrorKind::pattern, "pack of several tensors can't be a view").help("it concatenates them into new memory");
+        throw Error(ErrorKind::pattern, "pack of several tensors can't be a view")
+            .help("it concatenates them into new memory");
     const std::int64_t concat_stride = b.plan.outputs[0].strides[concat.dim];
     for (std::size_t i = 0; i < b.bound.inputs.size(); ++i) {
         const Operand in = b.input(i);
@@ -358,9 +386,11 @@ void plan_pack(PlanBuilder& b) {
         lay_out_part(b.bound, part, concat_stride, dst);
         dst.offset = concat.offsets[i] * concat_stride;
         std::vector<AxisId> axes;
-        for (const BoundDim& dim : b.bound.inputs[i].dims) axes.insert(axes.end(), dim.axes.begin(), dim.axes.end());
+        for (const BoundDim& dim : b.bound.inputs[i].dims)
+            axes.insert(axes.end(), dim.axes.begin(), dim.axes.end());
         if (b.size_of_axes(axes) == 0) continue;
-        b.copy(Access{in.buffer, 0, b.layout_of(axes, in)}, Access{dst.buffer, dst.offset, b.layout_of(axes, dst)},
+        b.copy(Access{in.buffer, 0, b.layout_of(axes, in)},
+               Access{dst.buffer, dst.offset, b.layout_of(axes, dst)},
                fmt::format("tensor {} into [{}, {}) of dim {}", i, concat.offsets[i],
                            concat.offsets[i] + b.size_of_axes(part), concat.dim));
     }
@@ -377,14 +407,16 @@ void plan_unpack(PlanBuilder& b) {
         lay_out_part(b.bound, part, concat_stride, source);
         source.offset = concat.offsets[p] * concat_stride;
         move_to_output(b, source, static_cast<std::uint32_t>(p),
-                       fmt::format("part {}: [{}, {}) of dim {}", p, concat.offsets[p], concat.offsets[p] + b.size_of_axes(part), concat.dim));
+                       fmt::format("part {}: [{}, {}) of dim {}", p, concat.offsets[p],
+                                   concat.offsets[p] + b.size_of_axes(part), concat.dim));
     }
 }
 
 }  // namespace
 }  // namespace detail
 
-Plan plan_route(const Bound& forward, const TensorSpec& x, const TensorSpec& grad, const PlanOptions& options) {
+Plan plan_route(const Bound& forward, const TensorSpec& x, const TensorSpec& grad,
+                const PlanOptions& options) {
     EINC_ASSERT(forward.op == Op::reduce && forward.inputs.size() == 1 && forward.outputs.size() == 1);
     EINC_ASSERT(x.shape == forward.inputs[0].shape() && grad.shape == forward.outputs[0].shape());
     // The gradient has x's shape: plan a call whose output is x's operand again, with grad a second input.
@@ -394,30 +426,41 @@ Plan plan_route(const Bound& forward, const TensorSpec& x, const TensorSpec& gra
     detail::PlanBuilder b(gradient, inputs, options);
     b.plan.inputs.push_back(grad);
     if (x.dtype != grad.dtype)
-        throw Error(ErrorKind::usage, fmt::format("the gradient of reduce {} is {}, its input {}", name_of(forward.reduction),
-                                                  name_of(grad.dtype), name_of(x.dtype)));
-    const std::vector<std::int64_t> grad_strides = detail::axis_strides(forward, detail::dim_axes_of(forward.outputs[0]), grad.strides);
+        throw Error(ErrorKind::usage,
+                    fmt::format("the gradient of reduce {} is {}, its input {}", name_of(forward.reduction),
+                                name_of(grad.dtype), name_of(x.dtype)));
+    const std::vector<std::int64_t> grad_strides =
+        detail::axis_strides(forward, detail::dim_axes_of(forward.outputs[0]), grad.strides);
     std::vector<AxisId> kept;
-    for (const BoundDim& dim : forward.outputs[0].dims) kept.insert(kept.end(), dim.axes.begin(), dim.axes.end());
+    for (const BoundDim& dim : forward.outputs[0].dims)
+        kept.insert(kept.end(), dim.axes.begin(), dim.axes.end());
     const detail::Operand in = b.input(0), out = b.output(0);
     const Buffer grad_buffer{Buffer::Kind::input, 1};
-    if (b.size_of_axes(kept) == 0 || b.size_of_axes(forward.reduced) == 0) return std::move(b.plan);  // no element to write
+    if (b.size_of_axes(kept) == 0 || b.size_of_axes(forward.reduced) == 0)
+        return std::move(b.plan);  // no element to write
     // Kept and reduced modes are canonicalized apart: the boundary between them is the step's meaning.
     const auto nest = [&](const std::vector<AxisId>& axes) {
         std::array<Layout, 3> layouts{b.layout_of(axes, out), b.layout_of(axes, in), Layout{}};
-        for (const AxisId a : axes) layouts[2].modes.push_back(Mode{forward.size(a), grad_strides[static_cast<std::size_t>(a)]});
+        for (const AxisId a : axes)
+            layouts[2].modes.push_back(Mode{forward.size(a), grad_strides[static_cast<std::size_t>(a)]});
         canonicalize(layouts);
         return layouts;
     };
     const auto outer = nest(kept), inner = nest(forward.reduced);
-    Route route{forward.reduction, Access{in.buffer, 0, outer[1]}, Access{grad_buffer, 0, outer[2]}, Access{out.buffer, 0, outer[0]},
-                static_cast<std::uint32_t>(outer[0].modes.size()), {}};
+    Route route{forward.reduction,
+                Access{in.buffer, 0, outer[1]},
+                Access{grad_buffer, 0, outer[2]},
+                Access{out.buffer, 0, outer[0]},
+                static_cast<std::uint32_t>(outer[0].modes.size()),
+                {}};
     for (const Mode& m : inner[0].modes) route.dst.layout.modes.push_back(m);
     for (const Mode& m : inner[1].modes) route.src.layout.modes.push_back(m);
     for (const Mode& m : inner[2].modes) route.grad.layout.modes.push_back(Mode{m.extent, 0});
-    b.add(std::move(route), fmt::format("the gradient of {} over {}: {}", name_of(forward.reduction), b.axis_names(forward.reduced),
-                                        forward.reduction == Reduction::prod ? "the product of the other elements of each group"
-                                                                             : "to the elements that attain it, ties sharing evenly"));
+    b.add(std::move(route), fmt::format("the gradient of {} over {}: {}", name_of(forward.reduction),
+                                        b.axis_names(forward.reduced),
+                                        forward.reduction == Reduction::prod
+                                            ? "the product of the other elements of each group"
+                                            : "to the elements that attain it, ties sharing evenly"));
     return std::move(b.plan);
 }
 
@@ -425,7 +468,9 @@ Plan plan(const Bound& bound, std::span<const TensorSpec> inputs, const PlanOpti
     detail::PlanBuilder builder(bound, inputs, options);
     switch (bound.op) {
     case Op::rearrange:
-    case Op::repeat: detail::move_to_output(builder, builder.input(0), 0, fmt::format("{}", name_of(bound.op))); break;
+    case Op::repeat:
+        detail::move_to_output(builder, builder.input(0), 0, fmt::format("{}", name_of(bound.op)));
+        break;
     case Op::reduce: detail::plan_reduce(builder); break;
     case Op::einsum: detail::plan_einsum(builder); break;
     case Op::pack: detail::plan_pack(builder); break;

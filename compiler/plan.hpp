@@ -86,7 +86,8 @@ struct GemmMatrix {
     std::int64_t leading_dimension() const { return row_major() ? row_stride : col_stride; }
     // The matrix as a layout over (outer, batch, row, col).
     Layout layout(std::int64_t outer, std::int64_t batch, std::int64_t rows, std::int64_t cols) const {
-        return Layout{{Mode{outer, outer_stride}, Mode{batch, batch_stride}, Mode{rows, row_stride}, Mode{cols, col_stride}}};
+        return Layout{{Mode{outer, outer_stride}, Mode{batch, batch_stride}, Mode{rows, row_stride},
+                       Mode{cols, col_stride}}};
     }
 };
 
@@ -136,7 +137,8 @@ struct TensorSpec {
     Shape shape;
     Shape strides;
 
-    std::int64_t bytes() const;  // of its elements (not of the memory its strides span); saturates at INT64_MAX
+    std::int64_t
+    bytes() const;  // of its elements (not of the memory its strides span); saturates at INT64_MAX
     Layout layout() const { return make_layout(shape, strides); }
 };
 
@@ -144,8 +146,8 @@ struct TensorSpec {
 // indexes the current operand list; the two are removed and their result appended.
 struct ContractionPath {
     std::vector<std::pair<std::size_t, std::size_t>> pairs;
-    double naive_flops = 0;      // one loop over every axis, opt_einsum's count
-    double optimized_flops = 0;  // the same count, contraction by contraction
+    double naive_flops = 0;           // one loop over every axis, opt_einsum's count
+    double optimized_flops = 0;       // the same count, contraction by contraction
     double largest_intermediate = 0;  // elements
     bool optimal = true;              // exhaustive search (false: greedy)
 };
@@ -178,8 +180,8 @@ std::string_view step_kind(const Step& step);
 DType compute_dtype(const Plan& plan, const Step& step);
 
 struct PlanOptions {
-    bool require_view = false;  // fail unless every result is a view of an input
-    bool contiguous = false;    // never return a view: materialise every result
+    bool require_view = false;          // fail unless every result is a view of an input
+    bool contiguous = false;            // never return a view: materialise every result
     std::vector<Shape> output_strides;  // strides of caller-provided outputs; empty: row-major results
     Epilogue
         epilogue;  // out = alpha * result + beta * out for every output; not the identity: no View results
@@ -193,7 +195,8 @@ Plan plan(const Bound& bound, std::span<const TensorSpec> inputs, const PlanOpti
 // The gradient of a reduce max, min or prod (`forward`) as one Route step: inputs x (as the forward's
 // input) and the output's gradient `grad` (the forward output's shape); output x's gradient, row-major
 // or with options.output_strides. Its Plan::op is the forward's (reduce).
-Plan plan_route(const Bound& forward, const TensorSpec& x, const TensorSpec& grad, const PlanOptions& options = {});
+Plan plan_route(const Bound& forward, const TensorSpec& x, const TensorSpec& grad,
+                const PlanOptions& options = {});
 
 struct Schedule;
 // The plan as `einc explain` prints it, with each step's roofline on `device` and the workspace of its

@@ -53,8 +53,10 @@ void plan_einsum(PlanBuilder& builder);
 // The axes of each dim of an operand, and the stride of every elementary axis in it when its dims have
 // `dim_strides` (0 for absent axes; an axis in two dims, a diagonal, gets the sum).
 std::vector<std::vector<AxisId>> dim_axes_of(const BoundOperand& operand);
-std::vector<AxisId> axes_of(const std::vector<std::vector<AxisId>>& dims);  // each distinct axis, in order of appearance
-std::vector<std::int64_t> axis_strides(const Bound& bound, const std::vector<std::vector<AxisId>>& dims, const Shape& dim_strides);
+std::vector<AxisId>
+axes_of(const std::vector<std::vector<AxisId>>& dims);  // each distinct axis, in order of appearance
+std::vector<std::int64_t> axis_strides(const Bound& bound, const std::vector<std::vector<AxisId>>& dims,
+                                       const Shape& dim_strides);
 
 // Moves `source` into output `k` over the output's axes: a View of an input when every output dim is
 // a mode of the source's memory and views are allowed, a Copy otherwise.

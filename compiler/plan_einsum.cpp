@@ -14,11 +14,14 @@ namespace {
 
 using Axes = std::vector<AxisId>;
 
-bool contains(const Axes& axes, AxisId a) { return std::find(axes.begin(), axes.end(), a) != axes.end(); }
+bool contains(const Axes& axes, AxisId a) {
+    return std::find(axes.begin(), axes.end(), a) != axes.end();
+}
 
 Axes output_axes(const Bound& bound) {
     Axes axes;
-    for (const BoundDim& dim : bound.outputs[0].dims) axes.insert(axes.end(), dim.axes.begin(), dim.axes.end());
+    for (const BoundDim& dim : bound.outputs[0].dims)
+        axes.insert(axes.end(), dim.axes.begin(), dim.axes.end());
     return axes;
 }
 
@@ -37,7 +40,9 @@ std::string label(const Operand& operand) {
 struct Groups {
     Axes batch, m, n, k;
     std::size_t outer = 0;
-    Axes outer_axes() const { return Axes(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(outer)); }
+    Axes outer_axes() const {
+        return Axes(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(outer));
+    }
     Axes inner_axes() const { return Axes(batch.begin() + static_cast<std::ptrdiff_t>(outer), batch.end()); }
 };
 
@@ -46,7 +51,8 @@ struct MatrixModes {
     Mode outer, batch, rows, cols;
 };
 
-std::optional<MatrixModes> matrix_modes(const PlanBuilder& b, const Operand& x, const Groups& g, const Axes& rows, const Axes& cols) {
+std::optional<MatrixModes> matrix_modes(const PlanBuilder& b, const Operand& x, const Groups& g,
+                                        const Axes& rows, const Axes& cols) {
     const auto outer_mode = merge(b.layout_of(g.outer_axes(), x).modes);
     const auto batch_mode = merge(b.layout_of(g.inner_axes(), x).modes);
     const auto row_mode = merge(b.layout_of(rows, x).modes);
@@ -59,7 +65,8 @@ std::optional<MatrixModes> matrix_modes(const PlanBuilder& b, const Operand& x, 
 std::optional<GemmMatrix> blas_matrix(const Operand& x, const MatrixModes& modes) {
     const auto [outer, batch, rows, cols] = modes;
     if (outer.stride < 0 || batch.stride < 0 || rows.stride < 0 || cols.stride < 0) return std::nullopt;
-    GemmMatrix matrix{x.buffer, x.offset, batch.extent == 1 ? 0 : batch.stride, 0, 0, outer.extent == 1 ? 0 : outer.stride};
+    GemmMatrix matrix{x.buffer, x.offset, batch.extent == 1 ? 0 : batch.stride,
+                      0,        0,        outer.extent == 1 ? 0 : outer.stride};
     const std::int64_t r = std::max<std::int64_t>(rows.extent, 1), c = std::max<std::int64_t>(cols.extent, 1);
     if ((cols.stride == 1 || c == 1) && (r == 1 || rows.stride >= c)) {
         matrix.row_stride = r == 1 ? c : rows.stride;
@@ -75,30 +82,36 @@ std::optional<GemmMatrix> blas_matrix(const Operand& x, const MatrixModes& modes
 }
 
 // Why an operand cannot be a BLAS matrix as it is.
-std::string matrix_problem(const PlanBuilder& b, const Operand& x, const Groups& g, const Axes& rows, const Axes& cols) {
+std::string matrix_problem(const PlanBuilder& b, const Operand& x, const Groups& g, const Axes& rows,
+                           const Axes& cols) {
     const Axes outer = g.outer_axes(), inner = g.inner_axes();
     for (const auto* group : {&outer, &inner, &rows, &cols})
         if (!merge(b.layout_of(*group, x).modes)) {
             std::vector<std::string> strides;
-            for (const AxisId a : *group) strides.push_back(fmt::format("{}:{}", b.bound.axis(a).name, x.strides[static_cast<std::size_t>(a)]));
-            return fmt::format("axes ({}) are not one stride in its memory ({})", b.axis_names(*group), fmt::join(strides, ", "));
+            for (const AxisId a : *group)
+                strides.push_back(
+                    fmt::format("{}:{}", b.bound.axis(a).name, x.strides[static_cast<std::size_t>(a)]));
+            return fmt::format("axes ({}) are not one stride in its memory ({})", b.axis_names(*group),
+                               fmt::join(strides, ", "));
         }
     const MatrixModes modes = *matrix_modes(b, x, g, rows, cols);
-    return fmt::format("its matrix {}x{} has strides ({}, {}): neither is 1 with room for the other", modes.rows.extent,
-                       modes.cols.extent, modes.rows.stride, modes.cols.stride);
+    return fmt::format("its matrix {}x{} has strides ({}, {}): neither is 1 with room for the other",
+                       modes.rows.extent, modes.cols.extent, modes.rows.stride, modes.cols.stride);
 }
 
 // The axes of `group` ordered by their stride in `x`, outermost first.
 Axes ordered_by(const Axes& group, const Operand& x) {
     Axes ordered = group;
     std::stable_sort(ordered.begin(), ordered.end(), [&](AxisId a, AxisId c) {
-        return std::llabs(x.strides[static_cast<std::size_t>(a)]) > std::llabs(x.strides[static_cast<std::size_t>(c)]);
+        return std::llabs(x.strides[static_cast<std::size_t>(a)]) >
+               std::llabs(x.strides[static_cast<std::size_t>(c)]);
     });
     return ordered;
 }
 
 void add_unique(std::vector<Axes>& candidates, Axes order) {
-    if (std::find(candidates.begin(), candidates.end(), order) == candidates.end()) candidates.push_back(std::move(order));
+    if (std::find(candidates.begin(), candidates.end(), order) == candidates.end())
+        candidates.push_back(std::move(order));
 }
 
 double bytes_of(const PlanBuilder& b, const Operand& x) {
@@ -115,7 +128,8 @@ struct GemmChoice {
 // read off one operand's strides (the destination's first); each operand that is not a BLAS matrix
 // in that order gets copied. Batch axes that are not one stride may split into an outer loop of GEMMs
 // and the GEMM's batch (at the same place in every operand), which copies nothing.
-GemmChoice choose_gemm(const PlanBuilder& b, const Groups& groups, const Operand& a, const Operand& x, const std::optional<Operand>& c) {
+GemmChoice choose_gemm(const PlanBuilder& b, const Groups& groups, const Operand& a, const Operand& x,
+                       const std::optional<Operand>& c) {
     const auto candidates = [&](const Axes& group, std::initializer_list<const Operand*> operands) {
         std::vector<Axes> orders;
         for (const Operand* o : operands)
@@ -131,19 +145,22 @@ GemmChoice choose_gemm(const PlanBuilder& b, const Groups& groups, const Operand
     std::optional<GemmChoice> best;
     for (const Axes& batch : batch_orders)
         for (std::size_t outer = 0; outer < std::max<std::size_t>(batch.size(), 1); ++outer)
-        for (const Axes& m : m_orders)
-            for (const Axes& n : n_orders)
-                for (const Axes& k : k_orders) {
-                    GemmChoice choice{Groups{batch, m, n, k, outer}, std::nullopt, std::nullopt, std::nullopt, 0};
-                    const auto try_matrix = [&](const Operand& o, const Axes& rows, const Axes& cols, std::optional<GemmMatrix>& slot) {
-                        if (const auto modes = matrix_modes(b, o, choice.groups, rows, cols)) slot = blas_matrix(o, *modes);
-                        if (!slot) choice.copied_bytes += 2 * bytes_of(b, o);
-                    };
-                    try_matrix(a, m, k, choice.a);
-                    try_matrix(x, k, n, choice.b);
-                    if (c) try_matrix(*c, m, n, choice.c);
-                    if (!best || choice.copied_bytes < best->copied_bytes) best = std::move(choice);
-                }
+            for (const Axes& m : m_orders)
+                for (const Axes& n : n_orders)
+                    for (const Axes& k : k_orders) {
+                        GemmChoice choice{Groups{batch, m, n, k, outer}, std::nullopt, std::nullopt,
+                                          std::nullopt, 0};
+                        const auto try_matrix = [&](const Operand& o, const Axes& rows, const Axes& cols,
+                                                    std::optional<GemmMatrix>& slot) {
+                            if (const auto modes = matrix_modes(b, o, choice.groups, rows, cols))
+                                slot = blas_matrix(o, *modes);
+                            if (!slot) choice.copied_bytes += 2 * bytes_of(b, o);
+                        };
+                        try_matrix(a, m, k, choice.a);
+                        try_matrix(x, k, n, choice.b);
+                        if (c) try_matrix(*c, m, n, choice.c);
+                        if (!best || choice.copied_bytes < best->copied_bytes) best = std::move(choice);
+                    }
     return *best;
 }
 
@@ -187,10 +204,14 @@ Operand contract_pair(PlanBuilder& b, const Operand& a, const Operand& x, const 
     for (const AxisId axis : x.axes)
         if (!contains(all, axis)) all.push_back(axis);
     for (const AxisId axis : all) {
-        const bool in_a = contains(a.axes, axis), in_x = contains(x.axes, axis), is_kept = contains(kept, axis);
-        if (in_a && in_x) (is_kept ? groups.batch : groups.k).push_back(axis);
-        else if (in_a) groups.m.push_back(axis);
-        else groups.n.push_back(axis);
+        const bool in_a = contains(a.axes, axis), in_x = contains(x.axes, axis),
+                   is_kept = contains(kept, axis);
+        if (in_a && in_x)
+            (is_kept ? groups.batch : groups.k).push_back(axis);
+        else if (in_a)
+            groups.m.push_back(axis);
+        else
+            groups.n.push_back(axis);
     }
     const std::string what = fmt::format("{} * {}", label(a), label(x));
     std::optional<Operand> destination;
@@ -210,16 +231,21 @@ Operand contract_pair(PlanBuilder& b, const Operand& a, const Operand& x, const 
     // Without a summed axis a GEMM is all overhead; and a dot product or matrix-vector product whose
     // operands would need copying, or a loop of GEMMs, is better done in one memory-bound pass: multiply
     // elementwise.
-    const bool vector_shaped = gemm_choice && (b.size_of_axes(gemm_choice->groups.m) == 1 || b.size_of_axes(gemm_choice->groups.n) == 1);
+    const bool vector_shaped = gemm_choice && (b.size_of_axes(gemm_choice->groups.m) == 1 ||
+                                               b.size_of_axes(gemm_choice->groups.n) == 1);
     if (!gemm_choice || (vector_shaped && (gemm_choice->copied_bytes > 0 || gemm_choice->groups.outer > 0))) {
         Axes result_axes;
         for (const AxisId axis : all)
             if (contains(kept, axis)) result_axes.push_back(axis);
         const Operand dst = to_output ? *destination : b.temporary(result_axes, b.output_dtype);
         std::string why = fmt::format("{} -> {}: elementwise product", what, label(dst));
-        if (gemm_choice) why += fmt::format(", summed over {} (vector-shaped: one pass instead of copies for a GEMM)", b.axis_names(groups.k));
-        else if (!groups.k.empty()) why += fmt::format(", summing {} of length 1", b.axis_names(groups.k));
-        b.contract({Access{a.buffer, a.offset, b.layout_of(all, a)}, Access{x.buffer, x.offset, b.layout_of(all, x)}},
+        if (gemm_choice)
+            why += fmt::format(", summed over {} (vector-shaped: one pass instead of copies for a GEMM)",
+                               b.axis_names(groups.k));
+        else if (!groups.k.empty())
+            why += fmt::format(", summing {} of length 1", b.axis_names(groups.k));
+        b.contract({Access{a.buffer, a.offset, b.layout_of(all, a)},
+                    Access{x.buffer, x.offset, b.layout_of(all, x)}},
                    Access{dst.buffer, dst.offset, b.layout_of(all, dst)}, std::move(why));
         return dst;
     }
@@ -231,12 +257,15 @@ Operand contract_pair(PlanBuilder& b, const Operand& a, const Operand& x, const 
         return out;
     };
     // Copies of operands whose strides cannot serve (TTGT): into row-major [batch, rows, cols].
-    const auto prepare = [&](const Operand& o, const Axes& rows, const Axes& cols, std::optional<GemmMatrix>& slot) {
+    const auto prepare = [&](const Operand& o, const Axes& rows, const Axes& cols,
+                             std::optional<GemmMatrix>& slot) {
         if (slot) return;
         const Axes axes = concat({&g.batch, &rows, &cols});
         const Operand copy = b.temporary(axes, o.dtype);
-        b.copy(Access{o.buffer, o.offset, b.layout_of(axes, o)}, Access{copy.buffer, 0, b.layout_of(axes, copy)},
-               fmt::format("{} -> {} for the GEMM: {}", label(o), label(copy), matrix_problem(b, o, g, rows, cols)));
+        b.copy(Access{o.buffer, o.offset, b.layout_of(axes, o)},
+               Access{copy.buffer, 0, b.layout_of(axes, copy)},
+               fmt::format("{} -> {} for the GEMM: {}", label(o), label(copy),
+                           matrix_problem(b, o, g, rows, cols)));
         slot = blas_matrix(copy, *matrix_modes(b, copy, g, rows, cols));
         EINC_ASSERT(slot.has_value());
     };
@@ -250,15 +279,23 @@ Operand contract_pair(PlanBuilder& b, const Operand& a, const Operand& x, const 
     EINC_ASSERT(choice.c.has_value());
 
     const Axes outer = g.outer_axes(), inner = g.inner_axes();
-    Gemm gemm{b.size_of_axes(inner), b.size_of_axes(g.m), b.size_of_axes(g.n), b.size_of_axes(g.k), *choice.a, *choice.b, *choice.c, {},
+    Gemm gemm{b.size_of_axes(inner),
+              b.size_of_axes(g.m),
+              b.size_of_axes(g.n),
+              b.size_of_axes(g.k),
+              *choice.a,
+              *choice.b,
+              *choice.c,
+              {},
               b.size_of_axes(outer)};
     b.add(gemm, fmt::format("{} -> {}: {}batch ({}), M ({}), N ({}), K ({})", what, label(c),
-                            outer.empty() ? "" : fmt::format("a GEMM per ({}), each ", b.axis_names(outer)), b.axis_names(inner),
-                            b.axis_names(g.m), b.axis_names(g.n), b.axis_names(g.k)));
+                            outer.empty() ? "" : fmt::format("a GEMM per ({}), each ", b.axis_names(outer)),
+                            b.axis_names(inner), b.axis_names(g.m), b.axis_names(g.n), b.axis_names(g.k)));
 
     if (through_temporary && to_output) {
         const Operand out = *destination;
-        b.copy(Access{c.buffer, 0, b.layout_of(c_axes, c)}, Access{out.buffer, out.offset, b.layout_of(c_axes, out)},
+        b.copy(Access{c.buffer, 0, b.layout_of(c_axes, c)},
+               Access{out.buffer, out.offset, b.layout_of(c_axes, out)},
                fmt::format("{} -> {}: {}", label(c), label(out), matrix_problem(b, out, g, g.m, g.n)));
         return out;
     }
@@ -275,8 +312,10 @@ Operand reduce_own_axes(PlanBuilder& b, const Operand& x, const Axes& needed, bo
         const Operand dst = to_output ? b.output(0) : b.temporary(kept, b.output_dtype);
         Axes axes = to_output ? output_axes(b.bound) : kept;
         axes.insert(axes.end(), own.begin(), own.end());
-        b.reduce(Reduction::sum, Access{x.buffer, x.offset, b.layout_of(axes, x)}, Access{dst.buffer, dst.offset, b.layout_of(axes, dst)},
-                 fmt::format("{} -> {}: sum over {}, which only {} has", label(x), label(dst), b.axis_names(own), label(x)));
+        b.reduce(Reduction::sum, Access{x.buffer, x.offset, b.layout_of(axes, x)},
+                 Access{dst.buffer, dst.offset, b.layout_of(axes, dst)},
+                 fmt::format("{} -> {}: sum over {}, which only {} has", label(x), label(dst),
+                             b.axis_names(own), label(x)));
         reduced = dst;
     }
     reduced.axes = kept;  // axes of length 1 are simply dropped
@@ -288,7 +327,8 @@ Operand reduce_own_axes(PlanBuilder& b, const Operand& x, const Axes& needed, bo
 void plan_einsum(PlanBuilder& b) {
     const Axes out_axes = output_axes(b.bound);
     if (b.options.require_view && b.bound.inputs.size() > 1)
-        throw Error(ErrorKind::pattern, "einsum of several operands can't be a view").help("it computes new values");
+        throw Error(ErrorKind::pattern, "einsum of several operands can't be a view")
+            .help("it computes new values");
 
     std::vector<Operand> operands;
     for (std::size_t i = 0; i < b.bound.inputs.size(); ++i) operands.push_back(b.input(i));
@@ -306,10 +346,12 @@ void plan_einsum(PlanBuilder& b) {
             throw Error(ErrorKind::pattern, "einsum can't be a view of its input")
                 .help(fmt::format("it sums over {}", b.axis_names(b.bound.reduced)));
         const Operand reduced = reduce_own_axes(b, operands[0], out_axes, /*to_output=*/true);
-        if (reduced.buffer.kind != Buffer::Kind::output) move_to_output(b, reduced, 0, "einsum of one operand");
+        if (reduced.buffer.kind != Buffer::Kind::output)
+            move_to_output(b, reduced, 0, "einsum of one operand");
         return;
     }
-    for (std::size_t i = 0; i < operands.size(); ++i) operands[i] = reduce_own_axes(b, operands[i], needed_besides(i), false);
+    for (std::size_t i = 0; i < operands.size(); ++i)
+        operands[i] = reduce_own_axes(b, operands[i], needed_besides(i), false);
 
     if (operands.size() > 2) {
         std::vector<Axes> sets;

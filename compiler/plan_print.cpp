@@ -24,7 +24,8 @@ std::string access_line(std::string_view role, const Access& access) {
 }
 
 // (outer,batch,rows,cols):(strides), or without the outer mode where there is none.
-std::string matrix_line(char role, const Gemm& gemm, const GemmMatrix& m, std::int64_t rows, std::int64_t cols) {
+std::string matrix_line(char role, const Gemm& gemm, const GemmMatrix& m, std::int64_t rows,
+                        std::int64_t cols) {
     Layout layout = m.layout(gemm.outer, gemm.batch, rows, cols);
     if (gemm.outer == 1) layout.modes.erase(layout.modes.begin());
     return fmt::format("{}    {:<6} {}  {}  ld {}{}", role, buffer_name(m.buffer), to_string(layout),
@@ -48,10 +49,16 @@ std::optional<std::string> epilogue_line(const Step& step) {
 std::vector<std::string> step_details(const Step& step) {
     std::vector<std::string> lines = std::visit(
         Overloaded{
-            [](const View& view) { return std::vector<std::string>{fmt::format("out {} = {}", view.output, access_line("", view.source).substr(5))}; },
-            [](const Copy& copy) { return std::vector<std::string>{access_line("src", copy.src), access_line("dst", copy.dst)}; },
+            [](const View& view) {
+                return std::vector<std::string>{
+                    fmt::format("out {} = {}", view.output, access_line("", view.source).substr(5))};
+            },
+            [](const Copy& copy) {
+                return std::vector<std::string>{access_line("src", copy.src), access_line("dst", copy.dst)};
+            },
             [](const Reduce& reduce) {
-                return std::vector<std::string>{fmt::format("op   {}", name_of(reduce.op)), access_line("src", reduce.src),
+                return std::vector<std::string>{fmt::format("op   {}", name_of(reduce.op)),
+                                                access_line("src", reduce.src),
                                                 access_line("dst", reduce.dst)};
             },
             [](const Contract& contract) {
@@ -61,15 +68,19 @@ std::vector<std::string> step_details(const Step& step) {
                 return lines;
             },
             [](const Route& route) {
-                return std::vector<std::string>{fmt::format("op   {}  kept modes {}", name_of(route.op), route.kept),
-                                                access_line("src", route.src), access_line("grad", route.grad), access_line("dst", route.dst)};
+                return std::vector<std::string>{
+                    fmt::format("op   {}  kept modes {}", name_of(route.op), route.kept),
+                    access_line("src", route.src), access_line("grad", route.grad),
+                    access_line("dst", route.dst)};
             },
             [](const Gemm& gemm) {
-                return std::vector<std::string>{fmt::format("{}batch {}  m {}  n {}  k {}",
-                                                            gemm.outer == 1 ? "" : fmt::format("outer {}  ", gemm.outer), gemm.batch,
-                                                            gemm.m, gemm.n, gemm.k),
-                                                matrix_line('A', gemm, gemm.a, gemm.m, gemm.k), matrix_line('B', gemm, gemm.b, gemm.k, gemm.n),
-                                                matrix_line('C', gemm, gemm.c, gemm.m, gemm.n)};
+                return std::vector<std::string>{
+                    fmt::format("{}batch {}  m {}  n {}  k {}",
+                                gemm.outer == 1 ? "" : fmt::format("outer {}  ", gemm.outer), gemm.batch,
+                                gemm.m, gemm.n, gemm.k),
+                    matrix_line('A', gemm, gemm.a, gemm.m, gemm.k),
+                    matrix_line('B', gemm, gemm.b, gemm.k, gemm.n),
+                    matrix_line('C', gemm, gemm.c, gemm.m, gemm.n)};
             },
         },
         step);
@@ -79,26 +90,35 @@ std::vector<std::string> step_details(const Step& step) {
 
 std::string cost_line(const Cost& cost, const DeviceModel& device, DType dtype) {
     const Roof roof = roof_of(cost, device, dtype);
-    const std::string workspace = cost.workspace_bytes > 0 ? fmt::format("workspace {}", format_bytes(cost.workspace_bytes)) : "";
-    if (roof == Roof::free) return workspace.empty() ? "free: no FLOPs, no bytes moved" : "no FLOPs, no bytes moved; " + workspace;
-    return fmt::format("{}  read {}  write {}{}  intensity {:.3g} FLOP/B  {}-bound  {}", format_flops(cost.flops),
-                       format_bytes(cost.bytes_read), format_bytes(cost.bytes_written), workspace.empty() ? "" : "  " + workspace,
-                       cost.intensity(), name_of(roof), format_seconds(roofline(cost, device, dtype).seconds));
+    const std::string workspace =
+        cost.workspace_bytes > 0 ? fmt::format("workspace {}", format_bytes(cost.workspace_bytes)) : "";
+    if (roof == Roof::free)
+        return workspace.empty() ? "free: no FLOPs, no bytes moved"
+                                 : "no FLOPs, no bytes moved; " + workspace;
+    return fmt::format("{}  read {}  write {}{}  intensity {:.3g} FLOP/B  {}-bound  {}",
+                       format_flops(cost.flops), format_bytes(cost.bytes_read),
+                       format_bytes(cost.bytes_written), workspace.empty() ? "" : "  " + workspace,
+                       cost.intensity(), name_of(roof),
+                       format_seconds(roofline(cost, device, dtype).seconds));
 }
 
 }  // namespace
 
 std::string print_plan(const Plan& plan, const Schedule& schedule, const DeviceModel& device) {
     const DType dtype = plan.inputs.empty() ? DType::f32 : plan.inputs.front().dtype;
-    std::string out = fmt::format("plan ({}, {} step{})\n", name_of(dtype), plan.steps.size(), plan.steps.size() == 1 ? "" : "s");
+    std::string out = fmt::format("plan ({}, {} step{})\n", name_of(dtype), plan.steps.size(),
+                                  plan.steps.size() == 1 ? "" : "s");
     if (plan.path) {
         const ContractionPath& path = *plan.path;
         std::vector<std::string> pairs;
         for (const auto& [i, j] : path.pairs) pairs.push_back(fmt::format("({}, {})", i, j));
-        out += fmt::format("  contraction order ({}): {}\n", path.optimal ? "optimal" : "greedy", fmt::join(pairs, ", "));
-        out += fmt::format("    naive {}, optimized {} ({:.3g}x fewer), largest intermediate {:.3g} elements\n",
-                           format_flops(path.naive_flops), format_flops(path.optimized_flops),
-                           path.optimized_flops > 0 ? path.naive_flops / path.optimized_flops : 1.0, path.largest_intermediate);
+        out += fmt::format("  contraction order ({}): {}\n", path.optimal ? "optimal" : "greedy",
+                           fmt::join(pairs, ", "));
+        out +=
+            fmt::format("    naive {}, optimized {} ({:.3g}x fewer), largest intermediate {:.3g} elements\n",
+                        format_flops(path.naive_flops), format_flops(path.optimized_flops),
+                        path.optimized_flops > 0 ? path.naive_flops / path.optimized_flops : 1.0,
+                        path.largest_intermediate);
     }
     for (std::size_t t = 0; t < plan.temporaries.size(); ++t) {
         const TensorSpec& temp = plan.temporaries[t];
@@ -108,16 +128,20 @@ std::string print_plan(const Plan& plan, const Schedule& schedule, const DeviceM
         const PlanStep& step = plan.steps[s];
         out += fmt::format("  {}. {:<8} {}\n", s + 1, step_kind(step.step), step.why);
         for (const std::string& line : step_details(step.step)) out += fmt::format("       {}\n", line);
-        out += fmt::format("       {}\n", cost_line(scheduled_step_cost(plan, schedule, s), device, compute_dtype(plan, step.step)));
+        out += fmt::format("       {}\n", cost_line(scheduled_step_cost(plan, schedule, s), device,
+                                                    compute_dtype(plan, step.step)));
     }
     const Cost total = scheduled_cost(plan, schedule);
-    out += fmt::format("total: {}, read {}, write {}, workspace {}, intensity {:.3g} FLOP/B\n", format_flops(total.flops),
-                       format_bytes(total.bytes_read), format_bytes(total.bytes_written), format_bytes(total.workspace_bytes),
+    out += fmt::format("total: {}, read {}, write {}, workspace {}, intensity {:.3g} FLOP/B\n",
+                       format_flops(total.flops), format_bytes(total.bytes_read),
+                       format_bytes(total.bytes_written), format_bytes(total.workspace_bytes),
                        total.intensity());
     out += fmt::format("bound: {}\n", describe_bound(total, device, dtype));
     Roofline time;
-    for (const PlanStep& step : plan.steps) time.seconds += roofline(step.cost, device, compute_dtype(plan, step.step)).seconds;
-    out += fmt::format("time:  >= {} on {} (roofline, steps in sequence)\n", format_seconds(time.seconds), device.name);
+    for (const PlanStep& step : plan.steps)
+        time.seconds += roofline(step.cost, device, compute_dtype(plan, step.step)).seconds;
+    out += fmt::format("time:  >= {} on {} (roofline, steps in sequence)\n", format_seconds(time.seconds),
+                       device.name);
     return out;
 }
 
@@ -128,13 +152,44 @@ class Json {
 public:
     std::string text;
 
-    Json& open(char bracket) { separate(); text += bracket; first_ = true; return *this; }
-    Json& close(char bracket) { text += bracket; first_ = false; return *this; }
-    Json& key(std::string_view name) { separate(); string(name); text += ':'; first_ = true; return *this; }
-    Json& value(std::string_view s) { separate(); string(s); return *this; }
-    Json& value(double v) { separate(); text += std::isfinite(v) ? fmt::format("{}", v) : "null"; return *this; }
-    Json& value(std::int64_t v) { separate(); text += fmt::format("{}", v); return *this; }
-    Json& value(bool v) { separate(); text += v ? "true" : "false"; return *this; }
+    Json& open(char bracket) {
+        separate();
+        text += bracket;
+        first_ = true;
+        return *this;
+    }
+    Json& close(char bracket) {
+        text += bracket;
+        first_ = false;
+        return *this;
+    }
+    Json& key(std::string_view name) {
+        separate();
+        string(name);
+        text += ':';
+        first_ = true;
+        return *this;
+    }
+    Json& value(std::string_view s) {
+        separate();
+        string(s);
+        return *this;
+    }
+    Json& value(double v) {
+        separate();
+        text += std::isfinite(v) ? fmt::format("{}", v) : "null";
+        return *this;
+    }
+    Json& value(std::int64_t v) {
+        separate();
+        text += fmt::format("{}", v);
+        return *this;
+    }
+    Json& value(bool v) {
+        separate();
+        text += v ? "true" : "false";
+        return *this;
+    }
     Json& value(const char* s) { return value(std::string_view(s)); }  // not the bool overload
     Json& array(std::span<const std::int64_t> values) {
         open('[');
@@ -151,8 +206,10 @@ private:
         text += '"';
         for (const char c : s) {
             if (c == '"' || c == '\\') text += '\\';
-            if (static_cast<unsigned char>(c) < 0x20) text += fmt::format("\\u{:04x}", c);
-            else text += c;
+            if (static_cast<unsigned char>(c) < 0x20)
+                text += fmt::format("\\u{:04x}", c);
+            else
+                text += c;
         }
         text += '"';
     }
@@ -162,19 +219,36 @@ private:
 void write_tensors(Json& json, std::string_view name, const std::vector<TensorSpec>& tensors) {
     json.key(name).open('[');
     for (const TensorSpec& t : tensors) {
-        json.open('{').key("dtype").value(name_of(t.dtype)).key("shape").array(t.shape).key("strides").array(t.strides).close('}');
+        json.open('{')
+            .key("dtype")
+            .value(name_of(t.dtype))
+            .key("shape")
+            .array(t.shape)
+            .key("strides")
+            .array(t.strides)
+            .close('}');
     }
     json.close(']');
 }
 
 void write_access(Json& json, std::string_view name, const Access& access) {
-    json.key(name).open('{').key("buffer").value(buffer_name(access.buffer)).key("offset").value(access.offset);
+    json.key(name)
+        .open('{')
+        .key("buffer")
+        .value(buffer_name(access.buffer))
+        .key("offset")
+        .value(access.offset);
     json.key("shape").array(access.layout.extents()).key("strides").array(access.layout.strides()).close('}');
 }
 
 void write_cost(Json& json, const Cost& cost, const DeviceModel& device, DType dtype) {
     const Roofline r = roofline(cost, device, dtype);
-    json.key("flops").value(cost.flops).key("bytes_read").value(cost.bytes_read).key("bytes_written").value(cost.bytes_written);
+    json.key("flops")
+        .value(cost.flops)
+        .key("bytes_read")
+        .value(cost.bytes_read)
+        .key("bytes_written")
+        .value(cost.bytes_written);
     json.key("workspace_bytes").value(cost.workspace_bytes).key("intensity").value(cost.intensity());
     json.key("bound").value(name_of(roof_of(cost, device, dtype)));
     json.key("predicted_seconds").value(r.seconds);
@@ -191,7 +265,13 @@ std::string json_quoted(std::string_view text) {
 std::string plan_to_json(const Plan& plan, const Schedule& schedule, const DeviceModel& device) {
     const DType dtype = plan.inputs.empty() ? DType::f32 : plan.inputs.front().dtype;
     Json json;
-    json.open('{').key("op").value(name_of(plan.op)).key("dtype").value(name_of(dtype)).key("device").value(device.key);
+    json.open('{')
+        .key("op")
+        .value(name_of(plan.op))
+        .key("dtype")
+        .value(name_of(dtype))
+        .key("device")
+        .value(device.key);
     write_tensors(json, "inputs", plan.inputs);
     write_tensors(json, "outputs", plan.outputs);
     write_tensors(json, "temporaries", plan.temporaries);
@@ -201,7 +281,10 @@ std::string plan_to_json(const Plan& plan, const Schedule& schedule, const Devic
         const PlanStep& step = plan.steps[s];
         const ScheduledStep& scheduled = schedule.steps[s];
         json.open('{').key("kind").value(step_kind(step.step)).key("why").value(step.why);
-        json.key("strategy").value(name_of(scheduled.strategy)).key("accumulator").value(name_of(scheduled.accumulator));
+        json.key("strategy")
+            .value(name_of(scheduled.strategy))
+            .key("accumulator")
+            .value(name_of(scheduled.accumulator));
         json.key("scratch_bytes").value(scheduled.scratch_bytes);
         if (const Epilogue e = epilogue_of(step.step); !e.identity())
             json.key("epilogue").open('{').key("alpha").value(e.alpha).key("beta").value(e.beta).close('}');
@@ -227,14 +310,25 @@ std::string plan_to_json(const Plan& plan, const Schedule& schedule, const Devic
                        [&](const Contract& contract) {
                            json.key("srcs").open('[');
                            for (const Access& src : contract.srcs) {
-                               json.open('{').key("buffer").value(buffer_name(src.buffer)).key("offset").value(src.offset);
-                               json.key("shape").array(src.layout.extents()).key("strides").array(src.layout.strides()).close('}');
+                               json.open('{')
+                                   .key("buffer")
+                                   .value(buffer_name(src.buffer))
+                                   .key("offset")
+                                   .value(src.offset);
+                               json.key("shape")
+                                   .array(src.layout.extents())
+                                   .key("strides")
+                                   .array(src.layout.strides())
+                                   .close('}');
                            }
                            json.close(']');
                            write_access(json, "dst", contract.dst);
                        },
                        [&](const Route& route) {
-                           json.key("reduction").value(name_of(route.op)).key("kept_modes").value(static_cast<std::int64_t>(route.kept));
+                           json.key("reduction")
+                               .value(name_of(route.op))
+                               .key("kept_modes")
+                               .value(static_cast<std::int64_t>(route.kept));
                            write_access(json, "src", route.src);
                            write_access(json, "grad", route.grad);
                            write_access(json, "dst", route.dst);
@@ -243,8 +337,14 @@ std::string plan_to_json(const Plan& plan, const Schedule& schedule, const Devic
                            if (gemm.outer != 1) json.key("outer").value(gemm.outer);
                            json.key("batch").value(gemm.batch);
                            json.key("m").value(gemm.m).key("n").value(gemm.n).key("k").value(gemm.k);
-                           for (const auto& [name, m] : {std::pair{"a", gemm.a}, std::pair{"b", gemm.b}, std::pair{"c", gemm.c}}) {
-                               json.key(name).open('{').key("buffer").value(buffer_name(m.buffer)).key("offset").value(m.offset);
+                           for (const auto& [name, m] :
+                                {std::pair{"a", gemm.a}, std::pair{"b", gemm.b}, std::pair{"c", gemm.c}}) {
+                               json.key(name)
+                                   .open('{')
+                                   .key("buffer")
+                                   .value(buffer_name(m.buffer))
+                                   .key("offset")
+                                   .value(m.offset);
                                if (gemm.outer != 1) json.key("outer_stride").value(m.outer_stride);
                                json.key("batch_stride").value(m.batch_stride);
                                json.key("row_stride").value(m.row_stride);
@@ -264,7 +364,11 @@ std::string plan_to_json(const Plan& plan, const Schedule& schedule, const Devic
         json.key("path").open('{').key("optimal").value(plan.path->optimal).key("pairs").open('[');
         for (const auto& [i, j] : plan.path->pairs)
             json.array(Shape{static_cast<std::int64_t>(i), static_cast<std::int64_t>(j)});
-        json.close(']').key("naive_flops").value(plan.path->naive_flops).key("optimized_flops").value(plan.path->optimized_flops);
+        json.close(']')
+            .key("naive_flops")
+            .value(plan.path->naive_flops)
+            .key("optimized_flops")
+            .value(plan.path->optimized_flops);
         json.key("largest_intermediate").value(plan.path->largest_intermediate).close('}');
     }
     json.close('}');

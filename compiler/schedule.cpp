@@ -8,18 +8,32 @@
 
 namespace einc {
 
-std::string_view name_of(Backend backend) { return backend == Backend::cpu ? "cpu" : "cuda"; }
+std::string_view name_of(Backend backend) {
+    return backend == Backend::cpu ? "cpu" : "cuda";
+}
 
 std::string_view name_of(Strategy strategy) {
-    static constexpr std::string_view names[] = {"view",         "move",          "convert",           "transpose",
-                                                 "reduce_rows",  "reduce_windows", "reduce_accumulate", "contract_elementwise",
-                                                 "contract_rows", "contract_accumulate", "library_gemm", "library_gemv",
-                                                 "packed_gemm",  "route",         "kernels"};
+    static constexpr std::string_view names[] = {"view",
+                                                 "move",
+                                                 "convert",
+                                                 "transpose",
+                                                 "reduce_rows",
+                                                 "reduce_windows",
+                                                 "reduce_accumulate",
+                                                 "contract_elementwise",
+                                                 "contract_rows",
+                                                 "contract_accumulate",
+                                                 "library_gemm",
+                                                 "library_gemv",
+                                                 "packed_gemm",
+                                                 "route",
+                                                 "kernels"};
     return names[static_cast<std::size_t>(strategy)];
 }
 
 std::string_view name_of(Split split) {
-    static constexpr std::string_view names[] = {"none", "outer", "rows", "tiles", "partials_outer", "partials_rows", "gemms"};
+    static constexpr std::string_view names[] = {"none",           "outer",         "rows", "tiles",
+                                                 "partials_outer", "partials_rows", "gemms"};
     return names[static_cast<std::size_t>(split)];
 }
 
@@ -48,13 +62,15 @@ DType accumulator_dtype(Reduction op, DType input, std::int64_t terms, Backend b
     if (!is_floating(input)) return DType::i64;
     if (input == DType::f64) return DType::f64;
     const bool sums = op == Reduction::sum || op == Reduction::mean || op == Reduction::prod;
-    if (backend == Backend::cpu && input == DType::f32 && sums && terms > detail::max_window) return DType::f64;
+    if (backend == Backend::cpu && input == DType::f32 && sums && terms > detail::max_window)
+        return DType::f64;
     return DType::f32;
 }
 
 bool gemm_in_library(const Plan& plan, const Gemm& gemm, const Target& target) {
     const DType dtype = plan.spec(gemm.a.buffer).dtype;
-    if (target.backend == Backend::cuda) return dtype == DType::f64 || dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
+    if (target.backend == Backend::cuda)
+        return dtype == DType::f64 || dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
     return target.blas && (dtype == DType::f64 || dtype == DType::f32) && gemm.k > 0;
 }
 
@@ -64,9 +80,12 @@ Contract gemm_as_contraction(const Gemm& g) {
     const Layout a = g.a.layout(g.outer, g.batch, g.m, g.k), b = g.b.layout(g.outer, g.batch, g.k, g.n),
                  c = g.c.layout(g.outer, g.batch, g.m, g.n);
     Contract contraction;
-    contraction.srcs.push_back(Access{g.a.buffer, g.a.offset, Layout{{a.modes[0], a.modes[1], a.modes[2], Mode{g.n, 0}, a.modes[3]}}});
-    contraction.srcs.push_back(Access{g.b.buffer, g.b.offset, Layout{{b.modes[0], b.modes[1], Mode{g.m, 0}, b.modes[3], b.modes[2]}}});
-    contraction.dst = Access{g.c.buffer, g.c.offset, Layout{{c.modes[0], c.modes[1], c.modes[2], c.modes[3], Mode{g.k, 0}}}};
+    contraction.srcs.push_back(Access{
+        g.a.buffer, g.a.offset, Layout{{a.modes[0], a.modes[1], a.modes[2], Mode{g.n, 0}, a.modes[3]}}});
+    contraction.srcs.push_back(Access{
+        g.b.buffer, g.b.offset, Layout{{b.modes[0], b.modes[1], Mode{g.m, 0}, b.modes[3], b.modes[2]}}});
+    contraction.dst = Access{g.c.buffer, g.c.offset,
+                             Layout{{c.modes[0], c.modes[1], c.modes[2], c.modes[3], Mode{g.k, 0}}}};
     if (g.outer == 1)
         for (Access* access : {&contraction.srcs[0], &contraction.srcs[1], &contraction.dst})
             access->layout.modes.erase(access->layout.modes.begin());
@@ -80,7 +99,8 @@ std::optional<std::size_t> transpose_mode(const Layout& dst, const Layout& src, 
     const std::size_t rank = dst.rank();
     if (rank < 2) return std::nullopt;
     const Mode dst_last = dst.modes[rank - 1], src_last = src.modes[rank - 1];
-    if (dst_last.stride != 1 || src_last.stride == 1 || src_last.stride == 0 || dst_last.extent < min_extent) return std::nullopt;
+    if (dst_last.stride != 1 || src_last.stride == 1 || src_last.stride == 0 || dst_last.extent < min_extent)
+        return std::nullopt;
     for (std::size_t k = 0; k + 1 < rank; ++k)
         if (src.modes[k].stride == 1 && src.modes[k].extent >= min_extent) return k;
     return std::nullopt;
@@ -91,14 +111,17 @@ std::optional<std::size_t> transpose_mode(const Layout& dst, const Layout& src, 
 Schedule schedule(const Plan& plan, const Target& target) {
     Schedule result{target, {}, {}, 0, 0, 0};
     for (const PlanStep& step : plan.steps) {
-        result.steps.push_back(target.backend == Backend::cpu ? detail::schedule_cpu_step(plan, step, target)
-                                                              : detail::schedule_gpu_step(plan, step.step, target));
+        result.steps.push_back(target.backend == Backend::cpu
+                                   ? detail::schedule_cpu_step(plan, step, target)
+                                   : detail::schedule_gpu_step(plan, step.step, target));
         result.steps.back().epilogue = epilogue_of(step.step);
     }
     // The workspace: every temporary (they live across steps), then the scratch of the step that needs the
     // most (steps run one at a time); each piece on a 256-byte boundary.
     // (Sizes saturate: a workspace too large for 64 bits is one no allocation satisfies.)
-    const auto aligned = [](std::int64_t bytes) { return saturating_mul(saturating_add(bytes, 255) / 256, 256); };
+    const auto aligned = [](std::int64_t bytes) {
+        return saturating_mul(saturating_add(bytes, 255) / 256, 256);
+    };
     std::int64_t offset = 0;
     for (const TensorSpec& t : plan.temporaries) {
         result.temporary_offsets.push_back(offset);
@@ -120,7 +143,8 @@ std::vector<KernelSignature> kernels_of(const Schedule& schedule) {
     for (const ScheduledStep& step : schedule.steps)
         for (const auto* launches : {&step.launches, &step.unaligned_launches})
             for (const KernelLaunch& launch : *launches)
-                if (std::find(kernels.begin(), kernels.end(), launch.signature) == kernels.end()) kernels.push_back(launch.signature);
+                if (std::find(kernels.begin(), kernels.end(), launch.signature) == kernels.end())
+                    kernels.push_back(launch.signature);
     return kernels;
 }
 
@@ -131,7 +155,8 @@ std::vector<KernelSignature> possible_kernels(const Plan& plan, bool any_extents
             if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
     };
     if (!any_extents) {
-        for (const int multiprocessors : {1, 1 << 20}) add(kernels_of(schedule(plan, Target::gpu(multiprocessors))));
+        for (const int multiprocessors : {1, 1 << 20})
+            add(kernels_of(schedule(plan, Target::gpu(multiprocessors))));
         return kernels;
     }
     for (const PlanStep& step : plan.steps) add(detail::possible_gpu_kernels(plan, step.step));

@@ -42,9 +42,9 @@ std::string_view name_of(Backend backend);
 // What scheduling needs to know of where a plan runs.
 struct Target {
     Backend backend = Backend::cpu;
-    int threads = 1;        // cpu: the threads a step may use
-    int vector_bytes = 0;   // cpu: the register width of in-register transposes (32 AVX2, 16 SSE2, 0 none)
-    bool blas = false;      // cpu: a CBLAS is linked, for f32 and f64 GEMMs
+    int threads = 1;       // cpu: the threads a step may use
+    int vector_bytes = 0;  // cpu: the register width of in-register transposes (32 AVX2, 16 SSE2, 0 none)
+    bool blas = false;     // cpu: a CBLAS is linked, for f32 and f64 GEMMs
     int multiprocessors = 132;  // cuda: 32 blocks of 256 threads per multiprocessor keep it busy
 
     static Target cpu(int threads, int vector_bytes, bool blas);
@@ -54,16 +54,29 @@ struct Target {
 };
 
 enum class Strategy : std::uint8_t {
-    view, move, convert, transpose, reduce_rows, reduce_windows, reduce_accumulate, contract_elementwise, contract_rows,
-    contract_accumulate, library_gemm, library_gemv, packed_gemm, route, kernels,
+    view,
+    move,
+    convert,
+    transpose,
+    reduce_rows,
+    reduce_windows,
+    reduce_accumulate,
+    contract_elementwise,
+    contract_rows,
+    contract_accumulate,
+    library_gemm,
+    library_gemv,
+    packed_gemm,
+    route,
+    kernels,
 };
 std::string_view name_of(Strategy strategy);
 
 // How a CPU step shares its work between threads.
 enum class Split : std::uint8_t {
-    none,      // on the calling thread: the work is below the threshold, or nothing splits
-    outer,     // the outermost mode of the nest: threads write disjoint outputs
-    rows,      // the rows of the innermost block: threads write disjoint outputs
+    none,            // on the calling thread: the work is below the threshold, or nothing splits
+    outer,           // the outermost mode of the nest: threads write disjoint outputs
+    rows,            // the rows of the innermost block: threads write disjoint outputs
     tiles,           // a transpose: its tiles (a short-sided one: bands along its long side)
     partials_outer,  // the outermost mode, which is reduced: each thread folds into accumulators of its own
     partials_rows,   // the block's rows, which are reduced: likewise; the arrays are combined after
@@ -80,7 +93,8 @@ std::string_view name_of(TransposeKind kind);
 
 // The largest tile of a CPU transpose, in bytes: its buffer, on the stack of each thread that moves tiles.
 inline constexpr std::int64_t transpose_buffer_bytes = 64 << 10;
-// The most modes a CPU transpose has (its kernel keeps its loop state on the stack); a copy of more is a move.
+// The most modes a CPU transpose has (its kernel keeps its loop state on the stack); a copy of more is a
+// move.
 inline constexpr std::size_t max_transpose_rank = 12;
 
 // The tiles of a CPU transpose (kinds registers and tiles), as HPTT cuts a permutation: the index space in
@@ -88,11 +102,13 @@ inline constexpr std::size_t max_transpose_rank = 12;
 // runs, then written out along destination-contiguous runs, so that both sides move whole cache lines
 // (modes are positions in the nest; p is the source's unit-stride mode, the last the destination's).
 struct TransposeTiles {
-    Shape extents;                          // per mode: the tile's extent (1: the mode is walked between tiles)
-    std::vector<std::size_t> read_order;    // the tile's modes but p, innermost first (source stride ascending)
-    std::vector<std::size_t> write_order;   // the tile's modes but p and the last, innermost first (destination's)
-    std::vector<std::size_t> tile_order;    // the modes tiles are walked along, innermost first (nearest in memory)
-    std::int64_t count = 0;                 // tiles in all
+    Shape extents;                        // per mode: the tile's extent (1: the mode is walked between tiles)
+    std::vector<std::size_t> read_order;  // the tile's modes but p, innermost first (source stride ascending)
+    std::vector<std::size_t>
+        write_order;  // the tile's modes but p and the last, innermost first (destination's)
+    std::vector<std::size_t>
+        tile_order;          // the modes tiles are walked along, innermost first (nearest in memory)
+    std::int64_t count = 0;  // tiles in all
 };
 
 // The loop nest of a CPU step, every access over one index space in traversal order (outermost first).
@@ -104,8 +120,9 @@ struct TransposeTiles {
 //   contract_elementwise:     dst, src, src1 as planned
 //   contract_rows:            dst, src, src1, acc, as reduce_rows
 //   contract_accumulate:      dst, src, src1, acc
-//   route:                    dst, src, src1 (the output's gradient) as planned; the Route's `kept` modes first
-//   (a Gemm scheduled as a contraction - dot products - has the nest of gemm_as_contraction(), canonical)
+//   route:                    dst, src, src1 (the output's gradient) as planned; the Route's `kept` modes
+//   first (a Gemm scheduled as a contraction - dot products - has the nest of gemm_as_contraction(),
+//   canonical)
 struct CpuNest {
     Layout dst, src, src1, acc;
 };
@@ -121,7 +138,7 @@ struct ScheduledStep {
     Split split = Split::none;
     std::size_t transpose_mode = 0;  // transpose: the mode unit-stride in the source
     TransposeKind transpose_kind = TransposeKind::tiles;
-    TransposeTiles tiles;            // transpose of kind registers or tiles
+    TransposeTiles tiles;           // transpose of kind registers or tiles
     std::int64_t window = 0;        // reduce_windows: terms per output
     std::int64_t accumulators = 0;  // reduce/contract_accumulate: elements of the accumulator array
     bool rows_in_order = false;     // reduce_accumulate, every row of a block into one row of accumulators:
@@ -129,19 +146,22 @@ struct ScheduledStep {
     bool streaming_stores = false;  // transpose (registers), contract_elementwise (f32): the destination is
                                     // written around the caches (non-temporal stores)
     int partial_arrays = 0;         // Split::partials_*: one more accumulator array per thread
-    std::int64_t array_stride = 0;  // bytes from one accumulator array to the next in the scratch (128-byte multiples)
+    std::int64_t array_stride =
+        0;  // bytes from one accumulator array to the next in the scratch (128-byte multiples)
 
     // GPU
-    std::vector<KernelLaunch> launches;            // kernels: in order
-    std::vector<KernelLaunch> unaligned_launches;  // used instead where a buffer is not 16-byte aligned (vector copies)
+    std::vector<KernelLaunch> launches;  // kernels: in order
+    std::vector<KernelLaunch>
+        unaligned_launches;  // used instead where a buffer is not 16-byte aligned (vector copies)
 };
 
 struct Schedule {
     Target target;
-    std::vector<ScheduledStep> steps;             // one per plan step
-    std::vector<std::int64_t> temporary_offsets;  // where each of the plan's temporaries lies in the workspace
-    std::int64_t scratch_offset = 0;              // where each step's scratch begins (steps run one at a time)
-    std::int64_t workspace_bytes = 0;             // temporaries + the largest scratch: the caller's Workspace
+    std::vector<ScheduledStep> steps;  // one per plan step
+    std::vector<std::int64_t>
+        temporary_offsets;             // where each of the plan's temporaries lies in the workspace
+    std::int64_t scratch_offset = 0;   // where each step's scratch begins (steps run one at a time)
+    std::int64_t workspace_bytes = 0;  // temporaries + the largest scratch: the caller's Workspace
     // What a run given no workspace allocates itself: the same, less the library GEMMs' scratch (cuBLAS then
     // uses its own pool rather than 32 MiB mapped per run).
     std::int64_t own_workspace_bytes = 0;

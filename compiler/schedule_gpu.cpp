@@ -43,15 +43,20 @@ KernelNest split_modes(const std::vector<const Layout*>& accesses) {
     KernelNest nest{std::vector<Layout>(accesses.size()), std::vector<Layout>(accesses.size())};
     for (std::size_t k = 0; k < accesses[0]->rank(); ++k) {
         const bool reduced = accesses[0]->modes[k].stride == 0;
-        for (std::size_t a = 0; a < accesses.size(); ++a) (reduced ? nest.reduced : nest.kept)[a].modes.push_back(accesses[a]->modes[k]);
+        for (std::size_t a = 0; a < accesses.size(); ++a)
+            (reduced ? nest.reduced : nest.kept)[a].modes.push_back(accesses[a]->modes[k]);
     }
     return nest;
 }
 
 void check_ranks(const KernelNest& nest) {
-    if (nest.kept_rank() > max_kernel_rank || nest.reduced_rank() > max_kernel_rank || nest.kept.size() > 1 + max_kernel_sources)
-        throw Error(ErrorKind::unsupported, fmt::format("a GPU kernel over {} kept and {} reduced modes: einc's kernels take at most {} of each",
-                                                        nest.kept_rank(), nest.reduced_rank(), max_kernel_rank));
+    if (nest.kept_rank() > max_kernel_rank || nest.reduced_rank() > max_kernel_rank ||
+        nest.kept.size() > 1 + max_kernel_sources)
+        throw Error(
+            ErrorKind::unsupported,
+            fmt::format(
+                "a GPU kernel over {} kept and {} reduced modes: einc's kernels take at most {} of each",
+                nest.kept_rank(), nest.reduced_rank(), max_kernel_rank));
 }
 
 KernelParams params_of(const KernelNest& nest) {
@@ -59,10 +64,12 @@ KernelParams params_of(const KernelNest& nest) {
     KernelParams p;
     for (std::size_t a = 0; a < nest.kept.size(); ++a) {
         for (std::size_t k = 0; k < nest.kept_rank(); ++k) p.kept_stride[a][k] = nest.kept[a].modes[k].stride;
-        for (std::size_t k = 0; k < nest.reduced_rank(); ++k) p.reduced_stride[a][k] = nest.reduced[a].modes[k].stride;
+        for (std::size_t k = 0; k < nest.reduced_rank(); ++k)
+            p.reduced_stride[a][k] = nest.reduced[a].modes[k].stride;
     }
     for (std::size_t k = 0; k < nest.kept_rank(); ++k) p.kept_extent[k] = nest.kept[0].modes[k].extent;
-    for (std::size_t k = 0; k < nest.reduced_rank(); ++k) p.reduced_extent[k] = nest.reduced[0].modes[k].extent;
+    for (std::size_t k = 0; k < nest.reduced_rank(); ++k)
+        p.reduced_extent[k] = nest.reduced[0].modes[k].extent;
     p.kept_count = nest.outputs();
     p.reduced_count = nest.terms();
     return p;
@@ -76,7 +83,8 @@ bool needs_wide_index(const KernelParams& p, std::int64_t items) {
 void check_arithmetic(const std::vector<DType>& sources) {
     for (const DType d : sources)
         if (d == DType::f8e4m3 || d == DType::f8e5m2)
-            throw Error(ErrorKind::unsupported, fmt::format("{} arithmetic on a GPU is not supported", name_of(d)));
+            throw Error(ErrorKind::unsupported,
+                        fmt::format("{} arithmetic on a GPU is not supported", name_of(d)));
 }
 
 // ---- copies -----------------------------------------------------------------------------------------
@@ -85,9 +93,10 @@ void check_arithmetic(const std::vector<DType>& sources) {
 struct CopyShape {
     KernelNest nest;
     DType from, to;
-    std::optional<std::size_t> tile_mode;  // transpose_mode(): tiled from 8 elements, or from 1 for any extents
-    bool unit_inner = false;               // the innermost mode is unit-stride on both sides
-    Epilogue epilogue;                     // the step's: arithmetic on every element, so never moved as bits
+    std::optional<std::size_t>
+        tile_mode;            // transpose_mode(): tiled from 8 elements, or from 1 for any extents
+    bool unit_inner = false;  // the innermost mode is unit-stride on both sides
+    Epilogue epilogue;        // the step's: arithmetic on every element, so never moved as bits
 };
 // The size-dependent facts: the tiled modes are long enough; the rows split into whole aligned 16-byte
 // words (the buffers' own alignment is checked at run time: unaligned_launches); a count needs 64 bits.
@@ -115,10 +124,15 @@ KernelSignature copy_signature(const CopyShape& shape, KernelKind kind, bool wid
 }
 
 CopyShape copy_shape(const Plan& plan, const Copy& copy, std::int64_t min_tile_extent) {
-    CopyShape shape{split_modes({&copy.dst.layout, &copy.src.layout}), plan.spec(copy.src.buffer).dtype, plan.spec(copy.dst.buffer).dtype,
-                    transpose_mode(copy.dst.layout, copy.src.layout, min_tile_extent), false, copy.epilogue};
+    CopyShape shape{split_modes({&copy.dst.layout, &copy.src.layout}),
+                    plan.spec(copy.src.buffer).dtype,
+                    plan.spec(copy.dst.buffer).dtype,
+                    transpose_mode(copy.dst.layout, copy.src.layout, min_tile_extent),
+                    false,
+                    copy.epilogue};
     const std::size_t rank = shape.nest.kept_rank();
-    shape.unit_inner = rank >= 1 && shape.nest.kept[0].modes[rank - 1].stride == 1 && shape.nest.kept[1].modes[rank - 1].stride == 1;
+    shape.unit_inner = rank >= 1 && shape.nest.kept[0].modes[rank - 1].stride == 1 &&
+                       shape.nest.kept[1].modes[rank - 1].stride == 1;
     return shape;
 }
 
@@ -127,7 +141,8 @@ KernelLaunch copy_launch(const CopyShape& shape, KernelKind kind, const Target& 
     const std::size_t rank = nest.kept_rank();
     KernelLaunch launch{{}, {}, {256}, {}, {KernelArgument::destination, KernelArgument::source0}};
     std::int64_t items = nest.outputs(), per_block = 256;
-    if (kind == KernelKind::transpose) {  // the tiled modes last: mode p, then the destination's unit-stride mode
+    if (kind ==
+        KernelKind::transpose) {  // the tiled modes last: mode p, then the destination's unit-stride mode
         std::vector<std::size_t> order;
         for (std::size_t k = 0; k + 1 < rank; ++k)
             if (k != *shape.tile_mode) order.push_back(k);
@@ -135,14 +150,16 @@ KernelLaunch copy_launch(const CopyShape& shape, KernelKind kind, const Target& 
         order.push_back(rank - 1);
         nest.reorder_kept(order);
         launch.block = {32, 8};
-        const std::int64_t last = nest.kept[0].modes[rank - 1].extent, before = nest.kept[0].modes[rank - 2].extent;
+        const std::int64_t last = nest.kept[0].modes[rank - 1].extent,
+                           before = nest.kept[0].modes[rank - 2].extent;
         launch.params = params_of(nest);
         launch.params.batch_count = launch.params.kept_count / (last * before);
         items = (last + 31) / 32 * ((before + 31) / 32) * launch.params.batch_count;  // tiles, one block each
         per_block = 1;
     } else {
         launch.params = params_of(nest);
-        if (kind == KernelKind::vector_copy) items /= vector_bytes / static_cast<std::int64_t>(size_of(shape.to));
+        if (kind == KernelKind::vector_copy)
+            items /= vector_bytes / static_cast<std::int64_t>(size_of(shape.to));
     }
     launch.signature = copy_signature(shape, kind, needs_wide_index(launch.params, items));
     launch.grid.x = blocks_for(items, per_block, target);
@@ -160,12 +177,15 @@ ScheduledStep schedule_copy(const Plan& plan, const Copy& copy, const Target& ta
     CopyFacts facts;
     facts.long_enough = shape.tile_mode.has_value();
     facts.whole_words = shape.unit_inner && shape.nest.kept[0].modes[rank - 1].extent % lanes == 0 &&
-                        std::all_of(shape.nest.kept[0].modes.begin(), shape.nest.kept[0].modes.end() - 1, [&](Mode m) { return words(m.stride); }) &&
-                        std::all_of(shape.nest.kept[1].modes.begin(), shape.nest.kept[1].modes.end() - 1, [&](Mode m) { return words(m.stride); }) &&
+                        std::all_of(shape.nest.kept[0].modes.begin(), shape.nest.kept[0].modes.end() - 1,
+                                    [&](Mode m) { return words(m.stride); }) &&
+                        std::all_of(shape.nest.kept[1].modes.begin(), shape.nest.kept[1].modes.end() - 1,
+                                    [&](Mode m) { return words(m.stride); }) &&
                         words(copy.src.offset) && words(copy.dst.offset);
     const KernelKind kind = copy_kind(shape, facts);
     step.launches.push_back(copy_launch(shape, kind, target));
-    if (kind == KernelKind::vector_copy) step.unaligned_launches.push_back(copy_launch(shape, KernelKind::elementwise, target));
+    if (kind == KernelKind::vector_copy)
+        step.unaligned_launches.push_back(copy_launch(shape, KernelKind::elementwise, target));
     return step;
 }
 
@@ -195,7 +215,8 @@ KernelKind reduce_kind(const ReduceShape& shape, const ReduceFacts& facts) {
 KernelSignature reduce_signature(const ReduceShape& shape, KernelKind kind, bool partials, bool wide) {
     KernelSignature s;
     s.kind = kind;
-    s.op = shape.sources.size() > 1 && shape.nest.reduced_rank() == 0 ? Reduction::none : shape.op;  // a plain product
+    s.op = shape.sources.size() > 1 && shape.nest.reduced_rank() == 0 ? Reduction::none
+                                                                      : shape.op;  // a plain product
     s.sources = shape.sources;
     s.destination = shape.to;
     s.accumulator = accumulator_dtype(shape.op, shape.sources.front(), 2, Backend::cuda);
@@ -218,10 +239,12 @@ KernelSignature finalize_signature(const KernelSignature& partial, const Epilogu
     return s;
 }
 
-ReduceShape reduce_shape(const Plan& plan, Reduction op, const std::vector<const Access*>& sources, const Access& destination,
-                         const Epilogue& epilogue) {
+ReduceShape reduce_shape(const Plan& plan, Reduction op, const std::vector<const Access*>& sources,
+                         const Access& destination, const Epilogue& epilogue) {
     std::vector<const Layout*> layouts{&destination.layout};
-    ReduceShape shape{{}, op == Reduction::none ? Reduction::sum : op, {}, plan.spec(destination.buffer).dtype, false, epilogue};
+    ReduceShape shape{{},    op == Reduction::none ? Reduction::sum : op,
+                      {},    plan.spec(destination.buffer).dtype,
+                      false, epilogue};
     for (const Access* s : sources) {
         layouts.push_back(&s->layout);
         shape.sources.push_back(plan.spec(s->buffer).dtype);
@@ -235,10 +258,11 @@ ReduceShape reduce_shape(const Plan& plan, Reduction op, const std::vector<const
     return shape;
 }
 
-ScheduledStep schedule_reduction(const Plan& plan, Reduction op, const std::vector<const Access*>& sources, const Access& destination,
-                                 const Epilogue& epilogue, const Target& target) {
+ScheduledStep schedule_reduction(const Plan& plan, Reduction op, const std::vector<const Access*>& sources,
+                                 const Access& destination, const Epilogue& epilogue, const Target& target) {
     ReduceShape shape = reduce_shape(plan, op, sources, destination, epilogue);
-    ScheduledStep step = scheduled(Strategy::kernels, reduce_signature(shape, KernelKind::elementwise, false, false).accumulator);
+    ScheduledStep step = scheduled(
+        Strategy::kernels, reduce_signature(shape, KernelKind::elementwise, false, false).accumulator);
     const std::int64_t outputs = shape.nest.outputs(), terms = shape.nest.terms();
     if (outputs == 0) return step;
     ReduceFacts facts;
@@ -246,7 +270,8 @@ ScheduledStep schedule_reduction(const Plan& plan, Reduction op, const std::vect
     const KernelKind kind_unsplit = reduce_kind(shape, facts);
     // Few outputs: split each one's terms into chunks, one partial result each, so that the GPU fills up.
     const std::int64_t per_item_threads = kind_unsplit == KernelKind::reduce_rows ? 32 : 1;
-    const std::int64_t busy = static_cast<std::int64_t>(target.multiprocessors) * 2048 / per_item_threads;  // items that fill it
+    const std::int64_t busy =
+        static_cast<std::int64_t>(target.multiprocessors) * 2048 / per_item_threads;  // items that fill it
     const std::int64_t min_chunk = kind_unsplit == KernelKind::reduce_rows ? 1024 : 64;
     std::int64_t split = 1;
     if (kind_unsplit != KernelKind::elementwise && outputs < busy)
@@ -254,9 +279,11 @@ ScheduledStep schedule_reduction(const Plan& plan, Reduction op, const std::vect
     facts.split = split > 1;
     const KernelKind kind = reduce_kind(shape, facts);
     // Neighbouring threads read neighbouring outputs' terms.
-    if (kind == KernelKind::reduce_columns) shape.nest.reorder_kept(order_by_stride(std::span(&shape.nest.kept[1], 1)));
+    if (kind == KernelKind::reduce_columns)
+        shape.nest.reorder_kept(order_by_stride(std::span(&shape.nest.kept[1], 1)));
 
-    KernelLaunch launch{{}, {}, {256}, params_of(shape.nest), {KernelArgument::destination, KernelArgument::source0}};
+    KernelLaunch launch{
+        {}, {}, {256}, params_of(shape.nest), {KernelArgument::destination, KernelArgument::source0}};
     if (sources.size() > 1) launch.arguments.push_back(KernelArgument::source1);
     launch.params.split = split;
     launch.params.chunk = (terms + split - 1) / split;
@@ -267,11 +294,15 @@ ScheduledStep schedule_reduction(const Plan& plan, Reduction op, const std::vect
     if (facts.split) launch.arguments.push_back(KernelArgument::scratch);
     step.launches.push_back(launch);
     if (facts.split) {
-        KernelLaunch final_launch{finalize_signature(launch.signature, shape.epilogue), {}, {256}, launch.params,
+        KernelLaunch final_launch{finalize_signature(launch.signature, shape.epilogue),
+                                  {},
+                                  {256},
+                                  launch.params,
                                   {KernelArgument::destination, KernelArgument::scratch}};
         final_launch.grid.x = blocks_for(outputs, 256, target);
         step.launches.push_back(final_launch);
-        step.scratch_bytes = saturating_mul(items, static_cast<std::int64_t>(size_of(launch.signature.accumulator)));
+        step.scratch_bytes =
+            saturating_mul(items, static_cast<std::int64_t>(size_of(launch.signature.accumulator)));
     }
     return step;
 }
@@ -289,13 +320,17 @@ struct RouteShape {
 };
 
 RouteShape route_shape(const Plan& plan, const Route& route) {
-    RouteShape shape{{std::vector<Layout>(3), std::vector<Layout>(3)}, route.op, plan.spec(route.src.buffer).dtype,
-                     plan.spec(route.dst.buffer).dtype, route.epilogue};
+    RouteShape shape{{std::vector<Layout>(3), std::vector<Layout>(3)},
+                     route.op,
+                     plan.spec(route.src.buffer).dtype,
+                     plan.spec(route.dst.buffer).dtype,
+                     route.epilogue};
     EINC_ASSERT(route.op == Reduction::max || route.op == Reduction::min || route.op == Reduction::prod);
     EINC_ASSERT(plan.spec(route.grad.buffer).dtype == shape.from);
     check_arithmetic({shape.from});
     if (!is_floating(shape.from))
-        throw Error(ErrorKind::unsupported, fmt::format("the gradient of reduce {} of {} tensors", name_of(route.op), name_of(shape.from)))
+        throw Error(ErrorKind::unsupported, fmt::format("the gradient of reduce {} of {} tensors",
+                                                        name_of(route.op), name_of(shape.from)))
             .help("gradients are defined for floating dtypes");
     const Layout* layouts[] = {&route.dst.layout, &route.src.layout, &route.grad.layout};
     for (std::size_t a = 0; a < 3; ++a)
@@ -325,7 +360,10 @@ ScheduledStep schedule_route(const Plan& plan, const Route& route, const Target&
     ScheduledStep step = scheduled(Strategy::kernels, route_signature(shape, false).accumulator);
     const std::int64_t groups = shape.nest.outputs();
     if (groups == 0 || shape.nest.terms() == 0) return step;
-    KernelLaunch launch{{}, {}, {256}, params_of(shape.nest),
+    KernelLaunch launch{{},
+                        {},
+                        {256},
+                        params_of(shape.nest),
                         {KernelArgument::destination, KernelArgument::source0, KernelArgument::source1}};
     launch.signature = route_signature(shape, needs_wide_index(launch.params, groups));
     launch.grid.x = blocks_for(groups, 256, target);  // a thread per group
@@ -346,7 +384,9 @@ ScheduledStep schedule_gpu_step(const Plan& plan, const Step& step, const Target
         [&](const auto& s) -> ScheduledStep {
             using S = std::decay_t<decltype(s)>;
             if constexpr (std::is_same_v<S, View>) {
-                return scheduled(Strategy::view, accumulator_dtype(Reduction::none, plan.spec(s.source.buffer).dtype, 1, Backend::cuda));
+                return scheduled(
+                    Strategy::view,
+                    accumulator_dtype(Reduction::none, plan.spec(s.source.buffer).dtype, 1, Backend::cuda));
             } else if constexpr (std::is_same_v<S, Copy>) {
                 return schedule_copy(plan, s, target);
             } else if constexpr (std::is_same_v<S, Reduce>) {
@@ -365,7 +405,8 @@ ScheduledStep schedule_gpu_step(const Plan& plan, const Step& step, const Target
                     return gemm;
                 }
                 const Contract contraction = gemm_as_contraction(s);  // integers: the contraction kernel
-                return schedule_reduction(plan, Reduction::none, sources_of(contraction), contraction.dst, contraction.epilogue, target);
+                return schedule_reduction(plan, Reduction::none, sources_of(contraction), contraction.dst,
+                                          contraction.epilogue, target);
             }
         },
         step);
@@ -376,7 +417,8 @@ std::vector<KernelSignature> possible_gpu_kernels(const Plan& plan, const Step& 
     const auto add = [&](const KernelSignature& s) {
         if (std::find(kernels.begin(), kernels.end(), s) == kernels.end()) kernels.push_back(s);
     };
-    const auto reduction = [&](Reduction op, const std::vector<const Access*>& sources, const Access& destination, const Epilogue& epilogue) {
+    const auto reduction = [&](Reduction op, const std::vector<const Access*>& sources,
+                               const Access& destination, const Epilogue& epilogue) {
         const ReduceShape shape = reduce_shape(plan, op, sources, destination, epilogue);
         check_ranks(shape.nest);
         if (shape.nest.outputs() == 0) return;
@@ -399,7 +441,9 @@ std::vector<KernelSignature> possible_gpu_kernels(const Plan& plan, const Step& 
                 if (shape.nest.outputs() == 0) return;
                 for (const bool long_enough : {false, true})
                     for (const bool whole_words : {false, true})
-                        for (const bool wide : {false, true}) add(copy_signature(shape, copy_kind(shape, {long_enough, whole_words, wide}), wide));
+                        for (const bool wide : {false, true})
+                            add(copy_signature(shape, copy_kind(shape, {long_enough, whole_words, wide}),
+                                               wide));
             } else if constexpr (std::is_same_v<S, Reduce>) {
                 reduction(s.op, {&s.src}, s.dst, s.epilogue);
             } else if constexpr (std::is_same_v<S, Contract>) {

@@ -1,6 +1,8 @@
 // The CUDA implementation of einc's GPU backend: device memory, plan preparation (kernels compiled or
 // found in the caches, and loaded, when a program is bound), and execution on the caller's stream with no
 // hidden synchronisation. Registered when the program starts.
+#include "runtime/backend.hpp"
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -16,7 +18,6 @@
 #include "cuda/kernel_cache.hpp"
 #include "grammar/diagnostic.hpp"
 #include "runtime/api.hpp"
-#include "runtime/backend.hpp"
 #include "runtime/gpu_executor.hpp"
 
 namespace einc::cuda {
@@ -57,7 +58,9 @@ std::size_t bytes_of(DType dtype, const Shape& shape) {
 // saying how much was asked for and how much is free.
 template <typename Malloc>
 void* allocate_bytes(DType dtype, const Shape& shape, int device, Malloc malloc) {
-    if (!available()) throw Error(ErrorKind::device, "no CUDA GPU is available").help("run on a machine with an NVIDIA GPU and driver");
+    if (!available())
+        throw Error(ErrorKind::device, "no CUDA GPU is available")
+            .help("run on a machine with an NVIDIA GPU and driver");
     const std::size_t bytes = bytes_of(dtype, shape);
     void* memory = nullptr;
     if (bytes == 0) return memory;
@@ -67,8 +70,11 @@ void* allocate_bytes(DType dtype, const Shape& shape, int device, Malloc malloc)
             cudaGetLastError();
             std::size_t free = 0, total = 0;
             cudaMemGetInfo(&free, &total);
-            throw Error(ErrorKind::device, fmt::format("GPU {} is out of memory: {} bytes asked for a {} tensor of shape {}, {} free of {}",
-                                                       device, bytes, name_of(dtype), format_shape(shape), free, total))
+            throw Error(
+                ErrorKind::device,
+                fmt::format(
+                    "GPU {} is out of memory: {} bytes asked for a {} tensor of shape {}, {} free of {}",
+                    device, bytes, name_of(dtype), format_shape(shape), free, total))
                 .help("free other tensors, or work on smaller pieces");
         }
         check(status, "allocating GPU memory");
@@ -121,31 +127,38 @@ private:
 class CudaBackend final : public GpuBackend {
 public:
     Tensor allocate(DType dtype, const Shape& shape, int device) override {
-        void* memory = allocate_bytes(dtype, shape, device, [](void** p, std::size_t bytes) { return cudaMalloc(p, bytes); });
+        void* memory = allocate_bytes(dtype, shape, device,
+                                      [](void** p, std::size_t bytes) { return cudaMalloc(p, bytes); });
         std::shared_ptr<void> storage(memory, [device](void* p) {
             if (p) on_device(device, [p] { cudaFree(p); });
         });
-        return Tensor(TensorView{memory, dtype, shape, row_major_strides(shape), Device::cuda, device}, std::move(storage));
+        return Tensor(TensorView{memory, dtype, shape, row_major_strides(shape), Device::cuda, device},
+                      std::move(storage));
     }
 
     Tensor allocate_on_stream(DType dtype, const Shape& shape, int device, void* stream) override {
         const auto s = static_cast<cudaStream_t>(stream);
-        void* memory = allocate_bytes(dtype, shape, device, [s](void** p, std::size_t bytes) { return cudaMallocAsync(p, bytes, s); });
+        void* memory = allocate_bytes(
+            dtype, shape, device, [s](void** p, std::size_t bytes) { return cudaMallocAsync(p, bytes, s); });
         std::shared_ptr<void> storage(memory, [device, s](void* p) {
             if (p) on_device(device, [p, s] { cudaFreeAsync(p, s); });
         });
-        return Tensor(TensorView{memory, dtype, shape, row_major_strides(shape), Device::cuda, device}, std::move(storage));
+        return Tensor(TensorView{memory, dtype, shape, row_major_strides(shape), Device::cuda, device},
+                      std::move(storage));
     }
 
     void fill_zero(const TensorView& dense) override {
         const std::size_t bytes = bytes_of(dense.dtype, dense.shape);
-        if (bytes > 0) on_device(dense.device_index, [&] { check(cudaMemset(dense.data, 0, bytes), "cudaMemset"); });
+        if (bytes > 0)
+            on_device(dense.device_index, [&] { check(cudaMemset(dense.data, 0, bytes), "cudaMemset"); });
     }
 
     Target target(int device) override { return Target::gpu(info_of(device).multiprocessors); }
 
     std::shared_ptr<const void> prepare(const Schedule& schedule, int device) override {
-        if (!available()) throw Error(ErrorKind::device, "no CUDA GPU is available").help("run on a machine with an NVIDIA GPU and driver");
+        if (!available())
+            throw Error(ErrorKind::device, "no CUDA GPU is available")
+                .help("run on a machine with an NVIDIA GPU and driver");
         const DeviceInfo& info = info_of(device);
         auto prepared = std::make_shared<CudaPreparedPlan>();
         // Open cuBLAS if a GEMM needs it, and compile (or find) and load every kernel the schedule may
@@ -159,14 +172,18 @@ public:
             for (const ScheduledStep& step : schedule.steps)
                 for (const auto* launches : {&step.launches, &step.unaligned_launches})
                     for (const KernelLaunch& launch : *launches)
-                        prepared->functions.emplace(&launch, kernel_function(launch.signature, device, info.arch));
+                        prepared->functions.emplace(&launch,
+                                                    kernel_function(launch.signature, device, info.arch));
         });
         return prepared;
     }
 
-    void execute(const Plan& plan, const Schedule& schedule, const void* prepared, std::span<const TensorView> inputs,
-                 std::span<TensorView> outputs, void* stream, void* workspace) override {
-        const int device = !inputs.empty() ? inputs[0].device_index : !outputs.empty() ? outputs[0].device_index : 0;
+    void execute(const Plan& plan, const Schedule& schedule, const void* prepared,
+                 std::span<const TensorView> inputs, std::span<TensorView> outputs, void* stream,
+                 void* workspace) override {
+        const int device = !inputs.empty()    ? inputs[0].device_index
+                           : !outputs.empty() ? outputs[0].device_index
+                                              : 0;
         for (const TensorView& output : outputs)
             if (output.data && (output.device != Device::cuda || output.device_index != device))
                 throw Error(ErrorKind::usage, "outputs must be on the GPU of the inputs");
@@ -188,26 +205,41 @@ const bool registered = [] {
 
 }  // namespace
 
-bool available() { return device_available(); }
+bool available() {
+    return device_available();
+}
 
-void set_options(const Options& o) { allow_tf32 = o.allow_tf32; }
-Options options() { return Options{allow_tf32.load()}; }
+void set_options(const Options& o) {
+    allow_tf32 = o.allow_tf32;
+}
+Options options() {
+    return Options{allow_tf32.load()};
+}
 
 Tensor to_device(const TensorView& host, int device) {
-    if (host.device != Device::cpu) throw Error(ErrorKind::usage, "to_device: the tensor is already on a GPU");
-    const Tensor dense = host.is_row_major() ? Tensor(host, nullptr) : rearrange(host, "... -> ...", {}, einc::Options{.contiguous = true});
+    if (host.device != Device::cpu)
+        throw Error(ErrorKind::usage, "to_device: the tensor is already on a GPU");
+    const Tensor dense = host.is_row_major()
+                             ? Tensor(host, nullptr)
+                             : rearrange(host, "... -> ...", {}, einc::Options{.contiguous = true});
     Tensor result = backend.allocate(host.dtype, host.shape, device);
-    on_device(device, [&] { check(cudaMemcpy(result.data(), dense.data(), dense.nbytes(), cudaMemcpyHostToDevice), "cudaMemcpy to the GPU"); });
+    on_device(device, [&] {
+        check(cudaMemcpy(result.data(), dense.data(), dense.nbytes(), cudaMemcpyHostToDevice),
+              "cudaMemcpy to the GPU");
+    });
     return result;
 }
 
 Tensor to_host(const TensorView& on_device_view) {
-    if (on_device_view.device != Device::cuda) throw Error(ErrorKind::usage, "to_host: the tensor is not on a GPU");
-    const Tensor dense = on_device_view.is_row_major() ? Tensor(on_device_view, nullptr)
-                                                       : rearrange(on_device_view, "... -> ...", {}, einc::Options{.contiguous = true});
+    if (on_device_view.device != Device::cuda)
+        throw Error(ErrorKind::usage, "to_host: the tensor is not on a GPU");
+    const Tensor dense = on_device_view.is_row_major()
+                             ? Tensor(on_device_view, nullptr)
+                             : rearrange(on_device_view, "... -> ...", {}, einc::Options{.contiguous = true});
     Tensor result = Tensor::empty(on_device_view.dtype, on_device_view.shape);
     on_device(on_device_view.device_index, [&] {
-        check(cudaMemcpy(result.data(), dense.data(), result.nbytes(), cudaMemcpyDeviceToHost), "cudaMemcpy from the GPU");
+        check(cudaMemcpy(result.data(), dense.data(), result.nbytes(), cudaMemcpyDeviceToHost),
+              "cudaMemcpy from the GPU");
     });
     return result;
 }
@@ -218,8 +250,8 @@ void synchronize(int device) {
 
 std::string describe_device(int device) {
     const DeviceInfo& info = info_of(device);
-    return fmt::format("{} (sm_{}, {} SMs, {:.0f} GiB, driver {})", info.name, info.arch, info.multiprocessors,
-                       static_cast<double>(info.memory) / (1u << 30), info.driver);
+    return fmt::format("{} (sm_{}, {} SMs, {:.0f} GiB, driver {})", info.name, info.arch,
+                       info.multiprocessors, static_cast<double>(info.memory) / (1u << 30), info.driver);
 }
 
 }  // namespace einc::cuda

@@ -8,9 +8,12 @@ namespace einc::cuda {
 
 void check(cudaError_t status, const char* what) {
     if (status == cudaSuccess) return;
-    Error error(ErrorKind::device, fmt::format("CUDA: {} failed: {} ({})", what, cudaGetErrorString(status), cudaGetErrorName(status)));
-    if (status == cudaErrorMemoryAllocation) error.help("the GPU is out of memory: free tensors, or use smaller ones");
-    if (status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver) error.help("no usable NVIDIA GPU and driver on this machine");
+    Error error(ErrorKind::device, fmt::format("CUDA: {} failed: {} ({})", what, cudaGetErrorString(status),
+                                               cudaGetErrorName(status)));
+    if (status == cudaErrorMemoryAllocation)
+        error.help("the GPU is out of memory: free tensors, or use smaller ones");
+    if (status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver)
+        error.help("no usable NVIDIA GPU and driver on this machine");
     cudaGetLastError();  // clear the sticky error state of non-fatal errors
     throw error;
 }
@@ -19,8 +22,9 @@ void check(CUresult status, const char* what) {
     if (status == CUDA_SUCCESS) return;
     const char* message = nullptr;
     if (driver().error_string) driver().error_string(status, &message);
-    throw Error(ErrorKind::device, fmt::format("CUDA driver: {} failed: {} (code {})", what, message ? message : "unknown error",
-                                               static_cast<int>(status)));
+    throw Error(ErrorKind::device,
+                fmt::format("CUDA driver: {} failed: {} (code {})", what, message ? message : "unknown error",
+                            static_cast<int>(status)));
 }
 
 bool device_available() {
@@ -38,8 +42,12 @@ DeviceInfo device_info(int index) {
     check(cudaGetDeviceProperties(&properties, index), "cudaGetDeviceProperties");
     int version = 0;
     check(cudaDriverGetVersion(&version), "cudaDriverGetVersion");
-    return DeviceInfo{properties.name, index, properties.major * 10 + properties.minor, properties.multiProcessorCount,
-                      properties.totalGlobalMem, fmt::format("{}.{}", version / 1000, version % 1000 / 10)};
+    return DeviceInfo{properties.name,
+                      index,
+                      properties.major * 10 + properties.minor,
+                      properties.multiProcessorCount,
+                      properties.totalGlobalMem,
+                      fmt::format("{}.{}", version / 1000, version % 1000 / 10)};
 }
 
 namespace {
@@ -48,9 +56,11 @@ template <typename F>
 void entry_point(const char* name, F& f) {
     void* function = nullptr;
     cudaDriverEntryPointQueryResult found{};
-    check(cudaGetDriverEntryPointByVersion(name, &function, 12000, cudaEnableDefault, &found), "cudaGetDriverEntryPointByVersion");
+    check(cudaGetDriverEntryPointByVersion(name, &function, 12000, cudaEnableDefault, &found),
+          "cudaGetDriverEntryPointByVersion");
     if (found != cudaDriverEntryPointSuccess || !function)
-        throw Error(ErrorKind::device, fmt::format("the CUDA driver has no entry point {}", name)).help("update the NVIDIA driver");
+        throw Error(ErrorKind::device, fmt::format("the CUDA driver has no entry point {}", name))
+            .help("update the NVIDIA driver");
     f = reinterpret_cast<F>(function);
 }
 

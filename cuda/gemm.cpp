@@ -62,15 +62,18 @@ void gemm(const Gemm& g, DType dtype, const void* a, const void* b, void* c, cud
         one.outer = 1;
         for (std::int64_t o = 0; o < g.outer; ++o)
             gemm(one, dtype, static_cast<const std::byte*>(a) + o * g.a.outer_stride * size,
-                 static_cast<const std::byte*>(b) + o * g.b.outer_stride * size, static_cast<std::byte*>(c) + o * g.c.outer_stride * size,
-                 stream, allow_tf32, workspace, workspace_bytes);
+                 static_cast<const std::byte*>(b) + o * g.b.outer_stride * size,
+                 static_cast<std::byte*>(c) + o * g.c.outer_stride * size, stream, allow_tf32, workspace,
+                 workspace_bytes);
         return;
     }
     cudaDataType_t type{};
     cublasComputeType_t compute{};
     switch (dtype) {
     case DType::f64: type = CUDA_R_64F, compute = CUBLAS_COMPUTE_64F; break;
-    case DType::f32: type = CUDA_R_32F, compute = allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F; break;
+    case DType::f32:
+        type = CUDA_R_32F, compute = allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+        break;
     case DType::f16: type = CUDA_R_16F, compute = CUBLAS_COMPUTE_32F; break;
     case DType::bf16: type = CUDA_R_16BF, compute = CUBLAS_COMPUTE_32F; break;
     default: throw Error(ErrorKind::unsupported, fmt::format("cuBLAS GEMM of {}", name_of(dtype)));

@@ -27,12 +27,15 @@ std::uint64_t fnv1a(std::span<const std::byte> bytes, std::uint64_t hash = 0xcbf
     return hash;
 }
 
-std::uint64_t fnv1a(std::string_view text) { return fnv1a(std::as_bytes(std::span(text.data(), text.size()))); }
+std::uint64_t fnv1a(std::string_view text) {
+    return fnv1a(std::as_bytes(std::span(text.data(), text.size())));
+}
 
 constexpr char magic[8] = {'E', 'I', 'N', 'C', 'K', 'R', 'N', '1'};
 
 struct Stats {
-    std::atomic<std::uint64_t> memory_hits{0}, ahead_of_time{0}, disk_hits{0}, compiled{0}, disk_rejected{0}, disk_write_failures{0};
+    std::atomic<std::uint64_t> memory_hits{0}, ahead_of_time{0}, disk_hits{0}, compiled{0}, disk_rejected{0},
+        disk_write_failures{0};
 } stats;
 
 struct Loaded {
@@ -41,7 +44,7 @@ struct Loaded {
 };
 
 std::mutex mutex;
-std::unordered_map<std::string, Loaded> loaded;                 // "<device>|<arch>|<name>"
+std::unordered_map<std::string, Loaded> loaded;                  // "<device>|<arch>|<name>"
 std::map<std::pair<int, const void*>, CUmodule> shared_modules;  // (device, binary) of ahead-of-time modules
 
 bool jit_enabled() {
@@ -64,15 +67,20 @@ KernelBinary binary_of(const KernelSignature& signature, int arch) {
         return {{}, ahead->binary};
     }
     if (!jit_enabled())
-        throw Error(ErrorKind::device, fmt::format("kernel {} for sm_{} was not compiled ahead of time, and EINC_JIT=0 forbids compiling it now",
-                                                   name, arch))
-            .help("add the call that needs it to your einc aot corpus, or unset EINC_JIT to compile it at run time");
+        throw Error(
+            ErrorKind::device,
+            fmt::format(
+                "kernel {} for sm_{} was not compiled ahead of time, and EINC_JIT=0 forbids compiling it now",
+                name, arch))
+            .help("add the call that needs it to your einc aot corpus, or unset EINC_JIT to compile it at "
+                  "run time");
     const std::string source = kernel_source(signature);
     const std::vector<std::string> options = compile_options(arch);
-    const std::string key = fmt::format("{:016x}:{}|{}|sm_{}|nvrtc {}", fnv1a(source), source.size(), fmt::join(options, " "), arch,
-                                        nvrtc_version());
+    const std::string key = fmt::format("{:016x}:{}|{}|sm_{}|nvrtc {}", fnv1a(source), source.size(),
+                                        fmt::join(options, " "), arch, nvrtc_version());
     const std::filesystem::path directory = kernel_cache_directory();
-    const std::filesystem::path file = directory.empty() ? std::filesystem::path{} : directory / fmt::format("{:016x}.cubin", fnv1a(key));
+    const std::filesystem::path file =
+        directory.empty() ? std::filesystem::path{} : directory / fmt::format("{:016x}.cubin", fnv1a(key));
     if (!file.empty() && std::filesystem::exists(file)) {
         if (auto cached = read_cache_file(file, key)) {
             ++stats.disk_hits;
@@ -83,8 +91,10 @@ KernelBinary binary_of(const KernelSignature& signature, int arch) {
     CompiledKernel compiled = compile(source, name, arch);
     ++stats.compiled;
     if (!file.empty()) {
-        if (write_cache_file(file, key, compiled.binary)) trim_cache_directory(directory, cache_max_files());
-        else ++stats.disk_write_failures;
+        if (write_cache_file(file, key, compiled.binary))
+            trim_cache_directory(directory, cache_max_files());
+        else
+            ++stats.disk_write_failures;
     }
     return {std::move(compiled.binary), {}};
 }
@@ -95,7 +105,8 @@ std::vector<std::byte> cache_file_bytes(const std::string& key, std::span<const 
     const auto key_size = static_cast<std::uint32_t>(key.size());
     const auto payload_size = static_cast<std::uint64_t>(payload.size());
     const std::uint64_t checksum = fnv1a(payload);
-    std::vector<std::byte> bytes(sizeof magic + sizeof key_size + key.size() + sizeof payload_size + sizeof checksum + payload.size());
+    std::vector<std::byte> bytes(sizeof magic + sizeof key_size + key.size() + sizeof payload_size +
+                                 sizeof checksum + payload.size());
     std::size_t at = 0;
     const auto append = [&](const void* data, std::size_t size) {
         if (size > 0) std::memcpy(bytes.data() + at, data, size);
@@ -110,7 +121,8 @@ std::vector<std::byte> cache_file_bytes(const std::string& key, std::span<const 
     return bytes;
 }
 
-std::optional<std::vector<std::byte>> read_cache_file(const std::filesystem::path& path, const std::string& key) {
+std::optional<std::vector<std::byte>> read_cache_file(const std::filesystem::path& path,
+                                                      const std::string& key) {
     std::ifstream in(path, std::ios::binary);
     if (!in) return std::nullopt;
     const std::string contents((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -125,7 +137,8 @@ std::optional<std::vector<std::byte>> read_cache_file(const std::filesystem::pat
     };
     char file_magic[8];
     std::uint32_t key_size = 0;
-    if (!take(file_magic, sizeof file_magic) || std::memcmp(file_magic, magic, sizeof magic) != 0) return std::nullopt;
+    if (!take(file_magic, sizeof file_magic) || std::memcmp(file_magic, magic, sizeof magic) != 0)
+        return std::nullopt;
     if (!take(&key_size, sizeof key_size) || key_size != key.size()) return std::nullopt;
     std::string file_key(key_size, '\0');
     if (!take(file_key.data(), key_size) || file_key != key) return std::nullopt;
@@ -137,12 +150,14 @@ std::optional<std::vector<std::byte>> read_cache_file(const std::filesystem::pat
     return payload;
 }
 
-bool write_cache_file(const std::filesystem::path& path, const std::string& key, std::span<const std::byte> payload) {
+bool write_cache_file(const std::filesystem::path& path, const std::string& key,
+                      std::span<const std::byte> payload) {
     std::error_code error;
     std::filesystem::create_directories(path.parent_path(), error);
     // Written whole to a name of its own, then renamed: readers see the old file or the new one.
     std::random_device random;
-    const std::filesystem::path temporary = path.string() + fmt::format(".{}.{:08x}.tmp", ::getpid(), random());
+    const std::filesystem::path temporary =
+        path.string() + fmt::format(".{}.{:08x}.tmp", ::getpid(), random());
     {
         std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
         if (!out) return false;
@@ -161,7 +176,8 @@ bool write_cache_file(const std::filesystem::path& path, const std::string& key,
 std::size_t trim_cache_directory(const std::filesystem::path& directory, std::size_t max_files) {
     std::error_code error;
     std::vector<std::pair<std::filesystem::file_time_type, std::filesystem::path>> cubins;
-    for (std::filesystem::directory_iterator it(directory, error), end; !error && it != end; it.increment(error)) {
+    for (std::filesystem::directory_iterator it(directory, error), end; !error && it != end;
+         it.increment(error)) {
         if (it->path().extension() != ".cubin") continue;  // temporaries of other writers, anything else
         const auto written = it->last_write_time(error);
         if (!error) cubins.emplace_back(written, it->path());
@@ -170,21 +186,25 @@ std::size_t trim_cache_directory(const std::filesystem::path& directory, std::si
     if (cubins.size() <= max_files) return 0;
     std::sort(cubins.begin(), cubins.end());
     std::size_t removed = 0;
-    for (std::size_t i = 0; i < cubins.size() - max_files; ++i) removed += std::filesystem::remove(cubins[i].second, error);
+    for (std::size_t i = 0; i < cubins.size() - max_files; ++i)
+        removed += std::filesystem::remove(cubins[i].second, error);
     return removed;
 }
 
 std::size_t cache_max_files() {
     const char* value = std::getenv("EINC_CACHE_MAX_FILES");
     std::size_t parsed = 0;
-    if (value && std::from_chars(value, value + std::strlen(value), parsed).ec == std::errc{} && parsed > 0) return parsed;
+    if (value && std::from_chars(value, value + std::strlen(value), parsed).ec == std::errc{} && parsed > 0)
+        return parsed;
     return 4096;
 }
 
 std::filesystem::path kernel_cache_directory() {
     if (const char* dir = std::getenv("EINC_CACHE_DIR"); dir && *dir) return dir;
-    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::filesystem::path(xdg) / "einc" / "kernels";
-    if (const char* home = std::getenv("HOME"); home && *home) return std::filesystem::path(home) / ".cache" / "einc" / "kernels";
+    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+        return std::filesystem::path(xdg) / "einc" / "kernels";
+    if (const char* home = std::getenv("HOME"); home && *home)
+        return std::filesystem::path(home) / ".cache" / "einc" / "kernels";
     return {};
 }
 
@@ -206,7 +226,9 @@ CUfunction kernel_function(const KernelSignature& signature, int device, int arc
         check(driver().module_load_data(&entry.module, binary.own.data()), "cuModuleLoadData");
     } else {
         CUmodule& module = shared_modules[{device, binary.shared.data()}];
-        if (!module) check(driver().module_load_data(&module, binary.shared.data()), "cuModuleLoadData (a module compiled ahead of time)");
+        if (!module)
+            check(driver().module_load_data(&module, binary.shared.data()),
+                  "cuModuleLoadData (a module compiled ahead of time)");
         entry.module = module;
     }
     check(driver().module_get_function(&entry.function, entry.module, name.c_str()), "cuModuleGetFunction");
@@ -215,8 +237,8 @@ CUfunction kernel_function(const KernelSignature& signature, int device, int arc
 }
 
 KernelCacheStats kernel_cache_stats() {
-    return KernelCacheStats{stats.memory_hits, stats.ahead_of_time, stats.disk_hits, stats.compiled, stats.disk_rejected,
-                            stats.disk_write_failures};
+    return KernelCacheStats{stats.memory_hits, stats.ahead_of_time, stats.disk_hits,
+                            stats.compiled,    stats.disk_rejected, stats.disk_write_failures};
 }
 
 }  // namespace einc::cuda

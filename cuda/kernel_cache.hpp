@@ -12,13 +12,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cuda.h>
 #include <filesystem>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <cuda.h>
 
 #include "compiler/codegen.hpp"
 
@@ -29,7 +28,7 @@ CUfunction kernel_function(const KernelSignature& signature, int device, int arc
 
 struct KernelCacheStats {
     std::uint64_t memory_hits = 0, ahead_of_time = 0, disk_hits = 0, compiled = 0;
-    std::uint64_t disk_rejected = 0;      // corrupt or foreign files, recompiled
+    std::uint64_t disk_rejected = 0;  // corrupt or foreign files, recompiled
     std::uint64_t disk_write_failures = 0;
 };
 KernelCacheStats kernel_cache_stats();
@@ -40,8 +39,10 @@ std::filesystem::path kernel_cache_directory();
 // The disk cache's file format, exposed for tests: a header (magic, key, payload size and checksum)
 // and the payload. read_cache_file() returns nothing unless the file is intact and has this key.
 std::vector<std::byte> cache_file_bytes(const std::string& key, std::span<const std::byte> payload);
-std::optional<std::vector<std::byte>> read_cache_file(const std::filesystem::path& path, const std::string& key);
-bool write_cache_file(const std::filesystem::path& path, const std::string& key, std::span<const std::byte> payload);
+std::optional<std::vector<std::byte>> read_cache_file(const std::filesystem::path& path,
+                                                      const std::string& key);
+bool write_cache_file(const std::filesystem::path& path, const std::string& key,
+                      std::span<const std::byte> payload);
 
 // The disk cache is bounded: after each write, the least recently written cubins beyond `max_files`
 // (EINC_CACHE_MAX_FILES, default 4096 - some hundred megabytes) are removed. Returns how many were.

@@ -77,7 +77,8 @@ std::string nvrtc_version() {
 std::string cuda_include_directory() {
     std::vector<std::string> candidates;
     for (const char* variable : {"CUDA_HOME", "CUDA_PATH"})
-        if (const char* root = std::getenv(variable); root && *root) candidates.push_back(std::string(root) + "/include");
+        if (const char* root = std::getenv(variable); root && *root)
+            candidates.push_back(std::string(root) + "/include");
     for (const char* dir : toolkit::include_directories) candidates.emplace_back(dir);
     for (const std::string& dir : candidates)
         if (std::filesystem::exists(std::filesystem::path(dir) / "cuda_runtime.h")) return dir;
@@ -85,8 +86,8 @@ std::string cuda_include_directory() {
 }
 
 std::vector<std::string> compile_options(int arch, bool ptx) {
-    std::vector<std::string> options{fmt::format("--gpu-architecture={}_{}", ptx ? "compute" : "sm", arch), "--std=c++17",
-                                     "-default-device", "-lineinfo"};
+    std::vector<std::string> options{fmt::format("--gpu-architecture={}_{}", ptx ? "compute" : "sm", arch),
+                                     "--std=c++17", "-default-device", "-lineinfo"};
     static const std::string include = cuda_include_directory();
     if (!include.empty()) options.push_back("-I" + include);
     return options;
@@ -96,8 +97,10 @@ CompiledKernel compile(const std::string& source, const std::string& name, int a
     const Nvrtc& n = require();
     nvrtcProgram program = nullptr;
     const std::string file = name + ".cu";
-    if (const nvrtcResult r = n.create(&program, source.c_str(), file.c_str(), 0, nullptr, nullptr); r != NVRTC_SUCCESS)
-        throw Error(ErrorKind::device, fmt::format("NVRTC could not create a program for {}: {}", name, n.error_string(r)));
+    if (const nvrtcResult r = n.create(&program, source.c_str(), file.c_str(), 0, nullptr, nullptr);
+        r != NVRTC_SUCCESS)
+        throw Error(ErrorKind::device,
+                    fmt::format("NVRTC could not create a program for {}: {}", name, n.error_string(r)));
     struct Destroy {
         const Nvrtc& n;
         nvrtcProgram* program;
@@ -116,16 +119,19 @@ CompiledKernel compile(const std::string& source, const std::string& name, int a
         compiled.log.resize(log_size - 1);
     }
     if (result != NVRTC_SUCCESS)
-        throw Error(ErrorKind::device, fmt::format("NVRTC failed to compile {} for sm_{}: {}", name, arch, n.error_string(result)))
+        throw Error(ErrorKind::device, fmt::format("NVRTC failed to compile {} for sm_{}: {}", name, arch,
+                                                   n.error_string(result)))
             .note(compiled.log.empty() ? std::string("(no log)") : compiled.log)
             .help("this is an einc bug in a generated kernel: please report it with the log");
     std::size_t size = 0;
     if ((ptx ? n.ptx_size(program, &size) : n.cubin_size(program, &size)) != NVRTC_SUCCESS)
-        throw Error(ErrorKind::device, fmt::format("NVRTC produced no {} for {}", ptx ? "PTX" : "cubin", name));
+        throw Error(ErrorKind::device,
+                    fmt::format("NVRTC produced no {} for {}", ptx ? "PTX" : "cubin", name));
     compiled.binary.resize(size);
     const nvrtcResult got = ptx ? n.ptx(program, reinterpret_cast<char*>(compiled.binary.data()))
                                 : n.cubin(program, reinterpret_cast<char*>(compiled.binary.data()));
-    if (got != NVRTC_SUCCESS) throw Error(ErrorKind::device, fmt::format("NVRTC could not return the binary of {}", name));
+    if (got != NVRTC_SUCCESS)
+        throw Error(ErrorKind::device, fmt::format("NVRTC could not return the binary of {}", name));
     return compiled;
 }
 

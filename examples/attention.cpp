@@ -44,9 +44,10 @@ int main() {
 
     const einc::Tensor q = step("1. split the heads: a view, whatever the sizes", split, {x});
     const einc::Tensor k = step("   the keys, the same way", split, {x});
-    const einc::Tensor scores = step("2. scores: batched GEMMs over (b h); in the head views (b h) is not "
-                                     "one stride, so a GEMM per b, each batched over h, reads q and k in place",
-                                     scores_of, {q, k});
+    const einc::Tensor scores =
+        step("2. scores: batched GEMMs over (b h); in the head views (b h) is not "
+             "one stride, so a GEMM per b, each batched over h, reads q and k in place",
+             scores_of, {q, k});
     step("3. pooling: the largest score of each query (reduce max over the keys)", pool, {scores});
     const einc::Tensor out = step("4. weigh the values (the queries stand in for them): the same GEMMs, "
                                   "the values read in place",

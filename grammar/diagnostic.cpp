@@ -9,7 +9,11 @@ namespace {
 // Length of the UTF-8 sequence starting at text[i], or 0 if it is not a valid, printable one.
 std::size_t utf8_length(std::string_view text, std::size_t i) {
     const auto lead = static_cast<unsigned char>(text[i]);
-    std::size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
+    std::size_t length = lead < 0x80           ? 1
+                         : (lead >> 5) == 0x6  ? 2
+                         : (lead >> 4) == 0xE  ? 3
+                         : (lead >> 3) == 0x1E ? 4
+                                               : 0;
     if (length == 0 || i + length > text.size()) return 0;
     for (std::size_t k = 1; k < length; ++k)
         if ((static_cast<unsigned char>(text[i + k]) >> 6) != 0x2) return 0;
@@ -31,7 +35,8 @@ DisplayLine display(std::string_view source) {
     line.column.resize(source.size() + 1);
     for (std::size_t i = 0; i < source.size();) {
         const std::size_t length = utf8_length(source, i);
-        for (std::size_t k = 0; k < std::max<std::size_t>(length, 1); ++k) line.column[i + k] = line.offset.size();
+        for (std::size_t k = 0; k < std::max<std::size_t>(length, 1); ++k)
+            line.column[i + k] = line.offset.size();
         if (length == 0) {
             const std::string escaped = fmt::format("\\x{:02X}", static_cast<unsigned char>(source[i]));
             for (std::size_t k = 0; k < escaped.size(); ++k) line.offset.push_back(line.text.size() + k);
@@ -65,7 +70,8 @@ std::string shorten(const std::string& text) {
 }  // namespace
 
 std::string render(const Diagnostic& d) {
-    std::string out = fmt::format("{}error: {}\n", d.location.empty() ? "" : d.location + ": ", shorten(d.message));
+    std::string out =
+        fmt::format("{}error: {}\n", d.location.empty() ? "" : d.location + ": ", shorten(d.message));
     if (!d.source.empty() || !d.labels.empty()) {
         const DisplayLine line = display(d.source);
         std::string carets(line.column.back() + 1, ' ');
@@ -88,10 +94,12 @@ std::string render(const Diagnostic& d) {
         if (line.column.back() > max_columns && first < carets.size()) {
             // Centre the window on the labels, as far as they fit.
             window_begin = first > max_columns / 4 ? first - max_columns / 4 : 0;
-            if (last > window_begin + max_columns && last - first < max_columns) window_begin = last - max_columns;
+            if (last > window_begin + max_columns && last - first < max_columns)
+                window_begin = last - max_columns;
             const std::size_t b = line.offset[window_begin];
             const std::size_t e = line.offset[std::min(window_begin + max_columns, line.offset.size() - 1)];
-            shown = (window_begin > 0 ? "..." : "") + shown.substr(b, e - b) + (e < shown.size() ? "..." : "");
+            shown =
+                (window_begin > 0 ? "..." : "") + shown.substr(b, e - b) + (e < shown.size() ? "..." : "");
             carets = std::string(window_begin > 0 ? 3 : 0, ' ') +
                      carets.substr(window_begin, std::min(max_columns, carets.size() - window_begin));
         }
@@ -150,8 +158,8 @@ const char* Error::what() const noexcept {
 }
 
 void internal_error(const char* condition, const char* file, int line) {
-    throw InternalError(fmt::format("einc internal error: {} failed at {}:{} (please report this)", condition,
-                                    file, line));
+    throw InternalError(
+        fmt::format("einc internal error: {} failed at {}:{} (please report this)", condition, file, line));
 }
 
 }  // namespace einc

@@ -41,10 +41,11 @@ struct Diagnostic {
     std::vector<Label> labels;
     std::vector<std::string> notes;  // facts: shapes, sizes given
     std::string help;                // what would be right
-    std::string location;            // "kernels.txt:3:12" where the source was read from a file; empty otherwise
+    std::string location;  // "kernels.txt:3:12" where the source was read from a file; empty otherwise
 };
 
-// "error: ..." (after "file:line:column: " when located), then the source line with its caret line, then notes and help, each on its own line.
+// "error: ..." (after "file:line:column: " when located), then the source line with its caret line, then
+// notes and help, each on its own line.
 std::string render(const Diagnostic& diagnostic);
 
 // A user error. Built fluently where it is thrown:
@@ -87,5 +88,5 @@ std::string counted(std::int64_t count, std::string_view noun);
 // An invariant of einc itself; failing it is a bug, reported as InternalError rather than a crash.
 #define EINC_ASSERT(condition)                                                                               \
     do {                                                                                                     \
-        if (!(condition)) ::einc::internal_error(#condition, __FILE__, __LINE__);                          \
+        if (!(condition)) ::einc::internal_error(#condition, __FILE__, __LINE__);                            \
     } while (false)

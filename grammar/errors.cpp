@@ -33,7 +33,9 @@ Span here(std::size_t at, std::size_t length = 1) {
     const char c = text[at];
     const bool compact = context.notation == syntax::Notation::compact;
     const bool pack = context.notation == syntax::Notation::pack;
-    auto error = [&](std::string message) { return Error(ErrorKind::syntax, std::move(message)).at(text, here(at)); };
+    auto error = [&](std::string message) {
+        return Error(ErrorKind::syntax, std::move(message)).at(text, here(at));
+    };
     if (c == ')') throw error("unmatched ')'").help("every ')' closes a '(' before it on the same side");
     if (pack && c == '.') {
         std::size_t dots = 0;
@@ -49,17 +51,23 @@ Span here(std::size_t at, std::size_t length = 1) {
             .at(text, here(at, dots))
             .help("an ellipsis is exactly three dots, `...`");
     }
-    if (c == '-' || c == '>') throw error(fmt::format("stray '{}'", c)).help("input and output are separated by `->`");
+    if (c == '-' || c == '>')
+        throw error(fmt::format("stray '{}'", c)).help("input and output are separated by `->`");
     if (c == '\t') throw error("a tab in the pattern").help("separate axes with spaces, as einops does");
     if (compact && is_word_char(c))
         throw error(fmt::format("'{}' in compact subscripts, which are single letters", c))
             .help("digits and '_' need einops notation: drop --compact and separate names with spaces");
-    if (compact && c == '(') throw error("groups are not available in compact subscripts").help("drop --compact to use `(h w)`");
+    if (compact && c == '(')
+        throw error("groups are not available in compact subscripts").help("drop --compact to use `(h w)`");
     if (pack && (c == '(' || c == ')' || c == '.'))
         throw error(fmt::format("{} in a pack pattern", describe(text, at)))
             .help("a pack pattern lists axis names and one `*`, e.g. `b * c`");
-    if (!pack && c == '*') throw error("'*' outside a pack pattern").help("`*` is for pack and unpack; use `...` for any number of axes");
-    if (c == ',' && pack) throw error("',' in a pack pattern").help("a pack pattern lists axis names and one `*`, e.g. `b * c`");
+    if (!pack && c == '*')
+        throw error("'*' outside a pack pattern")
+            .help("`*` is for pack and unpack; use `...` for any number of axes");
+    if (c == ',' && pack)
+        throw error("',' in a pack pattern")
+            .help("a pack pattern lists axis names and one `*`, e.g. `b * c`");
     throw error(fmt::format("unexpected {} in pattern", describe(text, at)))
         .help("patterns are made of axis names, numbers, `...`, `(`, `)`, `,` and `->`");
 }
@@ -86,7 +94,8 @@ Span here(std::size_t at, std::size_t length = 1) {
         std::size_t next_end = at + (c == '.' ? 3 : c == '*' ? 1 : 0);
         if (c != '.' && c != '*')
             while (next_end < text.size() && is_word_char(text[next_end])) ++next_end;
-        throw Error(ErrorKind::syntax, fmt::format("missing space between '{}' and '{}'", previous, text.substr(at, next_end - at)))
+        throw Error(ErrorKind::syntax, fmt::format("missing space between '{}' and '{}'", previous,
+                                                   text.substr(at, next_end - at)))
             .at(text, here(at, next_end - at))
             .also(atom)
             .help(fmt::format("write `{} {}`", previous, text.substr(at, next_end - at)));

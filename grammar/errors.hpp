@@ -21,10 +21,10 @@ enum class Failure {
 // Where the failure happened and what the parser knew at that point.
 struct FailureContext {
     syntax::Notation notation = syntax::Notation::einops;
-    std::size_t at = 0;                       // byte offset of the failure
-    std::optional<syntax::Span> open_group;   // the `(` of the group being read
-    std::optional<syntax::Span> arrow;        // the first `->`
-    std::optional<syntax::Span> last_atom;    // the atom just read
+    std::size_t at = 0;                      // byte offset of the failure
+    std::optional<syntax::Span> open_group;  // the `(` of the group being read
+    std::optional<syntax::Span> arrow;       // the first `->`
+    std::optional<syntax::Span> last_atom;   // the atom just read
 };
 
 [[noreturn]] void fail(Failure failure, std::string_view text, const FailureContext& context);

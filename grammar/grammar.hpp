@@ -60,7 +60,8 @@ struct output : operand {};
 // end        ::= EOF                       after the output: no second '->', no ','
 struct end : pegtl::eof {};
 // pattern    ::= input (',' input)* ('->' output)? end
-struct pattern : pegtl::seq<pegtl::list<input, comma>, pegtl::opt<pegtl::if_must<arrow, output>>, pegtl::must<end>> {};
+struct pattern
+    : pegtl::seq<pegtl::list<input, comma>, pegtl::opt<pegtl::if_must<arrow, output>>, pegtl::must<end>> {};
 
 }  // namespace einops
 
@@ -78,7 +79,8 @@ struct input : operand {};
 struct output : operand {};
 struct end : pegtl::eof {};
 // pattern    ::= input (',' input)* ('->' output)? end
-struct pattern : pegtl::seq<pegtl::list<input, comma>, pegtl::opt<pegtl::if_must<arrow, output>>, pegtl::must<end>> {};
+struct pattern
+    : pegtl::seq<pegtl::list<input, comma>, pegtl::opt<pegtl::if_must<arrow, output>>, pegtl::must<end>> {};
 
 }  // namespace compact
 
@@ -93,7 +95,8 @@ struct star : pegtl::one<'*'> {};
 // separator  ::= &(blank | EOF)
 struct separator : pegtl::at<pegtl::sor<pegtl::one<' ', '\t', '\n', '\r'>, pegtl::eof>> {};
 // item       ::= (star | word) separator
-struct item : pegtl::seq<pegtl::sor<star, word, pegtl::raise<unexpected_character>>, pegtl::must<separator>> {};
+struct item : pegtl::seq<pegtl::sor<star, word, pegtl::raise<unexpected_character>>, pegtl::must<separator>> {
+};
 // pattern    ::= blanks (item blanks)* EOF
 struct pattern : pegtl::seq<blanks, pegtl::until<pegtl::eof, item, blanks>> {};
 

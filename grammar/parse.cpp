@@ -17,9 +17,9 @@ using syntax::Span;
 // What the actions build while the input is read.
 struct ParseState {
     syntax::Pattern pattern;
-    std::vector<syntax::Dim> dims;       // the operand being read
-    std::optional<syntax::Dim> group;    // the group being read, inside that operand
-    g::FailureContext context;           // for the error messages
+    std::vector<syntax::Dim> dims;     // the operand being read
+    std::optional<syntax::Dim> group;  // the group being read, inside that operand
+    g::FailureContext context;         // for the error messages
 
     void add(syntax::Atom atom) {
         const Span span = syntax::span_of(atom);
@@ -55,7 +55,9 @@ Span span_of(const ActionInput& in) {
 // "rename it, e.g. `h`; <why>" for a name with leading or trailing underscores (`_h`, `h_`).
 std::string rename_help(std::string_view word, std::string_view why) {
     const std::size_t begin = word.find_first_not_of('_');
-    const std::string_view trimmed = begin == std::string_view::npos ? std::string_view{} : word.substr(begin, word.find_last_not_of('_') - begin + 1);
+    const std::string_view trimmed = begin == std::string_view::npos
+                                         ? std::string_view{}
+                                         : word.substr(begin, word.find_last_not_of('_') - begin + 1);
     if (!is_axis_name(trimmed)) return std::string(why);
     return fmt::format("rename it, e.g. `{}`; {}", trimmed, why);
 }
@@ -72,18 +74,22 @@ syntax::Atom classify_word(std::string_view text, std::string_view word, Span sp
         if (value == 0)
             throw Error(ErrorKind::syntax, "an anonymous axis must have a positive length, not 0")
                 .at(text, span)
-                .help("write `1` or `()` for a unit axis, or name the axis and give its size, e.g. `c` with c=0");
+                .help("write `1` or `()` for a unit axis, or name the axis and give its size, e.g. `c` with "
+                      "c=0");
         return syntax::Number{value, span};
     }
     if (is_axis_name(word, /*allow_underscore=*/true)) return syntax::Name{std::string(word), span};
     if (word.front() >= '0' && word.front() <= '9') {
         const std::size_t digits = word.find_first_not_of("0123456789");
-        invalid_word(text, span, word, "names start with a letter",
-                     fmt::format("start the name with a letter, or separate a length from a name with a space: `{} {}`",
-                                 word.substr(0, digits), word.substr(digits)));
+        invalid_word(
+            text, span, word, "names start with a letter",
+            fmt::format(
+                "start the name with a letter, or separate a length from a name with a space: `{} {}`",
+                word.substr(0, digits), word.substr(digits)));
     }
     invalid_word(text, span, word, "names may not start or end with '_'",
-                 rename_help(word, "einops reserves leading and trailing underscores; a lone `_` is allowed only in einsum and parse_shape"));
+                 rename_help(word, "einops reserves leading and trailing underscores; a lone `_` is allowed "
+                                   "only in einsum and parse_shape"));
 }
 
 template <typename Rule>
@@ -170,11 +176,16 @@ struct take_output {
         state.pattern.output = state.take_operand(span_of(in));
     }
 };
-template <> struct action<g::einops::input> : take_input {};
-template <> struct action<g::einops::output> : take_output {};
-template <> struct action<g::compact::input> : take_input {};
-template <> struct action<g::compact::output> : take_output {};
-template <> struct action<g::pack::pattern> : take_input {};
+template <>
+struct action<g::einops::input> : take_input {};
+template <>
+struct action<g::einops::output> : take_output {};
+template <>
+struct action<g::compact::input> : take_input {};
+template <>
+struct action<g::compact::output> : take_output {};
+template <>
+struct action<g::pack::pattern> : take_input {};
 
 template <>
 struct action<g::comma> {
@@ -194,20 +205,29 @@ struct action<g::arrow> {
 };
 
 // The error-message table: which rules are commitment points, and which failure each one reports.
-template <typename Rule> inline constexpr std::optional<g::Failure> failure_of = std::nullopt;
-template <> inline constexpr std::optional<g::Failure> failure_of<g::einops::separator> = g::Failure::missing_separator;
-template <> inline constexpr std::optional<g::Failure> failure_of<g::pack::separator> = g::Failure::missing_separator;
-template <> inline constexpr std::optional<g::Failure> failure_of<g::unexpected_character> = g::Failure::unexpected_character;
-template <> inline constexpr std::optional<g::Failure> failure_of<g::einops::group_member> = g::Failure::group_member;
-template <> inline constexpr std::optional<g::Failure> failure_of<g::einops::end> = g::Failure::trailing_output;
-template <> inline constexpr std::optional<g::Failure> failure_of<g::compact::end> = g::Failure::trailing_output;
+template <typename Rule>
+inline constexpr std::optional<g::Failure> failure_of = std::nullopt;
+template <>
+inline constexpr std::optional<g::Failure> failure_of<g::einops::separator> = g::Failure::missing_separator;
+template <>
+inline constexpr std::optional<g::Failure> failure_of<g::pack::separator> = g::Failure::missing_separator;
+template <>
+inline constexpr std::optional<g::Failure> failure_of<g::unexpected_character> =
+    g::Failure::unexpected_character;
+template <>
+inline constexpr std::optional<g::Failure> failure_of<g::einops::group_member> = g::Failure::group_member;
+template <>
+inline constexpr std::optional<g::Failure> failure_of<g::einops::end> = g::Failure::trailing_output;
+template <>
+inline constexpr std::optional<g::Failure> failure_of<g::compact::end> = g::Failure::trailing_output;
 
 template <typename Rule>
 struct control : pegtl::normal<Rule> {
     template <typename ParseInput>
     [[noreturn]] static void raise(const ParseInput& in, ParseState& state) {
         state.context.at = static_cast<std::size_t>(in.current() - in.begin());
-        if constexpr (failure_of<Rule>.has_value()) g::fail(*failure_of<Rule>, state.pattern.text, state.context);
+        if constexpr (failure_of<Rule>.has_value())
+            g::fail(*failure_of<Rule>, state.pattern.text, state.context);
         // must<> also instantiates raise() for rules that cannot fail (they match the empty string).
         throw InternalError(fmt::format("einc internal error: grammar rule {} failed at byte {} of '{}'",
                                         pegtl::demangle<Rule>(), state.context.at, state.pattern.text));
@@ -217,8 +237,8 @@ struct control : pegtl::normal<Rule> {
 template <typename Grammar>
 syntax::Pattern parse_with(std::string_view text, syntax::Notation notation) {
     if (text.size() > max_pattern_bytes)
-        throw Error(ErrorKind::syntax,
-                    fmt::format("pattern of {} bytes is longer than einc reads ({} bytes)", text.size(), max_pattern_bytes));
+        throw Error(ErrorKind::syntax, fmt::format("pattern of {} bytes is longer than einc reads ({} bytes)",
+                                                   text.size(), max_pattern_bytes));
     ParseState state;
     state.pattern.text = std::string(text);
     state.pattern.notation = notation;

@@ -43,7 +43,9 @@ std::string to_string(const syntax::Dim& dim) {
     return dim.grouped ? fmt::format("({})", atoms) : atoms;
 }
 
-std::string to_string(const syntax::Operand& operand) { return join(operand.dims, " "); }
+std::string to_string(const syntax::Operand& operand) {
+    return join(operand.dims, " ");
+}
 
 std::string to_string(const syntax::Pattern& pattern) {
     std::string out = join(pattern.inputs, ", ");

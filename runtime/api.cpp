@@ -19,7 +19,8 @@ std::vector<Tensor> call(const CallRef& ref, std::span<const Input> inputs, cons
 void into(const CallRef& ref, std::span<const Input> inputs, const TensorView& out, const Options& options) {
     Options written = options;
     written.contiguous = true;
-    const Program program = default_plan_cache().get(ref, inputs, written, std::span<const TensorView>(&out, 1));
+    const Program program =
+        default_plan_cache().get(ref, inputs, written, std::span<const TensorView>(&out, 1));
     program.run(inputs, std::span<const TensorView>(&out, 1), options.stream);
 }
 
@@ -32,8 +33,8 @@ Tensor stack(std::span<const Input> xs, std::string_view op) {
     return pack(xs, "*" + elements).tensor;
 }
 
-Tensor single(Op op, std::string_view pattern, Reduction reduction, const AxisSizes& sizes, std::span<const Input> inputs,
-              const Options& options, bool compact = false) {
+Tensor single(Op op, std::string_view pattern, Reduction reduction, const AxisSizes& sizes,
+              std::span<const Input> inputs, const Options& options, bool compact = false) {
     return call(CallRef{op, pattern, reduction, &sizes, compact, nullptr}, inputs, options).front();
 }
 
@@ -43,29 +44,35 @@ Tensor rearrange(const Input& x, std::string_view pattern, const AxisSizes& size
     return single(Op::rearrange, pattern, Reduction::none, sizes, {&x, 1}, options);
 }
 
-Tensor rearrange(std::span<const Input> xs, std::string_view pattern, const AxisSizes& sizes, const Options& options) {
+Tensor rearrange(std::span<const Input> xs, std::string_view pattern, const AxisSizes& sizes,
+                 const Options& options) {
     return rearrange(stack(xs, "rearrange"), pattern, sizes, options);
 }
 
-Tensor reduce(std::span<const Input> xs, std::string_view pattern, Reduction reduction, const AxisSizes& sizes, const Options& options) {
+Tensor reduce(std::span<const Input> xs, std::string_view pattern, Reduction reduction,
+              const AxisSizes& sizes, const Options& options) {
     return reduce(stack(xs, "reduce"), pattern, reduction, sizes, options);
 }
 
-Tensor repeat(std::span<const Input> xs, std::string_view pattern, const AxisSizes& sizes, const Options& options) {
+Tensor repeat(std::span<const Input> xs, std::string_view pattern, const AxisSizes& sizes,
+              const Options& options) {
     return repeat(stack(xs, "repeat"), pattern, sizes, options);
 }
 
-Tensor reduce(const Input& x, std::string_view pattern, Reduction reduction, const AxisSizes& sizes, const Options& options) {
+Tensor reduce(const Input& x, std::string_view pattern, Reduction reduction, const AxisSizes& sizes,
+              const Options& options) {
     return single(Op::reduce, pattern, reduction, sizes, {&x, 1}, options);
 }
 
-Tensor reduce(const Input& x, std::string_view pattern, std::string_view reduction, const AxisSizes& sizes, const Options& options) {
+Tensor reduce(const Input& x, std::string_view pattern, std::string_view reduction, const AxisSizes& sizes,
+              const Options& options) {
     const auto named = reduction_named(reduction);
     if (!named) {
         const auto suggestion = closest_reduction(reduction);
         throw Error(ErrorKind::usage, fmt::format("unknown reduction '{}'", reduction))
-            .help(suggestion ? fmt::format("did you mean '{}'? (sum, mean, max, min, prod, any, all)", *suggestion)
-                             : std::string("one of sum, mean, max, min, prod, any, all"));
+            .help(suggestion
+                      ? fmt::format("did you mean '{}'? (sum, mean, max, min, prod, any, all)", *suggestion)
+                      : std::string("one of sum, mean, max, min, prod, any, all"));
     }
     return reduce(x, pattern, *named, sizes, options);
 }
@@ -84,7 +91,8 @@ Tensor einsum(Subscripts subscripts, std::span<const Input> operands, const Opti
 
 Packed pack(std::span<const Input> tensors, std::string_view pattern, const Options& options) {
     static const AxisSizes none;
-    const Program program = default_plan_cache().get(CallRef{Op::pack, pattern, Reduction::none, &none, false, nullptr}, tensors, options);
+    const Program program = default_plan_cache().get(
+        CallRef{Op::pack, pattern, Reduction::none, &none, false, nullptr}, tensors, options);
     return Packed{program.run(tensors, options.stream).front(), packed_shapes(program.bound())};
 }
 
@@ -92,9 +100,11 @@ Packed pack(std::initializer_list<Input> tensors, std::string_view pattern, cons
     return pack(std::span<const Input>(tensors.begin(), tensors.size()), pattern, options);
 }
 
-std::vector<Tensor> unpack(const Input& x, const std::vector<Shape>& packed_shapes, std::string_view pattern, const Options& options) {
+std::vector<Tensor> unpack(const Input& x, const std::vector<Shape>& packed_shapes, std::string_view pattern,
+                           const Options& options) {
     static const AxisSizes none;
-    return call(CallRef{Op::unpack, pattern, Reduction::none, &none, false, &packed_shapes}, {&x, 1}, options);
+    return call(CallRef{Op::unpack, pattern, Reduction::none, &none, false, &packed_shapes}, {&x, 1},
+                options);
 }
 
 void rearrange_into(const Input& x, std::string_view pattern, const TensorView& out, const AxisSizes& sizes,

@@ -32,25 +32,31 @@ inline constexpr Reduction prod = Reduction::prod;
 inline constexpr Reduction any = Reduction::any;
 inline constexpr Reduction all = Reduction::all;
 
-Tensor rearrange(const Input& x, std::string_view pattern, const AxisSizes& sizes = {}, const Options& options = {});
+Tensor rearrange(const Input& x, std::string_view pattern, const AxisSizes& sizes = {},
+                 const Options& options = {});
 // einops also takes a list of tensors (for rearrange, reduce and repeat), stacked along a new first axis.
-Tensor rearrange(std::span<const Input> xs, std::string_view pattern, const AxisSizes& sizes = {}, const Options& options = {});
-Tensor reduce(const Input& x, std::string_view pattern, Reduction reduction, const AxisSizes& sizes = {}, const Options& options = {});
-Tensor reduce(std::span<const Input> xs, std::string_view pattern, Reduction reduction, const AxisSizes& sizes = {},
+Tensor rearrange(std::span<const Input> xs, std::string_view pattern, const AxisSizes& sizes = {},
+                 const Options& options = {});
+Tensor reduce(const Input& x, std::string_view pattern, Reduction reduction, const AxisSizes& sizes = {},
               const Options& options = {});
-Tensor reduce(const Input& x, std::string_view pattern, std::string_view reduction, const AxisSizes& sizes = {},
+Tensor reduce(std::span<const Input> xs, std::string_view pattern, Reduction reduction,
+              const AxisSizes& sizes = {}, const Options& options = {});
+Tensor reduce(const Input& x, std::string_view pattern, std::string_view reduction,
+              const AxisSizes& sizes = {}, const Options& options = {});
+Tensor repeat(const Input& x, std::string_view pattern, const AxisSizes& sizes = {},
               const Options& options = {});
-Tensor repeat(const Input& x, std::string_view pattern, const AxisSizes& sizes = {}, const Options& options = {});
-Tensor repeat(std::span<const Input> xs, std::string_view pattern, const AxisSizes& sizes = {}, const Options& options = {});
+Tensor repeat(std::span<const Input> xs, std::string_view pattern, const AxisSizes& sizes = {},
+              const Options& options = {});
 
 // einsum(pattern, q, k); with options, einsum(pattern, {q, k}, options); or a span (a std::vector<Input>).
 Tensor einsum(std::string_view pattern, std::span<const Input> operands, const Options& options = {});
-inline Tensor einsum(std::string_view pattern, std::initializer_list<Input> operands, const Options& options = {}) {
+inline Tensor einsum(std::string_view pattern, std::initializer_list<Input> operands,
+                     const Options& options = {}) {
     return einsum(pattern, std::span<const Input>(operands.begin(), operands.size()), options);
 }
 template <typename... Operands>
-    requires(sizeof...(Operands) > 0 && (std::is_convertible_v<const Operands&, Input> && ...))
-Tensor einsum(std::string_view pattern, const Operands&... operands) {
+requires(sizeof...(Operands) > 0 && (std::is_convertible_v<const Operands&, Input> && ...)) Tensor
+    einsum(std::string_view pattern, const Operands&... operands) {
     const std::array<Input, sizeof...(Operands)> inputs{Input(operands)...};
     return einsum(pattern, std::span<const Input>(inputs), Options{});
 }
@@ -60,12 +66,13 @@ struct Subscripts {
     std::string_view text;
 };
 Tensor einsum(Subscripts subscripts, std::span<const Input> operands, const Options& options = {});
-inline Tensor einsum(Subscripts subscripts, std::initializer_list<Input> operands, const Options& options = {}) {
+inline Tensor einsum(Subscripts subscripts, std::initializer_list<Input> operands,
+                     const Options& options = {}) {
     return einsum(subscripts, std::span<const Input>(operands.begin(), operands.size()), options);
 }
 template <typename... Operands>
-    requires(sizeof...(Operands) > 0 && (std::is_convertible_v<const Operands&, Input> && ...))
-Tensor einsum(Subscripts subscripts, const Operands&... operands) {
+requires(sizeof...(Operands) > 0 && (std::is_convertible_v<const Operands&, Input> && ...)) Tensor
+    einsum(Subscripts subscripts, const Operands&... operands) {
     const std::array<Input, sizeof...(Operands)> inputs{Input(operands)...};
     return einsum(subscripts, std::span<const Input>(inputs), Options{});
 }

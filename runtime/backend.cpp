@@ -15,7 +15,8 @@ std::atomic<GpuBackend*> registered{nullptr};
 GpuBackend& require_gpu() {
     GpuBackend* backend = registered.load(std::memory_order_acquire);
     if (!backend)
-        throw Error(ErrorKind::unsupported, "a tensor is on a GPU, but this program was not linked with einc's CUDA backend")
+        throw Error(ErrorKind::unsupported,
+                    "a tensor is on a GPU, but this program was not linked with einc's CUDA backend")
             .help("build einc with CUDA (EINC_CUDA=ON) and link einc::einc");
     return *backend;
 }
@@ -27,29 +28,39 @@ struct ByteRange {
 };
 
 ByteRange bytes_of(const TensorView& view) {
-    const OffsetRange range = offset_range(make_layout(view.shape, view.strides));  // (no allocation to rank 8)
+    const OffsetRange range =
+        offset_range(make_layout(view.shape, view.strides));  // (no allocation to rank 8)
     const auto size = static_cast<std::int64_t>(size_of(view.dtype));
     const auto* base = static_cast<const std::byte*>(view.data);
     return {base + range.begin * size, base + range.end * size};
 }
 
-bool overlap(ByteRange a, ByteRange b) { return a.begin < b.end && b.begin < a.end && a.begin != a.end && b.begin != b.end; }
+bool overlap(ByteRange a, ByteRange b) {
+    return a.begin < b.end && b.begin < a.end && a.begin != a.end && b.begin != b.end;
+}
 
 }  // namespace
 
-void register_gpu_backend(GpuBackend* backend) { registered.store(backend, std::memory_order_release); }
-GpuBackend* gpu_backend() { return registered.load(std::memory_order_acquire); }
+void register_gpu_backend(GpuBackend* backend) {
+    registered.store(backend, std::memory_order_release);
+}
+GpuBackend* gpu_backend() {
+    return registered.load(std::memory_order_acquire);
+}
 
 Tensor allocate(DType dtype, const Shape& shape, Device device, int device_index, void* stream) {
     if (device == Device::cpu) return Tensor::empty(dtype, shape);
     return require_gpu().allocate_on_stream(dtype, shape, device_index, stream);
 }
 
-Tensor allocate_on_gpu(DType dtype, const Shape& shape, int device_index) { return require_gpu().allocate(dtype, shape, device_index); }
+Tensor allocate_on_gpu(DType dtype, const Shape& shape, int device_index) {
+    return require_gpu().allocate(dtype, shape, device_index);
+}
 
 void fill_zero(const TensorView& dense) {
     if (dense.device == Device::cpu) {
-        if (dense.data) std::memset(dense.data, 0, static_cast<std::size_t>(dense.numel()) * size_of(dense.dtype));
+        if (dense.data)
+            std::memset(dense.data, 0, static_cast<std::size_t>(dense.numel()) * size_of(dense.dtype));
     } else {
         require_gpu().fill_zero(dense);
     }
@@ -65,17 +76,22 @@ std::shared_ptr<const void> prepare(const Schedule& schedule, Device device, int
     return require_gpu().prepare(schedule, device_index);
 }
 
-void execute(const Plan& plan, const Schedule& schedule, const void* prepared, std::span<const TensorView> inputs,
-             std::span<TensorView> outputs, Device device, void* stream, void* workspace) {
-    if (device == Device::cpu) execute_on_cpu(plan, schedule, inputs, outputs, static_cast<std::byte*>(workspace));
-    else require_gpu().execute(plan, schedule, prepared, inputs, outputs, stream, workspace);
+void execute(const Plan& plan, const Schedule& schedule, const void* prepared,
+             std::span<const TensorView> inputs, std::span<TensorView> outputs, Device device, void* stream,
+             void* workspace) {
+    if (device == Device::cpu)
+        execute_on_cpu(plan, schedule, inputs, outputs, static_cast<std::byte*>(workspace));
+    else
+        require_gpu().execute(plan, schedule, prepared, inputs, outputs, stream, workspace);
 }
 
 void check_no_aliasing(std::span<const Input> inputs, std::span<const TensorView> outputs) {
     for (std::size_t k = 0; k < outputs.size(); ++k) {
         const TensorView& out = outputs[k];
         if (out.numel() > 1 && may_overlap(make_layout(out.shape, out.strides)))
-            throw Error(ErrorKind::usage, fmt::format("output {} has strides that write some elements twice: {}", k, describe(out)));
+            throw Error(
+                ErrorKind::usage,
+                fmt::format("output {} has strides that write some elements twice: {}", k, describe(out)));
         for (std::size_t i = 0; i < inputs.size(); ++i)
             if (out.device == inputs[i].view().device && overlap(bytes_of(out), bytes_of(inputs[i].view())))
                 throw Error(ErrorKind::usage, fmt::format("output {} overlaps input {} in memory", k, i))

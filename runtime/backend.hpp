@@ -26,8 +26,9 @@ public:
     virtual std::shared_ptr<const void> prepare(const Schedule& schedule, int device_index) = 0;
     // Runs the scheduled plan on the caller's stream, without synchronising. `workspace`: device memory of
     // schedule.workspace_bytes, 256-byte aligned, or null to have the run allocate it.
-    virtual void execute(const Plan& plan, const Schedule& schedule, const void* prepared, std::span<const TensorView> inputs,
-                         std::span<TensorView> outputs, void* stream, void* workspace) = 0;
+    virtual void execute(const Plan& plan, const Schedule& schedule, const void* prepared,
+                         std::span<const TensorView> inputs, std::span<TensorView> outputs, void* stream,
+                         void* workspace) = 0;
 };
 
 // Called once by the CUDA library; the backend lives as long as the process.
@@ -40,10 +41,13 @@ Tensor allocate_on_gpu(DType dtype, const Shape& shape, int device_index);  // T
 void fill_zero(const TensorView& dense);  // a row-major tensor, on any device
 // The target a plan is scheduled for on `device`: this CPU, or the GPU `device_index`.
 Target target_of(Device device, int device_index);
-std::shared_ptr<const void> prepare(const Schedule& schedule, Device device, int device_index);  // null on the CPU
-// `workspace`: the caller's scratch of schedule.workspace_bytes on `device`, or null to allocate it for the run.
-void execute(const Plan& plan, const Schedule& schedule, const void* prepared, std::span<const TensorView> inputs,
-             std::span<TensorView> outputs, Device device, void* stream, void* workspace = nullptr);
+std::shared_ptr<const void> prepare(const Schedule& schedule, Device device,
+                                    int device_index);  // null on the CPU
+// `workspace`: the caller's scratch of schedule.workspace_bytes on `device`, or null to allocate it for the
+// run.
+void execute(const Plan& plan, const Schedule& schedule, const void* prepared,
+             std::span<const TensorView> inputs, std::span<TensorView> outputs, Device device, void* stream,
+             void* workspace = nullptr);
 
 // Outputs must not overlap an input or each other, nor write one element twice: in-place updates are
 // not supported, and a result written over its own input would be silently wrong.

@@ -14,17 +14,20 @@ void dims::check(const TensorView& tensor, std::string_view pattern) {
     const Bound bound = bind(call, shapes);
     for (const Axis& axis : bound.axes) {
         if (axis.origin != AxisOrigin::named) continue;
-        const auto known = std::find_if(bindings_.begin(), bindings_.end(), [&](const Binding& b) { return b.name == axis.name; });
+        const auto known = std::find_if(bindings_.begin(), bindings_.end(),
+                                        [&](const Binding& b) { return b.name == axis.name; });
         if (known == bindings_.end()) {
-            bindings_.push_back(Binding{axis.name, axis.size, std::string(pattern), axis.span.begin, axis.span.end, tensor.shape});
+            bindings_.push_back(Binding{axis.name, axis.size, std::string(pattern), axis.span.begin,
+                                        axis.span.end, tensor.shape});
             continue;
         }
         if (known->size == axis.size) continue;
-        throw Error(ErrorKind::shape, fmt::format("axis '{}' is {} here, but was {} before", axis.name, axis.size, known->size))
+        throw Error(ErrorKind::shape,
+                    fmt::format("axis '{}' is {} here, but was {} before", axis.name, axis.size, known->size))
             .at(pattern, axis.span)
             .note(fmt::format("this tensor has shape {}", format_shape(tensor.shape)))
-            .note(fmt::format("'{}' was bound to {} by `{}` on a tensor of shape {}", known->name, known->size, known->pattern,
-                              format_shape(known->shape)))
+            .note(fmt::format("'{}' was bound to {} by `{}` on a tensor of shape {}", known->name,
+                              known->size, known->pattern, format_shape(known->shape)))
             .help("every check of one einc::dims must agree on each axis name");
     }
 }

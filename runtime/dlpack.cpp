@@ -11,7 +11,8 @@ constexpr std::uint8_t dl_bool = 6;  // kDLBool, from DLPack 0.8 on
 
 DType dtype_of(DLDataType type) {
     if (type.lanes != 1)
-        throw Error(ErrorKind::unsupported, fmt::format("DLPack tensor with {} lanes: einc takes scalars only", type.lanes));
+        throw Error(ErrorKind::unsupported,
+                    fmt::format("DLPack tensor with {} lanes: einc takes scalars only", type.lanes));
     const auto code = type.code;
     if (code == kDLFloat && type.bits == 64) return DType::f64;
     if (code == kDLFloat && type.bits == 32) return DType::f32;
@@ -21,7 +22,8 @@ DType dtype_of(DLDataType type) {
     if (code == kDLInt && type.bits == 32) return DType::i32;
     if (code == kDLInt && type.bits == 64) return DType::i64;
     if (code == dl_bool && type.bits == 8) return DType::boolean;
-    throw Error(ErrorKind::unsupported, fmt::format("DLPack dtype (code {}, {} bits) is not one einc takes", code, type.bits))
+    throw Error(ErrorKind::unsupported,
+                fmt::format("DLPack dtype (code {}, {} bits) is not one einc takes", code, type.bits))
         .help("einc takes float 64/32/16, bfloat 16, int 8/32/64 and bool");
 }
 
@@ -53,10 +55,12 @@ struct Exported {
 
 TensorView from_dlpack(const DLTensor& t) {
     Device device = Device::cpu;
-    if (t.device.device_type == kDLCUDA) device = Device::cuda;
+    if (t.device.device_type == kDLCUDA)
+        device = Device::cuda;
     else if (t.device.device_type != kDLCPU)
-        throw Error(ErrorKind::unsupported, fmt::format("DLPack device type {} is not one einc takes (CPU, CUDA)",
-                                                        static_cast<int>(t.device.device_type)));
+        throw Error(ErrorKind::unsupported,
+                    fmt::format("DLPack device type {} is not one einc takes (CPU, CUDA)",
+                                static_cast<int>(t.device.device_type)));
     if (t.ndim < 0) throw Error(ErrorKind::usage, fmt::format("DLPack tensor with {} dims", t.ndim));
     TensorView view;
     view.dtype = dtype_of(t.dtype);
@@ -65,7 +69,8 @@ TensorView from_dlpack(const DLTensor& t) {
     view.data = static_cast<std::byte*>(t.data) + t.byte_offset;
     view.shape.assign(t.shape, t.shape + t.ndim);
     for (const std::int64_t extent : view.shape)
-        if (extent < 0) throw Error(ErrorKind::usage, fmt::format("DLPack tensor with a negative length in its shape"));
+        if (extent < 0)
+            throw Error(ErrorKind::usage, fmt::format("DLPack tensor with a negative length in its shape"));
     view.strides = t.strides ? Shape(t.strides, t.strides + t.ndim) : row_major_strides(view.shape);
     return view;
 }
@@ -100,7 +105,9 @@ DLManagedTensor* to_dlpack(const Tensor& tensor) {
     t.strides = exported->strides.data();
     t.byte_offset = 0;
     exported->managed.manager_ctx = exported;
-    exported->managed.deleter = [](DLManagedTensor* self) { delete static_cast<Exported*>(self->manager_ctx); };
+    exported->managed.deleter = [](DLManagedTensor* self) {
+        delete static_cast<Exported*>(self->manager_ctx);
+    };
     return &exported->managed;
 }
 

@@ -17,7 +17,7 @@ Target cpu_target();
 //      produced by a View step
 //      `workspace`: schedule.workspace_bytes, 64-byte aligned (null: allocated for this run)
 // @post every output holds its result; View outputs alias an input's memory
-void execute_on_cpu(const Plan& plan, const Schedule& schedule, std::span<const TensorView> inputs, std::span<TensorView> outputs,
-                    std::byte* workspace = nullptr);
+void execute_on_cpu(const Plan& plan, const Schedule& schedule, std::span<const TensorView> inputs,
+                    std::span<TensorView> outputs, std::byte* workspace = nullptr);
 
 }  // namespace einc

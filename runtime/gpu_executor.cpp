@@ -9,7 +9,9 @@
 namespace einc {
 namespace {
 
-bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+bool aligned16(const void* p) {
+    return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+}
 
 // The addresses of the buffers a step's kernels take, in kernel_accesses() order, found without building
 // the accesses (their layouts): a run allocates nothing.
@@ -59,14 +61,20 @@ KernelBuffers kernel_buffers(const Step& step, const RunMemory& memory) {
 std::vector<Access> kernel_accesses(const Step& step) {
     return std::visit(Overloaded{
                           [](const View&) { return std::vector<Access>{}; },
-                          [](const Copy& copy) { return std::vector<Access>{copy.dst, copy.src}; },
-                          [](const Reduce& reduce) { return std::vector<Access>{reduce.dst, reduce.src}; },
+                          [](const Copy& copy) {
+                              return std::vector<Access>{copy.dst, copy.src};
+                          },
+                          [](const Reduce& reduce) {
+                              return std::vector<Access>{reduce.dst, reduce.src};
+                          },
                           [](const Contract& contract) {
                               std::vector<Access> accesses{contract.dst};
                               accesses.insert(accesses.end(), contract.srcs.begin(), contract.srcs.end());
                               return accesses;
                           },
-                          [](const Route& route) { return std::vector<Access>{route.dst, route.src, route.grad}; },
+                          [](const Route& route) {
+                              return std::vector<Access>{route.dst, route.src, route.grad};
+                          },
                           [](const Gemm& gemm) { return kernel_accesses(gemm_as_contraction(gemm)); },
                       },
                       step);

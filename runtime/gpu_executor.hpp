@@ -37,7 +37,7 @@ std::vector<Access> kernel_accesses(const Step& step);
 // @post outputs made by View steps are set to alias their input
 // With a workspace, a run calls nothing but device.launch() and device.gemm() (and allocates no host
 // memory): what a CUDA graph can capture.
-void run_gpu_plan(const Plan& plan, const Schedule& schedule, std::span<const TensorView> inputs, std::span<TensorView> outputs,
-                  DeviceOps& device, std::byte* workspace = nullptr);
+void run_gpu_plan(const Plan& plan, const Schedule& schedule, std::span<const TensorView> inputs,
+                  std::span<TensorView> outputs, DeviceOps& device, std::byte* workspace = nullptr);
 
 }  // namespace einc

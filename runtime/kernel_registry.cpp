@@ -22,9 +22,13 @@ Registry& registry() {
 void register_ahead_of_time(AheadOfTimeKernel kernel) {
     Registry& r = registry();
     std::lock_guard lock(r.mutex);
-    const auto same = [&](const AheadOfTimeKernel& k) { return k.name == kernel.name && k.arch == kernel.arch && k.format == kernel.format; };
-    if (const auto it = std::find_if(r.kernels.begin(), r.kernels.end(), same); it != r.kernels.end()) *it = std::move(kernel);
-    else r.kernels.push_back(std::move(kernel));
+    const auto same = [&](const AheadOfTimeKernel& k) {
+        return k.name == kernel.name && k.arch == kernel.arch && k.format == kernel.format;
+    };
+    if (const auto it = std::find_if(r.kernels.begin(), r.kernels.end(), same); it != r.kernels.end())
+        *it = std::move(kernel);
+    else
+        r.kernels.push_back(std::move(kernel));
 }
 
 std::optional<AheadOfTimeKernel> find_ahead_of_time(std::string_view kernel_name, int device_arch) {
@@ -32,7 +36,8 @@ std::optional<AheadOfTimeKernel> find_ahead_of_time(std::string_view kernel_name
     std::lock_guard lock(r.mutex);
     const AheadOfTimeKernel* best = nullptr;
     const auto rank = [&](const AheadOfTimeKernel& k) {  // higher is better; 0: does not run on this device
-        if (k.format == BinaryFormat::cubin) return k.arch / 10 == device_arch / 10 && k.arch <= device_arch ? 1000 + k.arch : 0;
+        if (k.format == BinaryFormat::cubin)
+            return k.arch / 10 == device_arch / 10 && k.arch <= device_arch ? 1000 + k.arch : 0;
         return k.arch <= device_arch ? k.arch : 0;
     };
     for (const AheadOfTimeKernel& k : r.kernels)

@@ -27,7 +27,7 @@ inline std::uint16_t f32_to_f16(float value) {
     const auto sign = static_cast<std::uint16_t>((f >> 16) & 0x8000u);
     f &= 0x7FFFFFFFu;
     if (f >= 0x7F800000u) return sign | (f > 0x7F800000u ? 0x7E00u : 0x7C00u);  // NaN, inf
-    if (f >= 0x47800000u) return sign | 0x7C00u;                                 // >= 2^16: inf
+    if (f >= 0x47800000u) return sign | 0x7C00u;                                // >= 2^16: inf
     if (f < 0x38800000u) {
         // Below 2^-14 the result is subnormal: adding 0.5 puts the f16 ulp (2^-24) at the f32 ulp,
         // so the FPU does the round-to-nearest-even.
@@ -39,7 +39,9 @@ inline std::uint16_t f32_to_f16(float value) {
     return sign | static_cast<std::uint16_t>(f >> 13);
 }
 
-inline float bf16_to_f32(std::uint16_t b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
+inline float bf16_to_f32(std::uint16_t b) {
+    return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
+}
 
 inline std::uint16_t f32_to_bf16(float value) {
     const std::uint32_t f = std::bit_cast<std::uint32_t>(value);
@@ -56,8 +58,9 @@ float decode_minifloat(std::uint8_t bits) {
     const bool negative = bits & 0x80u;
     const int exponent = (bits >> M) & ((1 << E) - 1);
     const int mantissa = bits & ((1 << M) - 1);
-    float magnitude = exponent == 0 ? std::ldexp(static_cast<float>(mantissa), 1 - bias - M)
-                                    : std::ldexp(static_cast<float>(mantissa + (1 << M)), exponent - bias - M);
+    float magnitude = exponent == 0
+                          ? std::ldexp(static_cast<float>(mantissa), 1 - bias - M)
+                          : std::ldexp(static_cast<float>(mantissa + (1 << M)), exponent - bias - M);
     return negative ? -magnitude : magnitude;
 }
 
@@ -68,14 +71,15 @@ std::uint8_t encode_minifloat(float value, float max, std::uint8_t overflow) {
     const std::uint8_t sign = std::signbit(value) ? 0x80u : 0x00u;
     const float magnitude = std::fabs(value);
     int exponent = 0;
-    std::frexp(magnitude, &exponent);  // magnitude = f * 2^exponent with f in [0.5, 1)
+    std::frexp(magnitude, &exponent);                       // magnitude = f * 2^exponent with f in [0.5, 1)
     const int unbiased = std::max(exponent - 1, 1 - bias);  // subnormals share the smallest exponent
     const float quantum = std::ldexp(1.0f, unbiased - M);
     const float rounded = std::nearbyint(magnitude / quantum) * quantum;
     if (rounded > max) return sign | overflow;
     if (rounded == 0.0f) return sign;
     std::frexp(rounded, &exponent);
-    if (exponent - 1 < 1 - bias) return sign | static_cast<std::uint8_t>(rounded / std::ldexp(1.0f, 1 - bias - M));
+    if (exponent - 1 < 1 - bias)
+        return sign | static_cast<std::uint8_t>(rounded / std::ldexp(1.0f, 1 - bias - M));
     const int mantissa = static_cast<int>(std::ldexp(rounded, -(exponent - 1) + M)) - (1 << M);
     return sign | static_cast<std::uint8_t>(((exponent - 1 + bias) << M) | mantissa);
 }
@@ -87,7 +91,9 @@ inline float f8e4m3_to_f32(std::uint8_t bits) {
     return detail::decode_minifloat<4, 3>(bits);
 }
 
-inline float f8e5m2_to_f32(std::uint8_t bits) { return f16_to_f32(static_cast<std::uint16_t>(bits << 8)); }
+inline float f8e5m2_to_f32(std::uint8_t bits) {
+    return f16_to_f32(static_cast<std::uint16_t>(bits << 8));
+}
 
 inline std::uint8_t f32_to_f8e4m3(float value) {
     if (std::isnan(value)) return 0x7Fu;

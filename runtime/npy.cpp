@@ -23,7 +23,9 @@ namespace {
 void copy_row_major(const TensorView& view, std::byte* out) {
     const TensorView dense{out, view.dtype, view.shape, row_major_strides(view.shape)};
     const Input input(view);
-    compile(Op::rearrange, "... -> ...").bind({view}, Options{.contiguous = true}).run(std::span(&input, 1), std::span(&dense, 1));
+    compile(Op::rearrange, "... -> ...")
+        .bind({view}, Options{.contiguous = true})
+        .run(std::span(&input, 1), std::span(&dense, 1));
 }
 
 constexpr std::string_view magic = "\x93NUMPY";
@@ -41,8 +43,10 @@ std::string quote(std::string_view text) {
     std::string out = "'";
     for (std::size_t i = 0; i < text.size() && i < limit; ++i) {
         const auto c = static_cast<unsigned char>(text[i]);
-        if (c >= 0x20 && c < 0x7F && c != '\\') out += static_cast<char>(c);
-        else out += fmt::format("\\x{:02x}", c);
+        if (c >= 0x20 && c < 0x7F && c != '\\')
+            out += static_cast<char>(c);
+        else
+            out += fmt::format("\\x{:02x}", c);
     }
     if (text.size() > limit) out += "...";
     return out + "'";
@@ -221,7 +225,7 @@ private:
             else if (!next_is(')'))
                 malformed("expected ',' or ')' in the shape");
         }
-        ++pos_;  // the ')'
+        ++pos_;                           // the ')'
         if (shape.size() == 1 && !comma)  // `(5)` is the integer 5 in Python, and numpy rejects it
             fail(name_,
                  fmt::format("'shape' must be a tuple: ({}) is an integer; a 1-d shape is written ({},)",
@@ -290,7 +294,8 @@ std::size_t data_size(const Header& header, std::uint64_t available, std::string
     if (!lengths_fit(header.shape))
         fail(name,
              fmt::format("the shape {} has more elements than fit in 64 bits", format_shape(header.shape)));
-    const auto bytes = checked_mul(*checked_product(header.shape), static_cast<std::int64_t>(size_of(header.descr.dtype)));
+    const auto bytes =
+        checked_mul(*checked_product(header.shape), static_cast<std::int64_t>(size_of(header.descr.dtype)));
     if (!bytes)
         fail(name, fmt::format("the shape {} of {} has more bytes than fit in 64 bits",
                                format_shape(header.shape), quote(header.descr.text)));
@@ -346,7 +351,8 @@ Tensor finish(const Header& header, Tensor raw) {
     // Column-major: the strides of the reversed shape, row-major, reversed.
     Shape strides = row_major_strides(Shape(header.shape.rbegin(), header.shape.rend()));
     std::reverse(strides.begin(), strides.end());
-    copy_row_major(TensorView{data, raw.dtype(), header.shape, strides}, static_cast<std::byte*>(result.data()));
+    copy_row_major(TensorView{data, raw.dtype(), header.shape, strides},
+                   static_cast<std::byte*>(result.data()));
     return result;
 }
 

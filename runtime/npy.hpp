@@ -28,13 +28,13 @@
 //   data aligned to 64 bytes.
 #pragma once
 
-#include "tensor.hpp"
-
 #include <cstddef>
 #include <filesystem>
 #include <span>
 #include <string_view>
 #include <vector>
+
+#include "tensor.hpp"
 
 namespace einc {
 

@@ -29,22 +29,27 @@ inline std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
 
 void hash_layout(std::uint64_t& h, const TensorView& v) {
     h = mix(h, static_cast<std::uint64_t>(v.dtype) | static_cast<std::uint64_t>(v.device) << 8 |
-                   static_cast<std::uint64_t>(v.device_index) << 16 | static_cast<std::uint64_t>(v.rank()) << 32);
+                   static_cast<std::uint64_t>(v.device_index) << 16 |
+                   static_cast<std::uint64_t>(v.rank()) << 32);
     const bool empty = v.numel() == 0;
     for (std::size_t d = 0; d < v.rank(); ++d)
-        h = mix(mix(h, static_cast<std::uint64_t>(v.shape[d])), static_cast<std::uint64_t>(planned_stride(v, d, empty)));
+        h = mix(mix(h, static_cast<std::uint64_t>(v.shape[d])),
+                static_cast<std::uint64_t>(planned_stride(v, d, empty)));
 }
 
-std::uint64_t hash_of(const CallRef& call, std::span<const Input> inputs, const Options& options, std::span<const TensorView> outputs) {
+std::uint64_t hash_of(const CallRef& call, std::span<const Input> inputs, const Options& options,
+                      std::span<const TensorView> outputs) {
     std::uint64_t h = std::hash<std::string_view>{}(call.pattern);
     h = mix(h, static_cast<std::uint64_t>(call.op) | static_cast<std::uint64_t>(call.reduction) << 8 |
-                   static_cast<std::uint64_t>(call.compact) << 16 | static_cast<std::uint64_t>(options.contiguous) << 17 |
+                   static_cast<std::uint64_t>(call.compact) << 16 |
+                   static_cast<std::uint64_t>(options.contiguous) << 17 |
                    static_cast<std::uint64_t>(options.require_view) << 18);
     if (options.alpha != 1 || options.beta != 0)
         h = mix(mix(h, std::bit_cast<std::uint64_t>(options.alpha)),
                 std::bit_cast<std::uint64_t>(options.beta));
     if (call.sizes)
-        for (const AxisSize& s : *call.sizes) h = mix(mix(h, std::hash<std::string_view>{}(s.name)), static_cast<std::uint64_t>(s.size));
+        for (const AxisSize& s : *call.sizes)
+            h = mix(mix(h, std::hash<std::string_view>{}(s.name)), static_cast<std::uint64_t>(s.size));
     if (call.packed_shapes)
         for (const Shape& shape : *call.packed_shapes) {
             h = mix(h, shape.size());
@@ -71,7 +76,8 @@ bool matches(const Key& key, const CallRef& call, std::span<const Input> inputs,
         if (!has_layout(outputs[k], key.outputs[k])) return false;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         const TensorView& v = inputs[i].view();
-        if (v.device != key.device || v.device_index != key.device_index || !has_layout(v, key.inputs[i])) return false;
+        if (v.device != key.device || v.device_index != key.device_index || !has_layout(v, key.inputs[i]))
+            return false;
     }
     return true;
 }
@@ -106,10 +112,13 @@ struct PlanCache::Impl {
     }
 };
 
-PlanCache::PlanCache(std::size_t capacity) : impl_(std::make_unique<Impl>()) { impl_->capacity = capacity; }
+PlanCache::PlanCache(std::size_t capacity) : impl_(std::make_unique<Impl>()) {
+    impl_->capacity = capacity;
+}
 PlanCache::~PlanCache() = default;
 
-Program PlanCache::get(const CallRef& call, std::span<const Input> inputs, const Options& options, std::span<const TensorView> outputs) {
+Program PlanCache::get(const CallRef& call, std::span<const Input> inputs, const Options& options,
+                       std::span<const TensorView> outputs) {
     const std::uint64_t hash = hash_of(call, inputs, options, outputs);
     {
         std::lock_guard lock(impl_->mutex);
@@ -123,13 +132,16 @@ Program PlanCache::get(const CallRef& call, std::span<const Input> inputs, const
         ++impl_->stats.misses;
     }
     // A miss: parse, bind and plan without holding the lock (other calls go on meanwhile).
-    Call owned{call.op, std::string(call.pattern), call.reduction, call.sizes ? *call.sizes : AxisSizes{}, call.compact,
-               call.packed_shapes ? *call.packed_shapes : std::vector<Shape>{}};
+    Call owned{call.op,        std::string(call.pattern),
+               call.reduction, call.sizes ? *call.sizes : AxisSizes{},
+               call.compact,   call.packed_shapes ? *call.packed_shapes : std::vector<Shape>{}};
     std::vector<TensorView> views;
     for (const Input& input : inputs) views.push_back(input.view());
-    Program program = outputs.empty() ? Expression(owned).bind(views, options) : Expression(owned).bind(views, outputs, options);
+    Program program = outputs.empty() ? Expression(owned).bind(views, options)
+                                      : Expression(owned).bind(views, outputs, options);
 
-    Key key{std::move(owned), {}, {}, Device::cpu, 0, options.contiguous, options.require_view, options.alpha, options.beta};
+    Key key{std::move(owned), {},          {}, Device::cpu, 0, options.contiguous, options.require_view,
+            options.alpha,    options.beta};
     for (const TensorView& v : views) key.inputs.push_back(spec_of(v));
     for (const TensorView& v : outputs) key.outputs.push_back(spec_of(v));
     if (!views.empty()) {
@@ -140,7 +152,8 @@ Program PlanCache::get(const CallRef& call, std::span<const Input> inputs, const
     if (impl_->capacity == 0 || call.pattern.size() > max_cached_pattern_bytes) return program;
     const auto [begin, end] = impl_->index.equal_range(hash);
     for (auto it = begin; it != end; ++it)
-        if (matches(it->second->key, call, inputs, options, outputs)) return it->second->program;  // planned meanwhile
+        if (matches(it->second->key, call, inputs, options, outputs))
+            return it->second->program;  // planned meanwhile
     impl_->entries.push_front(Entry{hash, std::move(key), program});
     impl_->index.emplace(hash, impl_->entries.begin());
     impl_->evict_beyond_capacity();
@@ -169,7 +182,8 @@ void PlanCache::clear() {
 
 PlanCache& default_plan_cache() {
     static PlanCache cache([] {
-        if (const char* value = std::getenv("EINC_PLAN_CACHE_SIZE")) return static_cast<std::size_t>(std::strtoull(value, nullptr, 10));
+        if (const char* value = std::getenv("EINC_PLAN_CACHE_SIZE"))
+            return static_cast<std::size_t>(std::strtoull(value, nullptr, 10));
         return std::size_t{1024};
     }());
     return cache;

@@ -38,7 +38,8 @@ public:
     // The program for this call on tensors laid out like `inputs` (and, where given, writing outputs laid
     // out like `outputs`: Expression::bind(inputs, outputs)): found, or parsed, bound and planned (outside
     // the lock) and kept, evicting the least recently used beyond the capacity.
-    Program get(const CallRef& call, std::span<const Input> inputs, const Options& options, std::span<const TensorView> outputs = {});
+    Program get(const CallRef& call, std::span<const Input> inputs, const Options& options,
+                std::span<const TensorView> outputs = {});
 
     struct Stats {
         std::uint64_t hits = 0, misses = 0, evictions = 0;

@@ -25,7 +25,7 @@ namespace einc {
 // result that is a view of it keeps that memory alive.
 class Input {
 public:
-    Input(const TensorView& view) : view_(view) {}                                    // NOLINT: implicit by design
+    Input(const TensorView& view) : view_(view) {}  // NOLINT: implicit by design
     Input(const Tensor& tensor) : view_(tensor.view()), storage_(tensor.storage()) {}  // NOLINT
     const TensorView& view() const { return view_; }
     const std::shared_ptr<void>& storage() const { return storage_; }
@@ -38,9 +38,9 @@ private:
 struct Options {
     bool contiguous = false;    // always return fresh memory, never a view of an input
     bool require_view = false;  // fail unless every result is a view of an input (zero-copy)
-    void* stream = nullptr;     // one-line calls on GPU tensors: the CUDA stream (cudaStream_t); null: default
-    double alpha = 1.0;         // results are stored as out = alpha * result + beta * out (bound, as BLAS's GEMM)
-    double beta = 0.0;          // != 0 reads the outputs: run into them (Program::run(inputs, outputs), einc::*_into)
+    void* stream = nullptr;  // one-line calls on GPU tensors: the CUDA stream (cudaStream_t); null: default
+    double alpha = 1.0;  // results are stored as out = alpha * result + beta * out (bound, as BLAS's GEMM)
+    double beta = 0.0;  // != 0 reads the outputs: run into them (Program::run(inputs, outputs), einc::*_into)
 };
 
 class Program;
@@ -67,18 +67,22 @@ public:
     // Binds to inputs and to the outputs the program will write: any strides (a slice, a column block, a
     // KV-cache slot; negative or 0 strides are refused where two elements would land on one address),
     // as Program::run(inputs, outputs) then requires. Every result is written (Options::contiguous).
-    Program bind(std::span<const TensorView> inputs, std::span<const TensorView> outputs, const Options& options = {}) const;
-    Program bind(std::initializer_list<TensorView> inputs, std::initializer_list<TensorView> outputs, const Options& options = {}) const;
+    Program bind(std::span<const TensorView> inputs, std::span<const TensorView> outputs,
+                 const Options& options = {}) const;
+    Program bind(std::initializer_list<TensorView> inputs, std::initializer_list<TensorView> outputs,
+                 const Options& options = {}) const;
 
 private:
     // `outputs`: the caller's outputs to plan for, or null for row-major results.
-    Program bind_to(std::span<const TensorView> inputs, const std::span<const TensorView>* outputs, const Options& options) const;
+    Program bind_to(std::span<const TensorView> inputs, const std::span<const TensorView>* outputs,
+                    const Options& options) const;
     struct State;
     std::shared_ptr<const State> state_;
     friend class Program;
 };
 
-Expression compile(Op op, std::string_view pattern, const AxisSizes& sizes = {}, Reduction reduction = Reduction::none);
+Expression compile(Op op, std::string_view pattern, const AxisSizes& sizes = {},
+                   Reduction reduction = Reduction::none);
 
 // The stride a program is planned with for dim d of `view` (`empty`: view.numel() == 0): 0 for a dim of
 // length 1 and for an empty tensor, which are never stepped along; the view's own otherwise. Plans and
@@ -107,18 +111,23 @@ public:
     // Runs writing into caller-provided results, of the planned dtype, shape and strides (row-major, or
     // those of the outputs given to bind); a program whose plan returns views must be bound with
     // Options::contiguous (or to outputs) to write into outputs. Outputs must not overlap the inputs.
-    void run(std::span<const Input> inputs, std::span<const TensorView> outputs, void* stream = nullptr) const;
+    void run(std::span<const Input> inputs, std::span<const TensorView> outputs,
+             void* stream = nullptr) const;
     // The same with the caller's scratch: no heap or device allocation at all (the hot path of an
     // inference engine; bind once, run millions of times). Workspace{}: none, einc allocates it.
-    void run(std::span<const Input> inputs, std::span<const TensorView> outputs, Workspace workspace, void* stream = nullptr) const;
-    // Bytes of scratch a run needs (temporaries and kernel scratch; 0 for most calls), on the program's device.
+    void run(std::span<const Input> inputs, std::span<const TensorView> outputs, Workspace workspace,
+             void* stream = nullptr) const;
+    // Bytes of scratch a run needs (temporaries and kernel scratch; 0 for most calls), on the program's
+    // device.
     std::size_t workspace_bytes() const;
 
 private:
     struct State;
     explicit Program(std::shared_ptr<const State> state) : state_(std::move(state)) {}
-    // Schedules and prepares a plan made for inputs on `device`; `what` ("einsum \"...\" on ...") names the call in errors.
-    static Program from_plan(Bound bound, Plan plan, const Options& options, Device device, int device_index, std::string_view what);
+    // Schedules and prepares a plan made for inputs on `device`; `what` ("einsum \"...\" on ...") names the
+    // call in errors.
+    static Program from_plan(Bound bound, Plan plan, const Options& options, Device device, int device_index,
+                             std::string_view what);
     std::shared_ptr<const State> state_;
     friend class Expression;
     friend class PlanCache;

@@ -12,8 +12,8 @@ namespace einc {
 class RunMemory {
 public:
     // @pre workspace holds schedule.workspace_bytes (it may be null when that is 0)
-    RunMemory(const Plan& plan, const Schedule& schedule, std::span<const TensorView> inputs, std::span<TensorView> outputs,
-              std::byte* workspace)
+    RunMemory(const Plan& plan, const Schedule& schedule, std::span<const TensorView> inputs,
+              std::span<TensorView> outputs, std::byte* workspace)
         : plan_(plan), schedule_(schedule), inputs_(inputs), outputs_(outputs), workspace_(workspace) {}
 
     // The element at `offset` (in elements of the buffer's dtype) of a buffer.
@@ -41,8 +41,12 @@ private:
 
 // The result of a View step: the source input's memory, at the view's offset, with the output's layout.
 inline TensorView viewed(const Plan& plan, const View& view, const TensorView& source) {
-    return TensorView{static_cast<std::byte*>(source.data) + view.source.offset * static_cast<std::int64_t>(size_of(source.dtype)),
-                      source.dtype, plan.outputs[view.output].shape, plan.outputs[view.output].strides, source.device,
+    return TensorView{static_cast<std::byte*>(source.data) +
+                          view.source.offset * static_cast<std::int64_t>(size_of(source.dtype)),
+                      source.dtype,
+                      plan.outputs[view.output].shape,
+                      plan.outputs[view.output].strides,
+                      source.device,
                       source.device_index};
 }
 

@@ -34,7 +34,9 @@ void* allocate_host(std::size_t bytes) {
 
 }  // namespace
 
-std::string_view name_of(Device device) { return device == Device::cpu ? "cpu" : "cuda"; }
+std::string_view name_of(Device device) {
+    return device == Device::cpu ? "cpu" : "cuda";
+}
 
 std::int64_t TensorView::numel() const {
     // A shape from a user may not fit: saturate rather than overflow (binding then says what is wrong).
@@ -51,21 +53,26 @@ bool TensorView::is_row_major() const {
 }
 
 std::string describe(const TensorView& view) {
-    return fmt::format("{} ({}):({}) on {}", name_of(view.dtype), fmt::join(view.shape, ","), fmt::join(view.strides, ","),
-                       name_of(view.device));
+    return fmt::format("{} ({}):({}) on {}", name_of(view.dtype), fmt::join(view.shape, ","),
+                       fmt::join(view.strides, ","), name_of(view.device));
 }
 
 Tensor Tensor::empty(DType dtype, Shape shape, Device device, int device_index) {
     const auto elements = checked_product(shape);
-    const auto bytes = elements ? checked_mul(*elements, static_cast<std::int64_t>(size_of(dtype))) : std::nullopt;
+    const auto bytes =
+        elements ? checked_mul(*elements, static_cast<std::int64_t>(size_of(dtype))) : std::nullopt;
     // (numpy refuses an empty shape whose other lengths overflow too.)
-    if (!bytes || !lengths_fit(shape)) throw Error(ErrorKind::shape, fmt::format("a {} tensor of shape {} has more bytes than fit in 64 bits", name_of(dtype), format_shape(shape)));
+    if (!bytes || !lengths_fit(shape))
+        throw Error(ErrorKind::shape,
+                    fmt::format("a {} tensor of shape {} has more bytes than fit in 64 bits", name_of(dtype),
+                                format_shape(shape)));
     if (device != Device::cpu) return allocate_on_gpu(dtype, std::move(shape), device_index);
     const auto size = static_cast<std::size_t>(*bytes);
     void* memory = size == 0 ? nullptr : allocate_host(size);
     if (size != 0 && memory == nullptr)
-        throw Error(ErrorKind::device, fmt::format("out of memory allocating {} bytes for a {} tensor of shape {}", size,
-                                                   name_of(dtype), format_shape(shape)));
+        throw Error(ErrorKind::device,
+                    fmt::format("out of memory allocating {} bytes for a {} tensor of shape {}", size,
+                                name_of(dtype), format_shape(shape)));
     Tensor tensor;
     tensor.storage_ = std::shared_ptr<void>(memory, [](void* p) { std::free(p); });
     tensor.view_ = TensorView{memory, dtype, shape, row_major_strides(shape), Device::cpu, 0};

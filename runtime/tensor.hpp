@@ -28,10 +28,12 @@ struct TensorView {
 
     std::size_t rank() const { return shape.size(); }
     std::int64_t numel() const;  // INT64_MAX when the product of the extents does not fit
-    bool is_row_major() const;  // dense, C order (unit dims and empty tensors count as dense)
+    bool is_row_major() const;   // dense, C order (unit dims and empty tensors count as dense)
 
     template <typename T>
-    T* data_as() const { return static_cast<T*>(data); }
+    T* data_as() const {
+        return static_cast<T*>(data);
+    }
 };
 
 // "f32 (2,3):(3,1) on cpu"
@@ -43,10 +45,12 @@ class Tensor {
 public:
     Tensor() = default;
     // A tensor over existing memory; `storage` keeps that memory alive (may be null: the caller does).
-    Tensor(TensorView view, std::shared_ptr<void> storage) : storage_(std::move(storage)), view_(std::move(view)) {}
+    Tensor(TensorView view, std::shared_ptr<void> storage)
+        : storage_(std::move(storage)), view_(std::move(view)) {}
     // Row-major; on a GPU (Device::cuda) when the CUDA backend is linked in. Throws einc::Error when the
     // size overflows or the memory is not there.
-    static Tensor empty(DType dtype, Shape shape, Device device = Device::cpu, int device_index = 0);  // uninitialised
+    static Tensor empty(DType dtype, Shape shape, Device device = Device::cpu,
+                        int device_index = 0);  // uninitialised
     static Tensor zeros(DType dtype, Shape shape, Device device = Device::cpu, int device_index = 0);
 
     const TensorView& view() const { return view_; }
@@ -58,7 +62,9 @@ public:
     std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * size_of(view_.dtype); }
 
     template <typename T>
-    T* data_as() const { return view_.data_as<T>(); }
+    T* data_as() const {
+        return view_.data_as<T>();
+    }
 
     // Keeps the storage alive, e.g. for a view of this tensor returned to a user.
     const std::shared_ptr<void>& storage() const { return storage_; }

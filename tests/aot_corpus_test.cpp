@@ -27,7 +27,8 @@ std::vector<std::string> kernel_names(const cli::CorpusEntry& entry) {
 }
 
 bool any_contains(const std::vector<std::string>& names, std::string_view part) {
-    return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return n.find(part) != std::string::npos; });
+    return std::any_of(names.begin(), names.end(),
+                       [&](const std::string& n) { return n.find(part) != std::string::npos; });
 }
 
 std::string rendered_errors(const std::string& text) {
@@ -39,9 +40,10 @@ std::string rendered_errors(const std::string& text) {
 }  // namespace
 
 TEST_CASE("aot corpus: blank lines and comments are skipped; each call keeps its file and line") {
-    const cli::Corpus corpus = cli::read_corpus_text("# a comment\n\nrearrange \"a b -> b a\" 64x64  # transposed\r\n"
-                                                     "   \nreduce \"a b -> a\" sum 4x1000\n",
-                                                     "kernels.txt");
+    const cli::Corpus corpus =
+        cli::read_corpus_text("# a comment\n\nrearrange \"a b -> b a\" 64x64  # transposed\r\n"
+                              "   \nreduce \"a b -> a\" sum 4x1000\n",
+                              "kernels.txt");
     REQUIRE(corpus.errors.empty());
     REQUIRE(corpus.entries.size() == 2);
     CHECK(corpus.entries[0].location == "kernels.txt:3");
@@ -51,36 +53,45 @@ TEST_CASE("aot corpus: blank lines and comments are skipped; each call keeps its
 }
 
 TEST_CASE("aot corpus: --dtype takes a list, and each dtype gets its kernels") {
-    const cli::Corpus corpus = cli::read_corpus_text("reduce \"a b -> a\" max 300x1000 --dtype f32,bf16,i8\n", "k.txt");
+    const cli::Corpus corpus =
+        cli::read_corpus_text("reduce \"a b -> a\" max 300x1000 --dtype f32,bf16,i8\n", "k.txt");
     REQUIRE(corpus.errors.empty());
     const std::vector<std::string> names = kernel_names(corpus.entries[0]);
-    for (const char* dtype : {"max_f32", "max_bf16", "max_i8"}) CHECK_MESSAGE(any_contains(names, dtype), dtype);
+    for (const char* dtype : {"max_f32", "max_bf16", "max_i8"})
+        CHECK_MESSAGE(any_contains(names, dtype), dtype);
     CHECK_FALSE(any_contains(names, "_f16_"));  // (bf16 is asked for, f16 is not)
 }
 
 TEST_CASE("aot corpus: `?` extents collect kernels for every size, 64-bit indexing included") {
-    const cli::Corpus concrete = cli::read_corpus_text("rearrange \"b c h w -> b h w c\" 8x3x32x32\n", "k.txt");
+    const cli::Corpus concrete =
+        cli::read_corpus_text("rearrange \"b c h w -> b h w c\" 8x3x32x32\n", "k.txt");
     const cli::Corpus symbolic = cli::read_corpus_text("rearrange \"b c h w -> b h w c\" ?x3x?x?\n", "k.txt");
     REQUIRE(concrete.errors.empty());
     REQUIRE(symbolic.errors.empty());
-    const std::vector<std::string> few = kernel_names(concrete.entries[0]), many = kernel_names(symbolic.entries[0]);
+    const std::vector<std::string> few = kernel_names(concrete.entries[0]),
+                                   many = kernel_names(symbolic.entries[0]);
     CHECK_FALSE(any_contains(few, "_i64"));
     CHECK(any_contains(many, "_i64"));
-    for (const std::string& name : few) CHECK_MESSAGE(std::find(many.begin(), many.end(), name) != many.end(), name);
+    for (const std::string& name : few)
+        CHECK_MESSAGE(std::find(many.begin(), many.end(), name) != many.end(), name);
     CHECK(many.size() > few.size());
     // Sizes that divide by a group's factor are among those tried.
     CHECK(cli::read_corpus_text("reduce \"b (h 7) (w 13) -> b h w\" max ?x?x?\n", "k.txt").errors.empty());
 }
 
-TEST_CASE("aot corpus: --backward adds the kernels of the call's gradients, those their schedules launch among them") {
-    const cli::Corpus corpus = cli::read_corpus_text("reduce \"b (h 2) -> b h\" max ?x? --dtype f32,bf16\n"
-                                                     "reduce \"b (h 2) -> b h\" max ?x? --dtype f32,bf16 --backward\n",
-                                                     "k.txt");
+TEST_CASE("aot corpus: --backward adds the kernels of the call's gradients, those their schedules launch "
+          "among them") {
+    const cli::Corpus corpus =
+        cli::read_corpus_text("reduce \"b (h 2) -> b h\" max ?x? --dtype f32,bf16\n"
+                              "reduce \"b (h 2) -> b h\" max ?x? --dtype f32,bf16 --backward\n",
+                              "k.txt");
     REQUIRE(corpus.errors.empty());
-    const std::vector<std::string> forward = kernel_names(corpus.entries[0]), both = kernel_names(corpus.entries[1]);
+    const std::vector<std::string> forward = kernel_names(corpus.entries[0]),
+                                   both = kernel_names(corpus.entries[1]);
     CHECK_FALSE(any_contains(forward, "route"));
     CHECK(any_contains(both, "route_max_bf16"));
-    for (const std::string& name : forward) CHECK_MESSAGE(std::find(both.begin(), both.end(), name) != both.end(), name);
+    for (const std::string& name : forward)
+        CHECK_MESSAGE(std::find(both.begin(), both.end(), name) != both.end(), name);
     // what the GPU schedule of the backward launches at some sizes is among them
     for (const Shape& shape : {Shape{3, 8}, Shape{4096, 2}, Shape{1, 1 << 20}}) {
         const Call call{Op::reduce, "b (h 2) -> b h", Reduction::max, {}, false, {}};
@@ -95,8 +106,10 @@ TEST_CASE("aot corpus: --backward adds the kernels of the call's gradients, thos
     }
 }
 
-TEST_CASE("aot corpus: a bad line is an error at file:line:column, with a caret, and the others still count") {
-    const cli::Corpus corpus = cli::read_corpus_text("rearrange \"a b -> b a\" 3x4\nrearrange \"a b -> b c\" 3x4\n", "kernels.txt");
+TEST_CASE(
+    "aot corpus: a bad line is an error at file:line:column, with a caret, and the others still count") {
+    const cli::Corpus corpus =
+        cli::read_corpus_text("rearrange \"a b -> b a\" 3x4\nrearrange \"a b -> b c\" 3x4\n", "kernels.txt");
     CHECK(corpus.entries.size() == 1);
     REQUIRE(corpus.errors.size() == 1);
     CHECK(std::string(corpus.errors[0].what()) ==
@@ -124,29 +137,34 @@ TEST_CASE("aot corpus: a bad line is an error at file:line:column, with a caret,
     const std::string no_size_fits = rendered_errors("reduce \"(a 17) b -> a\" sum ?x5\n");
     CHECK(no_size_fits.starts_with("kernels.txt:1:9: error: can't divide"));
     CHECK(no_size_fits.find("no size tried for the `?` extents fits") != std::string::npos);
-    CHECK(rendered_errors("rearrange \"a b -> b a\" ?x4 (3,4):(1,3)\n").find("`?` sizes go with row-major operands") != std::string::npos);
-    CHECK(rendered_errors("rearrange \"a b -> b a\" x.npy\n").find("a corpus gives shapes, not .npy files") != std::string::npos);
+    CHECK(rendered_errors("rearrange \"a b -> b a\" ?x4 (3,4):(1,3)\n")
+              .find("`?` sizes go with row-major operands") != std::string::npos);
+    CHECK(rendered_errors("rearrange \"a b -> b a\" x.npy\n").find("a corpus gives shapes, not .npy files") !=
+          std::string::npos);
 }
 
 TEST_CASE("aot corpus: a missing file is an error that names it") {
-    CHECK_THROWS_WITH_AS(cli::read_corpus("/nonexistent/kernels.txt"), doctest::Contains("/nonexistent/kernels.txt"), Error);
+    CHECK_THROWS_WITH_AS(cli::read_corpus("/nonexistent/kernels.txt"),
+                         doctest::Contains("/nonexistent/kernels.txt"), Error);
 }
 
 TEST_CASE("kernel registry: a cubin serves its architecture and newer minors; PTX serves newer majors") {
-    static const std::string cubin80 = "cubin for sm_80", cubin90 = "cubin for sm_90", ptx90 = "ptx for compute_90";
+    static const std::string cubin80 = "cubin for sm_80", cubin90 = "cubin for sm_90",
+                             ptx90 = "ptx for compute_90";
     const auto bytes = [](const std::string& s) { return std::as_bytes(std::span(s.data(), s.size())); };
     CHECK_FALSE(find_ahead_of_time("einc_test_kernel", 90));
     register_ahead_of_time({"einc_test_kernel", 80, BinaryFormat::cubin, bytes(cubin80)});
     register_ahead_of_time({"einc_test_kernel", 90, BinaryFormat::cubin, bytes(cubin90)});
     const auto found = [](int device_arch) {
         const auto k = find_ahead_of_time("einc_test_kernel", device_arch);
-        return k ? fmt::format("{} {}", k->format == BinaryFormat::cubin ? "cubin" : "ptx", k->arch) : std::string("none");
+        return k ? fmt::format("{} {}", k->format == BinaryFormat::cubin ? "cubin" : "ptx", k->arch)
+                 : std::string("none");
     };
     CHECK(found(80) == "cubin 80");
     CHECK(found(86) == "cubin 80");  // same major, newer minor
     CHECK(found(90) == "cubin 90");
-    CHECK(found(75) == "none");      // older than anything registered
-    CHECK(found(100) == "none");     // a new major: a cubin does not run there
+    CHECK(found(75) == "none");   // older than anything registered
+    CHECK(found(100) == "none");  // a new major: a cubin does not run there
     register_ahead_of_time({"einc_test_kernel", 90, BinaryFormat::ptx, bytes(ptx90)});
     CHECK(found(100) == "ptx 90");   // the driver compiles the PTX
     CHECK(found(90) == "cubin 90");  // a cubin is still preferred where it runs
@@ -157,7 +175,8 @@ namespace {
 
 // A corpus line with every `?` replaced by a size from `size`, and --dtype's list by one dtype: a call as
 // `einc explain` takes it.
-std::vector<std::string> concrete_call(const std::vector<std::string>& words, const std::string& dtype, const auto& size) {
+std::vector<std::string> concrete_call(const std::vector<std::string>& words, const std::string& dtype,
+                                       const auto& size) {
     std::vector<std::string> args;
     for (std::size_t i = 0; i < words.size(); ++i) {
         if (words[i] == "--dtype") {
@@ -174,7 +193,8 @@ std::vector<std::string> concrete_call(const std::vector<std::string>& words, co
 
 }  // namespace
 
-TEST_CASE("aot corpus: the example's kernels serve its calls at random sizes on random GPUs (the kernels are derived, not sampled)") {
+TEST_CASE("aot corpus: the example's kernels serve its calls at random sizes on random GPUs (the kernels are "
+          "derived, not sampled)") {
     const cli::Corpus corpus = cli::read_corpus(EINC_EXAMPLE_AOT_CORPUS);
     REQUIRE(corpus.errors.empty());
     const std::vector<KernelSignature> compiled = cli::corpus_kernels(corpus);
@@ -200,19 +220,24 @@ TEST_CASE("aot corpus: the example's kernels serve its calls at random sizes on 
                 std::vector<TensorSpec> specs;
                 for (const cli::OperandArg& operand : call.operands) {
                     shapes.push_back(operand.shape);
-                    specs.push_back(TensorSpec{*dtype_named(dtype), operand.shape, row_major_strides(operand.shape)});
+                    specs.push_back(
+                        TensorSpec{*dtype_named(dtype), operand.shape, row_major_strides(operand.shape)});
                 }
                 try {
                     const Bound bound = bind(call.call, shapes);
                     for (const bool contiguous : {false, true}) {
                         PlanOptions options;
                         options.contiguous = contiguous;
-                        const Schedule gpu = schedule(plan(bound, specs, options), Target::gpu(multiprocessors(rng)));
+                        const Schedule gpu =
+                            schedule(plan(bound, specs, options), Target::gpu(multiprocessors(rng)));
                         ++scheduled;
                         for (const KernelSignature& k : kernels_of(gpu)) {
                             ++kernels_checked;
-                            CHECK_MESSAGE(std::find(compiled.begin(), compiled.end(), k) != compiled.end(), k.name(), " at ",
-                                          fmt::format("{}", fmt::join(concrete_call(words, dtype, [&] { return 0; }), " ")));
+                            CHECK_MESSAGE(
+                                std::find(compiled.begin(), compiled.end(), k) != compiled.end(), k.name(),
+                                " at ",
+                                fmt::format("{}",
+                                            fmt::join(concrete_call(words, dtype, [&] { return 0; }), " ")));
                         }
                     }
                 } catch (const Error&) {
@@ -220,6 +245,7 @@ TEST_CASE("aot corpus: the example's kernels serve its calls at random sizes on 
                 }
             }
     }
-    MESSAGE(scheduled, " schedules at random sizes, ", kernels_checked, " kernel launches, all compiled ahead of time");
+    MESSAGE(scheduled, " schedules at random sizes, ", kernels_checked,
+            " kernel launches, all compiled ahead of time");
     CHECK(scheduled > 2000);
 }

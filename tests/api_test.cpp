@@ -85,9 +85,11 @@ TEST_CASE("rearrange of a list stacks it, as einops does") {
     const Tensor y = rearrange(std::span<const Input>(list), "n h w -> h (n w)");
     CHECK(y.shape() == Shape{2, 6});
     CHECK(values_of(y.view()) == std::vector<double>{0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5});
-    CHECK(values_of(reduce(std::span<const Input>(list), "n h w -> h w", einc::sum).view()) == std::vector<double>{0, 2, 4, 6, 8, 10});
+    CHECK(values_of(reduce(std::span<const Input>(list), "n h w -> h w", einc::sum).view()) ==
+          std::vector<double>{0, 2, 4, 6, 8, 10});
     CHECK(repeat(std::span<const Input>(list), "n h w -> n h w c", {{"c", 2}}).shape() == Shape{2, 2, 3, 2});
-    CHECK_THROWS_WITH_AS(rearrange(std::span<const Input>(), "n -> n"), doctest::Contains("empty list"), Error);
+    CHECK_THROWS_WITH_AS(rearrange(std::span<const Input>(), "n -> n"), doctest::Contains("empty list"),
+                         Error);
 }
 
 TEST_CASE("pack and unpack round-trip; unpack returns views") {
@@ -115,17 +117,20 @@ TEST_CASE("parse_shape and dims") {
 }
 
 TEST_CASE("a compiled program runs on new data with the same layout, and refuses another") {
-    const Program program = compile(Op::einsum, "i k, k j -> i j").bind({iota(DType::f32, {2, 3}).view(), iota(DType::f32, {3, 2}).view()});
+    const Program program = compile(Op::einsum, "i k, k j -> i j")
+                                .bind({iota(DType::f32, {2, 3}).view(), iota(DType::f32, {3, 2}).view()});
     CHECK(program.plan().steps.size() == 1);
     const Tensor a = make_tensor(DType::f32, {2, 3}, {1, 0, 0, 0, 1, 0}), b = iota(DType::f32, {3, 2});
     CHECK(values_of(program.run({a, b})[0].view()) == std::vector<double>{0, 1, 2, 3});
-    CHECK_THROWS_WITH_AS(program.run({a, iota(DType::f32, {3, 3})}), doctest::Contains("does not match what the program was bound to"), Error);
+    CHECK_THROWS_WITH_AS(program.run({a, iota(DType::f32, {3, 3})}),
+                         doctest::Contains("does not match what the program was bound to"), Error);
     CHECK(program.explain().find("gemm") != std::string::npos);
 }
 
 TEST_CASE("a program writes into caller outputs, and refuses aliasing ones") {
     const Tensor x = iota(DType::f32, {4, 4});
-    const Program program = compile(Op::rearrange, "a b -> b a").bind({x.view()}, Options{.contiguous = true});
+    const Program program =
+        compile(Op::rearrange, "a b -> b a").bind({x.view()}, Options{.contiguous = true});
     Tensor out = Tensor::zeros(DType::f32, {4, 4});
     const std::vector<Input> inputs{x};
     const std::vector<TensorView> outputs{out.view()};

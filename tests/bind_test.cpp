@@ -113,30 +113,46 @@ TEST_CASE("parse_shape returns the named sizes") {
 }
 
 TEST_CASE("every einops check has its error") {
-    CHECK(error_of(Op::rearrange, "b h (h w) -> b w h", {{2, 3, 12}}) == "axis 'h' appears twice on the left side of rearrange");
+    CHECK(error_of(Op::rearrange, "b h (h w) -> b w h", {{2, 3, 12}}) ==
+          "axis 'h' appears twice on the left side of rearrange");
     CHECK(error_of(Op::rearrange, "... a ... -> a", {{2}}) == "'...' appears twice on the left side");
     CHECK(error_of(Op::rearrange, "(a ...) -> a ...", {{2}}) == "'...' inside a group on the left side");
     CHECK(error_of(Op::rearrange, "a b -> a", {{2, 3}}) == "axis 'b' appears on the left side only");
     CHECK(error_of(Op::rearrange, "a -> a b c", {{2}}) == "axes 'b' and 'c' appear on the right side only");
     CHECK(error_of(Op::rearrange, "a -> a ...", {{2}}) == "'...' on the right side but not on the left side");
     CHECK(error_of(Op::rearrange, "(a 2) -> a", {{4}}) == "anonymous axis of length 2 in rearrange");
-    CHECK(error_of(Op::repeat, "a b -> a", {{2, 3}}) == "axis 'b' appears on the left side of repeat but not on the right");
+    CHECK(error_of(Op::repeat, "a b -> a", {{2, 3}}) ==
+          "axis 'b' appears on the left side of repeat but not on the right");
     CHECK(error_of(Op::repeat, "a -> a c", {{2}}) == "new axis 'c' in repeat has no size");
-    CHECK(error_of(Op::reduce, "a -> a c", {{2}}, {}, Reduction::sum) == "axis 'c' appears on the right side of reduce but not on the left");
+    CHECK(error_of(Op::reduce, "a -> a c", {{2}}, {}, Reduction::sum) ==
+          "axis 'c' appears on the right side of reduce but not on the left");
     CHECK(error_of(Op::reduce, "a -> a", {{2}}) == "reduce needs a reduction");
-    CHECK(error_of(Op::rearrange, "a b c d -> a b c d", {{2, 3, 4}}) == "expected 4 dims for the left side, got 3");
-    CHECK(error_of(Op::rearrange, "a b ... -> a b ...", {{2}}) == "expected at least 2 dims for the left side, got 1");
-    CHECK(error_of(Op::einsum, "i j, j k -> i k", {{2, 3}, {4, 5}}) == "axis 'j' has length 3 in operand 0 but 4 in operand 1");
-    CHECK(error_of(Op::rearrange, "a b -> b a", {{2, 3}}, {{"a", 3}}) == "axis 'a' is given size 3, but the input's dim 0 has length 2");
-    CHECK(error_of(Op::rearrange, "(h w) -> h w", {{10}}, {{"w", 3}}) == "can't divide the input's dim 0 of length 10 into chunks of 3");
-    CHECK(error_of(Op::rearrange, "(h w) -> h w", {{12}}) == "can't infer the sizes of 'h' and 'w' from one dim of length 12");
-    CHECK(error_of(Op::rearrange, "a -> a", {{2}}, {{"x", 3}}) == "axis 'x' is given a size but is not in the pattern");
-    CHECK(error_of(Op::rearrange, "(h w) -> h w", {{12}}, {{"h", -2}}) == "axis 'h' is given a negative size, -2");
-    CHECK(error_of(Op::repeat, "a -> a b c", {{2}}, {{"b", std::int64_t{1} << 40}, {"c", std::int64_t{1} << 40}}) ==
+    CHECK(error_of(Op::rearrange, "a b c d -> a b c d", {{2, 3, 4}}) ==
+          "expected 4 dims for the left side, got 3");
+    CHECK(error_of(Op::rearrange, "a b ... -> a b ...", {{2}}) ==
+          "expected at least 2 dims for the left side, got 1");
+    CHECK(error_of(Op::einsum, "i j, j k -> i k", {{2, 3}, {4, 5}}) ==
+          "axis 'j' has length 3 in operand 0 but 4 in operand 1");
+    CHECK(error_of(Op::rearrange, "a b -> b a", {{2, 3}}, {{"a", 3}}) ==
+          "axis 'a' is given size 3, but the input's dim 0 has length 2");
+    CHECK(error_of(Op::rearrange, "(h w) -> h w", {{10}}, {{"w", 3}}) ==
+          "can't divide the input's dim 0 of length 10 into chunks of 3");
+    CHECK(error_of(Op::rearrange, "(h w) -> h w", {{12}}) ==
+          "can't infer the sizes of 'h' and 'w' from one dim of length 12");
+    CHECK(error_of(Op::rearrange, "a -> a", {{2}}, {{"x", 3}}) ==
+          "axis 'x' is given a size but is not in the pattern");
+    CHECK(error_of(Op::rearrange, "(h w) -> h w", {{12}}, {{"h", -2}}) ==
+          "axis 'h' is given a negative size, -2");
+    CHECK(error_of(Op::repeat, "a -> a b c", {{2}},
+                   {{"b", std::int64_t{1} << 40}, {"c", std::int64_t{1} << 40}}) ==
           "the output has more elements than fit in 64 bits");
-    CHECK(error_of(Op::rearrange, "a -> (a a2)", {{1 << 20}}, {}) == "axis 'a2' appears on the right side only");
-    CHECK(error_of(Op::rearrange, "a () -> a", {{2, 3}}) == "'()' needs a dim of length 1, but the input's dim 1 has length 3");
-    CHECK(error_of(Op::rearrange, "a b -> b a", {{2, 3}, {2, 3}}) == "the pattern has 1 input, but 2 tensors were given");
-    CHECK(error_of(Op::rearrange, "a, b -> a b", {{2}, {3}}) == "rearrange takes one input, but the pattern lists 2");
+    CHECK(error_of(Op::rearrange, "a -> (a a2)", {{1 << 20}}, {}) ==
+          "axis 'a2' appears on the right side only");
+    CHECK(error_of(Op::rearrange, "a () -> a", {{2, 3}}) ==
+          "'()' needs a dim of length 1, but the input's dim 1 has length 3");
+    CHECK(error_of(Op::rearrange, "a b -> b a", {{2, 3}, {2, 3}}) ==
+          "the pattern has 1 input, but 2 tensors were given");
+    CHECK(error_of(Op::rearrange, "a, b -> a b", {{2}, {3}}) ==
+          "rearrange takes one input, but the pattern lists 2");
     CHECK(error_of(Op::rearrange, "a b", {{2, 3}}) == "rearrange pattern has no '->'");
 }

@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "cli/cli.hpp"
-#include "tests/cli_capture.hpp"
 #include "grammar/diagnostic.hpp"
 #include "runtime/calibration.hpp"
 #include "runtime/cpu/parallel.hpp"
 #include "runtime/program.hpp"
+#include "tests/cli_capture.hpp"
 #include "tests/environment.hpp"
 
 using namespace einc;
@@ -231,7 +231,8 @@ TEST_CASE("a malformed calibration is an error that names the file and what is w
     };
     for (const auto& c : cases) {
         const auto& text = c.first;
-        const auto& expected = c.second;  // (not a structured binding: INFO captures it, which Clang 14 cannot)
+        const auto& expected =
+            c.second;  // (not a structured binding: INFO captures it, which Clang 14 cannot)
         write(path, text);
         const Result result = einc_cli(copy_call);
         INFO(expected);

@@ -7,11 +7,11 @@
 #include <unistd.h>
 
 #include "cli/cli.hpp"
-#include "tests/cli_capture.hpp"
 #include "compiler/bind.hpp"
 #include "einc_build_info.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/npy.hpp"
+#include "tests/cli_capture.hpp"
 #include "tests/reference/reference.hpp"
 #if EINC_HAS_CUDA
 #include "cuda/cuda.hpp"
@@ -132,7 +132,8 @@ TEST_CASE("run: parse_shape prints the axis sizes and writes nothing; pack print
     CHECK(result.out == "(no named axes)\n");
     result = einc_cli({"run", "parse_shape", "a b c", dir / "x.npy", "-o", dir / "y.npy"});
     CHECK(result.status == cli::exit_usage);
-    CHECK(result.err.find("parse_shape prints the axis sizes and writes no file: drop -o") != std::string::npos);
+    CHECK(result.err.find("parse_shape prints the axis sizes and writes no file: drop -o") !=
+          std::string::npos);
     CHECK_FALSE(fs::exists(dir / "y.npy"));
 
     // pack, then unpack with the flags it printed: the parts come back.
@@ -140,12 +141,15 @@ TEST_CASE("run: parse_shape prints the axis sizes and writes nothing; pack print
     write_npy(dir / "s.npy", reference::make_tensor(DType::f32, {}, {5}).view());
     result = einc_cli({"run", "pack", "a *", dir / "x.npy", dir / "v.npy", "-o", dir / "p.npy"});
     REQUIRE(result.status == cli::exit_ok);
-    CHECK(result.out.find("packed shapes: 3x4, scalar (unpack with --packed 3x4 --packed scalar)\n") != std::string::npos);
-    result = einc_cli({"run", "unpack", "a *", "--packed", "3x4", "--packed", "scalar", dir / "p.npy", "-o", dir / "u.npy"});
+    CHECK(result.out.find("packed shapes: 3x4, scalar (unpack with --packed 3x4 --packed scalar)\n") !=
+          std::string::npos);
+    result = einc_cli({"run", "unpack", "a *", "--packed", "3x4", "--packed", "scalar", dir / "p.npy", "-o",
+                       dir / "u.npy"});
     INFO(result.err);
     REQUIRE(result.status == cli::exit_ok);
     CHECK(reference::values_of(read_npy(dir / "u_0.npy").view()) == counting(24));
     CHECK(reference::values_of(read_npy(dir / "u_1.npy").view()) == counting(2));
     result = einc_cli({"run", "pack", "*", dir / "s.npy", dir / "v.npy", "-o", dir / "q.npy"});
-    CHECK(result.out.find("packed shapes: scalar, 2 (unpack with --packed scalar --packed 2)\n") != std::string::npos);
+    CHECK(result.out.find("packed shapes: scalar, 2 (unpack with --packed scalar --packed 2)\n") !=
+          std::string::npos);
 }

@@ -46,7 +46,9 @@ std::vector<std::string> on_threads(Body body) {
     return failures;
 }
 
-std::vector<Input> inputs_of(const testing::RandomCase& c) { return {c.inputs.begin(), c.inputs.end()}; }
+std::vector<Input> inputs_of(const testing::RandomCase& c) {
+    return {c.inputs.begin(), c.inputs.end()};
+}
 
 // The random case through the one-line call a user would write.
 std::vector<Tensor> one_line(const testing::RandomCase& c) {
@@ -64,10 +66,12 @@ std::vector<Tensor> one_line(const testing::RandomCase& c) {
 }
 
 std::optional<std::string> differs(const std::vector<Tensor>& got, const std::vector<Tensor>& expected) {
-    if (got.size() != expected.size()) return fmt::format("{} results, expected {}", got.size(), expected.size());
+    if (got.size() != expected.size())
+        return fmt::format("{} results, expected {}", got.size(), expected.size());
     for (std::size_t k = 0; k < got.size(); ++k) {
         std::string difference;
-        if (!testing::same_values(got[k].view(), expected[k].view(), &difference)) return fmt::format("result {}: {}", k, difference);
+        if (!testing::same_values(got[k].view(), expected[k].view(), &difference))
+            return fmt::format("result {}: {}", k, difference);
     }
     return std::nullopt;
 }
@@ -79,8 +83,9 @@ std::vector<Tensor> expected_of(const testing::RandomCase& c) {
 }
 
 // Every operation, with its dtype.
-const std::pair<Op, DType> kinds[] = {{Op::rearrange, DType::f32}, {Op::repeat, DType::i32}, {Op::reduce, DType::f64},
-                                      {Op::einsum, DType::f32},    {Op::pack, DType::i8},     {Op::unpack, DType::bf16}};
+const std::pair<Op, DType> kinds[] = {{Op::rearrange, DType::f32}, {Op::repeat, DType::i32},
+                                      {Op::reduce, DType::f64},    {Op::einsum, DType::f32},
+                                      {Op::pack, DType::i8},       {Op::unpack, DType::bf16}};
 
 }  // namespace
 
@@ -104,7 +109,8 @@ TEST_CASE("concurrency: one-line calls of the same and different patterns throug
                 fail(fmt::format("thread {}: {}: {}", t, shared[pick].describe(), *d));
             const auto [op, dtype] = kinds[static_cast<std::size_t>(round + t) % std::size(kinds)];
             const testing::RandomCase own = testing::random_case(rng, op, dtype);
-            if (const auto d = differs(one_line(own), expected_of(own))) fail(fmt::format("thread {}: {}: {}", t, own.describe(), *d));
+            if (const auto d = differs(one_line(own), expected_of(own)))
+                fail(fmt::format("thread {}: {}: {}", t, own.describe(), *d));
             checked += 2;
         }
     });
@@ -137,9 +143,11 @@ TEST_CASE("concurrency: a small shared plan cache evicting while threads plan, r
             const std::size_t pick = static_cast<std::size_t>(round * 5 + t * 3) % cases.size();
             const testing::RandomCase& c = cases[pick];
             const std::vector<Input> inputs = inputs_of(c);
-            const CallRef call{c.call.op, c.call.pattern, c.call.reduction, &c.call.sizes, c.call.compact, &c.call.packed_shapes};
+            const CallRef call{c.call.op,     c.call.pattern, c.call.reduction,
+                               &c.call.sizes, c.call.compact, &c.call.packed_shapes};
             const Program program = cache.get(call, inputs, {});
-            if (const auto d = differs(program.run(inputs), expected[pick])) fail(fmt::format("thread {}: {}: {}", t, c.describe(), *d));
+            if (const auto d = differs(program.run(inputs), expected[pick]))
+                fail(fmt::format("thread {}: {}: {}", t, c.describe(), *d));
         }
     });
     done = true;
@@ -151,7 +159,8 @@ TEST_CASE("concurrency: a small shared plan cache evicting while threads plan, r
     CHECK(stats.size <= stats.capacity);
 }
 
-TEST_CASE("concurrency: one compiled Program and one Expression shared by every thread, each with its own data") {
+TEST_CASE(
+    "concurrency: one compiled Program and one Expression shared by every thread, each with its own data") {
     const Expression scores = compile(Op::einsum, "b i d, b j d -> b i j");
     const Tensor q0 = Tensor::zeros(DType::f32, {2, 8, 16}), k0 = Tensor::zeros(DType::f32, {2, 8, 16});
     const Program program = scores.bind({q0.view(), k0.view()});
@@ -164,10 +173,12 @@ TEST_CASE("concurrency: one compiled Program and one Expression shared by every 
             std::vector<double> qv(2 * 8 * 16), kv(2 * 8 * 16);
             for (double& v : qv) v = value(rng);
             for (double& v : kv) v = value(rng);
-            const Tensor q = reference::make_tensor(DType::f32, {2, 8, 16}, qv), k = reference::make_tensor(DType::f32, {2, 8, 16}, kv);
+            const Tensor q = reference::make_tensor(DType::f32, {2, 8, 16}, qv),
+                         k = reference::make_tensor(DType::f32, {2, 8, 16}, kv);
             const std::vector<Tensor> got = program.run({q, k});
             const std::vector<TensorView> views{q.view(), k.view()};
-            if (const auto d = differs(got, reference::evaluate(program.bound(), views))) fail(fmt::format("thread {} einsum: {}", t, *d));
+            if (const auto d = differs(got, reference::evaluate(program.bound(), views)))
+                fail(fmt::format("thread {} einsum: {}", t, *d));
             // The Expression binds anew for a shape of this thread's own, concurrently with the others.
             const Shape shape{t % 3 + 1, 2 * (round % 4 + 1), 4};
             std::vector<double> xv(static_cast<std::size_t>(shape[0] * shape[1] * shape[2]));
@@ -175,7 +186,8 @@ TEST_CASE("concurrency: one compiled Program and one Expression shared by every 
             const Tensor x = reference::make_tensor(DType::i32, shape, xv);
             const Program p = pooled.bind({x.view()});
             const std::vector<TensorView> x_views{x.view()};
-            if (const auto d = differs(p.run({x}), reference::evaluate(p.bound(), x_views))) fail(fmt::format("thread {} reduce: {}", t, *d));
+            if (const auto d = differs(p.run({x}), reference::evaluate(p.bound(), x_views)))
+                fail(fmt::format("thread {} reduce: {}", t, *d));
             ++checked;
         }
     });
@@ -191,7 +203,8 @@ TEST_CASE("concurrency: kernels large enough for the CPU thread pool, called fro
     std::vector<double> values(512 * 1024);
     for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(i % 251) - 125;
     const Tensor x = reference::make_tensor(DType::f32, shape, values);
-    const Tensor q = reference::make_tensor(DType::f32, {4, 64, 128}, std::vector<double>(values.begin(), values.begin() + 4 * 64 * 128));
+    const Tensor q = reference::make_tensor(
+        DType::f32, {4, 64, 128}, std::vector<double>(values.begin(), values.begin() + 4 * 64 * 128));
     std::atomic<int> checked{0};
     const auto failures = on_threads([&](int t, auto fail) {
         for (int round = 0; round < 3; ++round, ++checked) {
@@ -201,26 +214,32 @@ TEST_CASE("concurrency: kernels large enough for the CPU thread pool, called fro
                 for (std::int64_t b = 0; b < 4; ++b)
                     for (std::int64_t i = 0; i < 64; i += 7)
                         for (std::int64_t j = 0; j < 64; j += 5) {
-                            const auto at = [&](std::int64_t row, std::int64_t d) { return values[static_cast<std::size_t>((b * 64 + row) * 128 + d)]; };
+                            const auto at = [&](std::int64_t row, std::int64_t d) {
+                                return values[static_cast<std::size_t>((b * 64 + row) * 128 + d)];
+                            };
                             double dot = 0;
                             for (std::int64_t d = 0; d < 128; ++d) dot += at(i, d) * at(j, d);
                             if (out[(b * 64 + i) * 64 + j] != static_cast<float>(dot))
-                                return fail(fmt::format("thread {}: batched GEMM wrong at ({}, {}, {})", t, b, i, j));
+                                return fail(
+                                    fmt::format("thread {}: batched GEMM wrong at ({}, {}, {})", t, b, i, j));
                         }
             } else if (t % 3 == 0) {
                 const Tensor y = rearrange(x, "a b -> b a", {}, Options{.contiguous = true});
                 const float* out = y.data_as<float>();
                 for (std::int64_t b = 0; b < 1024; b += 37)
                     for (std::int64_t a = 0; a < 512; a += 29)
-                        if (out[b * 512 + a] != static_cast<float>(values[static_cast<std::size_t>(a * 1024 + b)]))
+                        if (out[b * 512 + a] !=
+                            static_cast<float>(values[static_cast<std::size_t>(a * 1024 + b)]))
                             return fail(fmt::format("thread {}: transpose wrong at ({}, {})", t, b, a));
             } else {
                 const Tensor s = reduce(x, "a b -> b", einc::sum);
                 const float* out = s.data_as<float>();
                 for (std::int64_t b = 0; b < 1024; b += 13) {
                     double total = 0;
-                    for (std::int64_t a = 0; a < 512; ++a) total += values[static_cast<std::size_t>(a * 1024 + b)];
-                    if (out[b] != static_cast<float>(total)) return fail(fmt::format("thread {}: sum wrong at {}", t, b));
+                    for (std::int64_t a = 0; a < 512; ++a)
+                        total += values[static_cast<std::size_t>(a * 1024 + b)];
+                    if (out[b] != static_cast<float>(total))
+                        return fail(fmt::format("thread {}: sum wrong at {}", t, b));
                 }
             }
         }
@@ -238,7 +257,8 @@ TEST_CASE("concurrency: errors thrown and rendered on every thread at once") {
                 rearrange(x, round % 2 ? "a b -> b c" : "a (b -> b a", {});
                 fail(fmt::format("thread {}: no error", t));
             } catch (const Error& error) {
-                if (std::string(error.what()).find("error:") == std::string::npos) fail(fmt::format("thread {}: no diagnostic", t));
+                if (std::string(error.what()).find("error:") == std::string::npos)
+                    fail(fmt::format("thread {}: no diagnostic", t));
                 ++caught;
             }
         }

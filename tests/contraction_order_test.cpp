@@ -33,8 +33,10 @@ double brute_force(std::vector<Axes> operands, const Axes& output, const std::ve
                 flops *= static_cast<double>(sizes[static_cast<std::size_t>(a)]);
                 bool needed = std::find(output.begin(), output.end(), a) != output.end();
                 for (const Axes& r : rest) needed = needed || std::find(r.begin(), r.end(), a) != r.end();
-                if (needed) kept.push_back(a);
-                else summed = true;
+                if (needed)
+                    kept.push_back(a);
+                else
+                    summed = true;
             }
             rest.push_back(kept);
             best = std::min(best, flops * (summed ? 2 : 1) + brute_force(rest, output, sizes));
@@ -78,7 +80,8 @@ TEST_CASE("four and five operand chains match brute force") {
     CHECK(p4.optimized_flops == 8704);
     const std::vector<Axes> five{{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}};
     const std::vector<std::int64_t> five_sizes{3, 40, 2, 50, 6, 7};
-    CHECK(contraction_order(five, Axes{0, 5}, five_sizes, 8).optimized_flops == brute_force(five, Axes{0, 5}, five_sizes));
+    CHECK(contraction_order(five, Axes{0, 5}, five_sizes, 8).optimized_flops ==
+          brute_force(five, Axes{0, 5}, five_sizes));
 }
 
 TEST_CASE("random networks: the exhaustive search is optimal") {

@@ -11,7 +11,7 @@
 namespace einc::testing {
 
 struct CorpusCall {
-    std::string line;               // the command line, for messages
+    std::string line;  // the command line, for messages
     Call call;
     std::vector<TensorSpec> specs;  // the operands' dtype, shape and strides
 };

@@ -12,8 +12,8 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/cli.hpp"
@@ -104,14 +104,16 @@ int main(int argc, char** argv) {
             (outputs.back().find("[exit ") == std::string::npos ? accepted : rejected) += 1;
             if (!update && outputs.back() != c.expected) {
                 ++failed;
-                std::cout << "FAIL " << path.string() << ":" << c.line << ": einc " << c.command << "\n--- expected\n"
-                          << c.expected << "--- actual\n" << outputs.back() << "---\n";
+                std::cout << "FAIL " << path.string() << ":" << c.line << ": einc " << c.command
+                          << "\n--- expected\n"
+                          << c.expected << "--- actual\n"
+                          << outputs.back() << "---\n";
             }
         }
         if (update) write_corpus(path, file, outputs);
     }
-    std::cout << (update ? "updated " : "checked ") << total << " cases in " << files.size() << " files (" << accepted
-              << " accepted, " << rejected << " rejected)";
+    std::cout << (update ? "updated " : "checked ") << total << " cases in " << files.size() << " files ("
+              << accepted << " accepted, " << rejected << " rejected)";
     if (!update) std::cout << ": " << failed << " failed";
     std::cout << "\n";
     return failed == 0 && total > 0 ? 0 : 1;

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <doctest/doctest.h>
 #include <functional>
 #include <limits>
 #include <set>
-#include <doctest/doctest.h>
 
 #include "einc_build_info.hpp"
 #if EINC_HAS_BLAS
@@ -18,8 +18,8 @@
 #include "compiler/plan.hpp"
 #include "compiler/schedule_rules.hpp"
 #include "grammar/diagnostic.hpp"
-#include "runtime/cpu/isa.hpp"
 #include "runtime/api.hpp"
+#include "runtime/cpu/isa.hpp"
 #include "runtime/execute.hpp"
 #include "tests/random_cases.hpp"
 #include "tests/reference/reference.hpp"
@@ -63,10 +63,12 @@ struct CopyKernels {
     int vector_bytes;
 };
 std::vector<CopyKernels> copy_kernels() {
-    std::vector<CopyKernels> isas{{"baseline", cpu::baseline::copy, 16}, {"baseline, no register blocks", cpu::baseline::copy, 0}};
+    std::vector<CopyKernels> isas{{"baseline", cpu::baseline::copy, 16},
+                                  {"baseline, no register blocks", cpu::baseline::copy, 0}};
 #if EINC_HAS_AVX2_KERNELS
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isas.push_back({"avx2", cpu::avx2::copy, 32});
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        isas.push_back({"avx2", cpu::avx2::copy, 32});
 #endif
     return isas;
 }
@@ -74,29 +76,36 @@ std::vector<CopyKernels> copy_kernels() {
 // Schedules a copy between two layouts of one index space for `isa` and runs that kernel on bytes that
 // differ everywhere; returns the elements of dst that differ from an index loop's. `declared_large`: the
 // plan step says it moves enough to be streamed, whatever its size.
-std::int64_t wrong_after_copy(const CopyKernels& isa, DType dtype, const Layout& dst_layout, const Layout& src_layout,
-                              std::set<TransposeKind>* kinds = nullptr, bool* streamed = nullptr, bool declared_large = false) {
+std::int64_t wrong_after_copy(const CopyKernels& isa, DType dtype, const Layout& dst_layout,
+                              const Layout& src_layout, std::set<TransposeKind>* kinds = nullptr,
+                              bool* streamed = nullptr, bool declared_large = false) {
     const auto size = static_cast<std::int64_t>(size_of(dtype));
     const auto span_of = [](const Layout& layout) {
         std::int64_t last = 0;
         for (const Mode& m : layout.modes) last += (m.extent - 1) * m.stride;
         return last + 1;
     };
-    Tensor src = Tensor::empty(dtype, {span_of(src_layout)}), dst = Tensor::zeros(dtype, {span_of(dst_layout)});
+    Tensor src = Tensor::empty(dtype, {span_of(src_layout)}),
+           dst = Tensor::zeros(dtype, {span_of(dst_layout)});
     auto* in = static_cast<std::uint8_t*>(src.data());
-    for (std::int64_t i = 0; i < static_cast<std::int64_t>(src.nbytes()); ++i) in[i] = static_cast<std::uint8_t>(i * 131 + i / 253);
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(src.nbytes()); ++i)
+        in[i] = static_cast<std::uint8_t>(i * 131 + i / 253);
     Plan plan;
     plan.inputs = {TensorSpec{dtype, {span_of(src_layout)}, {1}}};
     plan.outputs = {TensorSpec{dtype, {span_of(dst_layout)}, {1}}};
     // read, and written: the cost streaming depends on
-    const double bytes = declared_large ? static_cast<double>(detail::streaming_bytes) : static_cast<double>(dst_layout.size() * size);
-    plan.steps.push_back(PlanStep{Copy{Access{Buffer{Buffer::Kind::input, 0}, 0, src_layout}, Access{Buffer{Buffer::Kind::output, 0}, 0, dst_layout}, {}},
+    const double bytes = declared_large ? static_cast<double>(detail::streaming_bytes)
+                                        : static_cast<double>(dst_layout.size() * size);
+    plan.steps.push_back(PlanStep{Copy{Access{Buffer{Buffer::Kind::input, 0}, 0, src_layout},
+                                       Access{Buffer{Buffer::Kind::output, 0}, 0, dst_layout},
+                                       {}},
                                   Cost{0, bytes, bytes, 0}, ""});
     const ScheduledStep step = schedule(plan, Target::cpu(2, isa.vector_bytes, false)).steps[0];
     REQUIRE(step.strategy == Strategy::transpose);
     if (kinds != nullptr) kinds->insert(step.transpose_kind);
     if (streamed != nullptr) *streamed |= step.streaming_stores;
-    isa.copy(step, cpu::Data{static_cast<std::byte*>(dst.data()), dtype}, cpu::Data{static_cast<std::byte*>(src.data()), dtype});
+    isa.copy(step, cpu::Data{static_cast<std::byte*>(dst.data()), dtype},
+             cpu::Data{static_cast<std::byte*>(src.data()), dtype});
     const auto* out = static_cast<const std::uint8_t*>(dst.data());
     std::int64_t wrong = 0;
     const std::size_t rank = dst_layout.rank();
@@ -116,9 +125,10 @@ std::int64_t wrong_after_copy(const CopyKernels& isa, DType dtype, const Layout&
     return wrong;
 }
 
-const DType movement_dtypes[] = {DType::f64, DType::f32, DType::f16, DType::bf16, DType::f8e4m3,
-                                 DType::f8e5m2, DType::i8, DType::i32, DType::i64, DType::boolean};
-const DType numeric_dtypes[] = {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i8, DType::i32, DType::i64};
+const DType movement_dtypes[] = {DType::f64,    DType::f32, DType::f16, DType::bf16, DType::f8e4m3,
+                                 DType::f8e5m2, DType::i8,  DType::i32, DType::i64,  DType::boolean};
+const DType numeric_dtypes[] = {DType::f64, DType::f32, DType::f16, DType::bf16,
+                                DType::i8,  DType::i32, DType::i64};
 
 }  // namespace
 
@@ -179,14 +189,18 @@ TEST_CASE("cpu executor: tensors large enough to be split across threads") {
     const std::vector<TensorView> inputs{x.view()};
 
     SUBCASE("transpose") {
-        const Tensor t = run_call(Call{Op::rearrange, "r c -> c r", Reduction::none, {}, false, {}}, inputs)[0];
+        const Tensor t =
+            run_call(Call{Op::rearrange, "r c -> c r", Reduction::none, {}, false, {}}, inputs)[0];
         for (std::int64_t i = 0; i < rows; ++i)
-            for (std::int64_t j = 0; j < cols; ++j) REQUIRE(t.data_as<float>()[j * rows + i] == data[i * cols + j]);
+            for (std::int64_t j = 0; j < cols; ++j)
+                REQUIRE(t.data_as<float>()[j * rows + i] == data[i * cols + j]);
     }
     SUBCASE("merge through a transpose: (c r) blocks of 2") {
-        const Tensor t = run_call(Call{Op::rearrange, "r (c k) -> (c r) k", Reduction::none, {{"k", 2}}, false, {}}, inputs)[0];
+        const Tensor t = run_call(
+            Call{Op::rearrange, "r (c k) -> (c r) k", Reduction::none, {{"k", 2}}, false, {}}, inputs)[0];
         for (std::int64_t i = 0; i < rows; ++i)
-            for (std::int64_t j = 0; j < cols; ++j) REQUIRE(t.data_as<float>()[((j / 2) * rows + i) * 2 + j % 2] == data[i * cols + j]);
+            for (std::int64_t j = 0; j < cols; ++j)
+                REQUIRE(t.data_as<float>()[((j / 2) * rows + i) * 2 + j % 2] == data[i * cols + j]);
     }
     SUBCASE("sum over rows (outer axis), over columns (inner axis), and over everything") {
         const Tensor outer = run_call(Call{Op::reduce, "r c -> c", Reduction::sum, {}, false, {}}, inputs)[0];
@@ -204,27 +218,35 @@ TEST_CASE("cpu executor: tensors large enough to be split across threads") {
         CHECK(all.data_as<float>()[0] == static_cast<float>(total));
     }
     SUBCASE("a middle axis, runs of 4, and 2x2 pooling windows") {
-        const Tensor mid = run_call(Call{Op::reduce, "a (b c) -> a c", Reduction::max, {{"c", 48}}, false, {}}, inputs)[0];
+        const Tensor mid =
+            run_call(Call{Op::reduce, "a (b c) -> a c", Reduction::max, {{"c", 48}}, false, {}}, inputs)[0];
         for (std::int64_t a = 0; a < rows; ++a)
             for (std::int64_t c = 0; c < 48; ++c) {
                 float best = data[a * cols + c];
-                for (std::int64_t b = 0; b < cols / 48; ++b) best = std::max(best, data[a * cols + b * 48 + c]);
+                for (std::int64_t b = 0; b < cols / 48; ++b)
+                    best = std::max(best, data[a * cols + b * 48 + c]);
                 REQUIRE(mid.data_as<float>()[a * 48 + c] == best);
             }
-        const Tensor fours = run_call(Call{Op::reduce, "a (b k) -> a b", Reduction::sum, {{"k", 4}}, false, {}}, inputs)[0];
+        const Tensor fours =
+            run_call(Call{Op::reduce, "a (b k) -> a b", Reduction::sum, {{"k", 4}}, false, {}}, inputs)[0];
         for (std::int64_t i = 0; i < rows * cols / 4; ++i)
-            REQUIRE(fours.data_as<float>()[i] == data[4 * i] + data[4 * i + 1] + data[4 * i + 2] + data[4 * i + 3]);
-        const Tensor pooled = run_call(Call{Op::reduce, "(h 2) (w 2) -> h w", Reduction::mean, {}, false, {}}, inputs)[0];
+            REQUIRE(fours.data_as<float>()[i] ==
+                    data[4 * i] + data[4 * i + 1] + data[4 * i + 2] + data[4 * i + 3]);
+        const Tensor pooled =
+            run_call(Call{Op::reduce, "(h 2) (w 2) -> h w", Reduction::mean, {}, false, {}}, inputs)[0];
         for (std::int64_t h = 0; h < rows / 2; ++h)
             for (std::int64_t w = 0; w < cols / 2; ++w) {
                 const float* x = data + 2 * h * cols + 2 * w;
-                REQUIRE(pooled.data_as<float>()[h * cols / 2 + w] == doctest::Approx((x[0] + x[1] + x[cols] + x[cols + 1]) / 4.0));
+                REQUIRE(pooled.data_as<float>()[h * cols / 2 + w] ==
+                        doctest::Approx((x[0] + x[1] + x[cols] + x[cols + 1]) / 4.0));
             }
     }
     SUBCASE("repeat materialised") {
-        const Tensor t = run_call(Call{Op::repeat, "r c -> r (c 2)", Reduction::none, {}, false, {}}, inputs)[0];
+        const Tensor t =
+            run_call(Call{Op::repeat, "r c -> r (c 2)", Reduction::none, {}, false, {}}, inputs)[0];
         for (std::int64_t i = 0; i < rows; ++i)
-            for (std::int64_t j = 0; j < 2 * cols; ++j) REQUIRE(t.data_as<float>()[i * 2 * cols + j] == data[i * cols + j / 2]);
+            for (std::int64_t j = 0; j < 2 * cols; ++j)
+                REQUIRE(t.data_as<float>()[i * 2 * cols + j] == data[i * cols + j / 2]);
     }
 }
 
@@ -234,8 +256,9 @@ TEST_CASE("cpu executor: tensors large enough to be split across threads") {
 // every edge, against index loops; f32 also streamed (register blocks through the staging area: rows off
 // vector alignment, 8 x 3000 with runs longer than a staged row).
 TEST_CASE("cpu kernels: tiled transposes at every edge width, every element size, each instruction set") {
-    const std::pair<std::int64_t, std::int64_t> sizes[] = {{4, 4},   {8, 8},   {9, 7},   {16, 12},  {64, 64},  {67, 130},
-                                                           {131, 65}, {5, 300}, {300, 5}, {8, 3000}, {1030, 1400}};
+    const std::pair<std::int64_t, std::int64_t> sizes[] = {{4, 4},   {8, 8},    {9, 7},      {16, 12},
+                                                           {64, 64}, {67, 130}, {131, 65},   {5, 300},
+                                                           {300, 5}, {8, 3000}, {1030, 1400}};
     std::set<TransposeKind> kinds;
     bool streamed = false;
     // (No structured bindings: CAPTURE's lambdas take them, which Clang 14 refuses.)
@@ -252,7 +275,8 @@ TEST_CASE("cpu kernels: tiled transposes at every edge width, every element size
                     CAPTURE(batch);
                     // dst[b][r][c] = src[b][c][r], both row-major: the source is contiguous along r.
                     const Shape extents{batch, rows, cols};
-                    const Layout dst = row_major(extents), src = make_layout(extents, Shape{rows * cols, 1, rows});
+                    const Layout dst = row_major(extents),
+                                 src = make_layout(extents, Shape{rows * cols, 1, rows});
                     CHECK(wrong_after_copy(isa, dtype, dst, src, &kinds, &streamed) == 0);
                     if (dtype == DType::f32) {  // streamed, whatever the size: runs through the staging area
                         bool streamed_here = false;
@@ -261,13 +285,16 @@ TEST_CASE("cpu kernels: tiled transposes at every edge width, every element size
                         CHECK(streamed_here == (block > 0 && rows >= block && cols >= block));
                     }
                 }
-    CHECK(kinds == std::set<TransposeKind>{TransposeKind::registers, TransposeKind::tiles, TransposeKind::short_side});
-    CHECK(streamed);  // 3 x 1030 x 1400 4-byte elements: 17 MB, twice that beyond the caches: streaming stores
+    CHECK(kinds ==
+          std::set<TransposeKind>{TransposeKind::registers, TransposeKind::tiles, TransposeKind::short_side});
+    CHECK(
+        streamed);  // 3 x 1030 x 1400 4-byte elements: 17 MB, twice that beyond the caches: streaming stores
 }
 
 // Permutations of rank 3 to 6 whose tiles span several modes (each side's contiguous modes, whole or in
 // part), with partial tiles at every edge, every element size, against index loops.
-TEST_CASE("cpu kernels: tiled transposes of higher rank, across modes and partial tiles, each instruction set") {
+TEST_CASE(
+    "cpu kernels: tiled transposes of higher rank, across modes and partial tiles, each instruction set") {
     struct Case {
         Shape shape;                   // the source, row-major
         std::vector<std::size_t> dst;  // the destination's dims: source dims, row-major
@@ -297,22 +324,29 @@ TEST_CASE("cpu kernels: tiled transposes of higher rank, across modes and partia
                 }
                 const Layout dst = row_major(extents), src = make_layout(extents, strides);
                 CHECK(wrong_after_copy(isa, dtype, dst, src) == 0);
-                if (dtype == DType::f32) CHECK(wrong_after_copy(isa, dtype, dst, src, nullptr, nullptr, true) == 0);  // streamed
+                if (dtype == DType::f32)
+                    CHECK(wrong_after_copy(isa, dtype, dst, src, nullptr, nullptr, true) == 0);  // streamed
                 Plan plan;  // the tile, for the check below that some span more than the two transposed modes
                 plan.inputs = {TensorSpec{dtype, c.shape, src_strides}};
                 plan.outputs = {TensorSpec{dtype, extents, row_major_strides(extents)}};
-                plan.steps.push_back(PlanStep{Copy{Access{Buffer{Buffer::Kind::input, 0}, 0, src}, Access{Buffer{Buffer::Kind::output, 0}, 0, dst}, {}}, {}, ""});
+                plan.steps.push_back(PlanStep{Copy{Access{Buffer{Buffer::Kind::input, 0}, 0, src},
+                                                   Access{Buffer{Buffer::Kind::output, 0}, 0, dst},
+                                                   {}},
+                                              {},
+                                              ""});
                 const Schedule scheduled = schedule(plan, Target::cpu(2, isa.vector_bytes, false));
                 const TransposeTiles& tiles = scheduled.steps[0].tiles;
-                tiled_across_modes |= std::count_if(tiles.extents.begin(), tiles.extents.end(), [](std::int64_t e) { return e > 1; }) > 2;
+                tiled_across_modes |= std::count_if(tiles.extents.begin(), tiles.extents.end(),
+                                                    [](std::int64_t e) { return e > 1; }) > 2;
             }
     CHECK(tiled_across_modes);
 }
 
 // Runs a call on small integer values (exact in every dtype) through the CPU schedule, contiguous, against
 // the reference interpreter; notes which strategies the schedule chose (and how the steps split).
-void check_scheduled(const Call& call, const std::vector<Shape>& shapes, DType dtype, std::set<Strategy>& strategies,
-                     const Target& target = cpu_target(), std::set<Split>* splits = nullptr) {
+void check_scheduled(const Call& call, const std::vector<Shape>& shapes, DType dtype,
+                     std::set<Strategy>& strategies, const Target& target = cpu_target(),
+                     std::set<Split>* splits = nullptr) {
     CAPTURE(call.pattern);
     CAPTURE(name_of(dtype));
     CAPTURE(name_of(call.reduction));
@@ -348,7 +382,8 @@ void check_scheduled(const Call& call, const std::vector<Shape>& shapes, DType d
     CHECK_MESSAGE(testing::same_values(outputs[0], expected[0].view(), &difference), difference);
 }
 
-TEST_CASE("cpu executor: every CPU strategy of the schedule, small and split between threads, against the reference") {
+TEST_CASE("cpu executor: every CPU strategy of the schedule, small and split between threads, against the "
+          "reference") {
     struct Case {
         Call call;
         std::vector<Shape> shapes;
@@ -358,21 +393,30 @@ TEST_CASE("cpu executor: every CPU strategy of the schedule, small and split bet
         return Call{op, std::move(pattern), reduction, {}, false, {}};
     };
     std::vector<Case> cases;
-    for (const std::int64_t n : {std::int64_t{24}, std::int64_t{600}}) {  // 600: over the threshold where threads split the work
-        cases.push_back({call(Op::rearrange, "a b c -> c (a b)"), {{n, 7, 6}}, DType::f32});              // transpose
-        cases.push_back({call(Op::rearrange, "a b c -> b (a c)"), {{n, 7, 6}}, DType::i8});               // move
-        cases.push_back({call(Op::reduce, "a b -> a", Reduction::sum), {{n, 300}}, DType::f32});           // rows
-        cases.push_back({call(Op::reduce, "(a 2) (b 2) -> a b", Reduction::max), {{n, 40}}, DType::f32});  // windows
-        cases.push_back({call(Op::reduce, "a b -> b", Reduction::mean), {{n * 8, 30}}, DType::f32});       // accumulator
-        cases.push_back({call(Op::einsum, "i j, i j -> i j"), {{n, 300}, {n, 300}}, DType::f32});          // elementwise
-        cases.push_back({call(Op::einsum, "b s e, e -> b s e"), {{n, 3, 100}, {100}}, DType::bf16});       // elementwise, broadcast
-        cases.push_back({call(Op::einsum, "b h d, b j h d -> b h j"), {{n, 3, 64}, {n, 5, 3, 64}}, DType::f32});  // rows
-        cases.push_back({call(Op::einsum, "b h d, b j h d -> b h j"), {{n, 3, 4}, {n, 5, 3, 4}}, DType::i32});    // rows, few terms
-        cases.push_back({call(Op::einsum, "i k, k j -> i j"), {{n, 30}, {30, 20}}, DType::f32});           // gemm
-        cases.push_back({call(Op::einsum, "i j, j -> i"), {{n, 50}, {50}}, DType::f64});                    // gemv
-        cases.push_back({call(Op::einsum, "j, i j -> i"), {{50}, {n, 50}}, DType::f32});                    // gemv, one row
-        cases.push_back({call(Op::einsum, "b i, b i -> b"), {{n, 70}, {n, 70}}, DType::f32});               // dot
-        cases.push_back({call(Op::einsum, "i k, k j -> i j"), {{n, 30}, {30, 20}}, DType::i32});           // packed
+    for (const std::int64_t n :
+         {std::int64_t{24}, std::int64_t{600}}) {  // 600: over the threshold where threads split the work
+        cases.push_back({call(Op::rearrange, "a b c -> c (a b)"), {{n, 7, 6}}, DType::f32});      // transpose
+        cases.push_back({call(Op::rearrange, "a b c -> b (a c)"), {{n, 7, 6}}, DType::i8});       // move
+        cases.push_back({call(Op::reduce, "a b -> a", Reduction::sum), {{n, 300}}, DType::f32});  // rows
+        cases.push_back(
+            {call(Op::reduce, "(a 2) (b 2) -> a b", Reduction::max), {{n, 40}}, DType::f32});  // windows
+        cases.push_back(
+            {call(Op::reduce, "a b -> b", Reduction::mean), {{n * 8, 30}}, DType::f32});  // accumulator
+        cases.push_back(
+            {call(Op::einsum, "i j, i j -> i j"), {{n, 300}, {n, 300}}, DType::f32});  // elementwise
+        cases.push_back({call(Op::einsum, "b s e, e -> b s e"),
+                         {{n, 3, 100}, {100}},
+                         DType::bf16});  // elementwise, broadcast
+        cases.push_back(
+            {call(Op::einsum, "b h d, b j h d -> b h j"), {{n, 3, 64}, {n, 5, 3, 64}}, DType::f32});  // rows
+        cases.push_back({call(Op::einsum, "b h d, b j h d -> b h j"),
+                         {{n, 3, 4}, {n, 5, 3, 4}},
+                         DType::i32});  // rows, few terms
+        cases.push_back({call(Op::einsum, "i k, k j -> i j"), {{n, 30}, {30, 20}}, DType::f32});  // gemm
+        cases.push_back({call(Op::einsum, "i j, j -> i"), {{n, 50}, {50}}, DType::f64});          // gemv
+        cases.push_back({call(Op::einsum, "j, i j -> i"), {{50}, {n, 50}}, DType::f32});  // gemv, one row
+        cases.push_back({call(Op::einsum, "b i, b i -> b"), {{n, 70}, {n, 70}}, DType::f32});     // dot
+        cases.push_back({call(Op::einsum, "i k, k j -> i j"), {{n, 30}, {30, 20}}, DType::i32});  // packed
     }
     std::set<Strategy> strategies;
     for (const Case& c : cases) check_scheduled(c.call, c.shapes, c.dtype, strategies);
@@ -381,7 +425,8 @@ TEST_CASE("cpu executor: every CPU strategy of the schedule, small and split bet
     for (const std::int64_t n : {std::int64_t{24}, std::int64_t{600000}}) {
         CAPTURE(n);
         std::vector<double> values(static_cast<std::size_t>(n));
-        for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(i % 256) - 128;  // exact in bf16
+        for (std::size_t i = 0; i < values.size(); ++i)
+            values[i] = static_cast<double>(i % 256) - 128;  // exact in bf16
         const Tensor in = reference::make_tensor(DType::i32, {n}, values);
         Tensor out = Tensor::empty(DType::bf16, {n});
         Plan plan;
@@ -398,9 +443,10 @@ TEST_CASE("cpu executor: every CPU strategy of the schedule, small and split bet
         execute_on_cpu(plan, scheduled, std::span(&in.view(), 1), outputs);
         CHECK(reference::values_of(out.view()) == values);
     }
-    for (const Strategy s : {Strategy::move, Strategy::convert, Strategy::transpose, Strategy::reduce_rows, Strategy::reduce_windows,
-                             Strategy::reduce_accumulate, Strategy::contract_elementwise, Strategy::contract_rows, Strategy::library_gemv,
-                             Strategy::packed_gemm})
+    for (const Strategy s :
+         {Strategy::move, Strategy::convert, Strategy::transpose, Strategy::reduce_rows,
+          Strategy::reduce_windows, Strategy::reduce_accumulate, Strategy::contract_elementwise,
+          Strategy::contract_rows, Strategy::library_gemv, Strategy::packed_gemm})
         CHECK_MESSAGE(strategies.contains(s), "no case was scheduled as ", name_of(s));
 #if EINC_HAS_BLAS
     CHECK(strategies.contains(Strategy::library_gemm));
@@ -414,14 +460,17 @@ TEST_CASE("cpu executor: every CPU strategy of the schedule, small and split bet
 // split starts, scheduled for two threads whatever this machine has, against index loops (the reference
 // interpreter would take seconds for these sizes); OpenBLAS's thread count is what it was afterwards.
 TEST_CASE("cpu executor: library GEMMs shared between threads whole, against index loops") {
-    const auto einsum_call = [](std::string pattern) { return Call{Op::einsum, std::move(pattern), Reduction::none, {}, false, {}}; };
+    const auto einsum_call = [](std::string pattern) {
+        return Call{Op::einsum, std::move(pattern), Reduction::none, {}, false, {}};
+    };
     const Target two_threads = Target::cpu(2, cpu::kernel_vector_bytes(), true);
     // Plans a call on operands of `shapes`, holding `values`, and schedules it for two threads.
     const auto scheduled = [&](const std::string& pattern, const std::vector<Shape>& shapes, DType dtype,
                                const std::vector<std::vector<double>>& values, std::vector<Tensor>& storage) {
         std::vector<TensorView> views;
         for (std::size_t k = 0; k < shapes.size(); ++k) {
-            storage.push_back(values.empty() ? Tensor::empty(dtype, shapes[k]) : reference::make_tensor(dtype, shapes[k], values[k]));
+            storage.push_back(values.empty() ? Tensor::empty(dtype, shapes[k])
+                                             : reference::make_tensor(dtype, shapes[k], values[k]));
             views.push_back(storage.back().view());
         }
         PlanOptions options;
@@ -443,30 +492,44 @@ TEST_CASE("cpu executor: library GEMMs shared between threads whole, against ind
         DType dtype;
         std::function<Values(const Values&, const Values&)> expected;
     };
-    const auto scores = [](std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k) {  // b i d, b j d -> b i j
+    const auto scores = [](std::int64_t batch, std::int64_t m, std::int64_t n,
+                           std::int64_t k) {  // b i d, b j d -> b i j
         return [=](const Values& a, const Values& b) {
             Values c(static_cast<std::size_t>(batch * m * n));
             for (std::int64_t g = 0; g < batch; ++g)
                 for (std::int64_t i = 0; i < m; ++i)
                     for (std::int64_t j = 0; j < n; ++j)
                         for (std::int64_t d = 0; d < k; ++d)
-                            c[static_cast<std::size_t>((g * m + i) * n + j)] += a[static_cast<std::size_t>((g * m + i) * k + d)] * b[static_cast<std::size_t>((g * n + j) * k + d)];
+                            c[static_cast<std::size_t>((g * m + i) * n + j)] +=
+                                a[static_cast<std::size_t>((g * m + i) * k + d)] *
+                                b[static_cast<std::size_t>((g * n + j) * k + d)];
             return c;
         };
     };
     const Case split[] = {
-        {"b i d, b j d -> b i j", {{4, 64, 128}, {4, 64, 128}}, DType::f32, scores(4, 64, 64, 128)},  // 4 MFLOP: where it starts
-        {"b i d, b j d -> b i j", {{5, 64, 128}, {5, 56, 128}}, DType::f64, scores(5, 64, 56, 128)},  // at least twice the threads
-        {"b i h d, b j h d -> b h i j", {{3, 32, 4, 128}, {3, 44, 4, 128}}, DType::f32,              // 3 outer x 4 batched
+        {"b i d, b j d -> b i j",
+         {{4, 64, 128}, {4, 64, 128}},
+         DType::f32,
+         scores(4, 64, 64, 128)},  // 4 MFLOP: where it starts
+        {"b i d, b j d -> b i j",
+         {{5, 64, 128}, {5, 56, 128}},
+         DType::f64,
+         scores(5, 64, 56, 128)},  // at least twice the threads
+        {"b i h d, b j h d -> b h i j",
+         {{3, 32, 4, 128}, {3, 44, 4, 128}},
+         DType::f32,  // 3 outer x 4 batched
          [](const Values& a, const Values& b) {
              Values c(3 * 4 * 32 * 44);
              for (std::size_t n = 0; n < c.size(); ++n) {
                  const std::size_t j = n % 44, i = n / 44 % 32, h = n / (44 * 32) % 4, g = n / (44 * 32 * 4);
-                 for (std::size_t d = 0; d < 128; ++d) c[n] += a[((g * 32 + i) * 4 + h) * 128 + d] * b[((g * 44 + j) * 4 + h) * 128 + d];
+                 for (std::size_t d = 0; d < 128; ++d)
+                     c[n] += a[((g * 32 + i) * 4 + h) * 128 + d] * b[((g * 44 + j) * 4 + h) * 128 + d];
              }
              return c;
          }},
-        {"b i j, b j -> b i", {{8, 512, 512}, {8, 512}}, DType::f64,  // matrix-vector products
+        {"b i j, b j -> b i",
+         {{8, 512, 512}, {8, 512}},
+         DType::f64,  // matrix-vector products
          [](const Values& a, const Values& x) {
              Values c(8 * 512);
              for (std::size_t n = 0; n < c.size(); ++n)
@@ -510,7 +573,8 @@ TEST_CASE("cpu executor: sums and means down short columns, against the referenc
             for (const Reduction op : {Reduction::sum, Reduction::mean})
                 for (const DType dtype : {DType::f32, DType::f64}) {
                     CAPTURE(rows);
-                    check_scheduled(Call{Op::reduce, "a b -> b", op, {}, false, {}}, {{rows, columns}}, dtype, strategies);
+                    check_scheduled(Call{Op::reduce, "a b -> b", op, {}, false, {}}, {{rows, columns}}, dtype,
+                                    strategies);
                 }
     CHECK(strategies.contains(Strategy::reduce_accumulate));
 }
@@ -518,26 +582,30 @@ TEST_CASE("cpu executor: sums and means down short columns, against the referenc
 // Pooling windows whose rows are 2 or 3 adjacent elements run a window row at a time (reduce.cpp,
 // fold_adjacent_windows): each reduction and dtype, runs of outputs around the 16 where that path starts and
 // the 256 of its chunks, against the reference.
-TEST_CASE("cpu executor: pooling windows of adjacent elements, every reduction, run lengths around each path") {
+TEST_CASE(
+    "cpu executor: pooling windows of adjacent elements, every reduction, run lengths around each path") {
     std::set<Strategy> strategies;
-    for (const char* pattern : {"b (h 2) (w 2) -> b h w", "b (h 3) (w 3) -> b h w", "b (h 2) (w 3) -> b h w", "b h (w 2) -> b h w",
-                                "b (h 3) (w 2) -> b h w"})
+    for (const char* pattern : {"b (h 2) (w 2) -> b h w", "b (h 3) (w 3) -> b h w", "b (h 2) (w 3) -> b h w",
+                                "b h (w 2) -> b h w", "b (h 3) (w 2) -> b h w"})
         for (const std::int64_t width : {5, 16, 17, 256, 300})
             for (const Reduction op : {Reduction::sum, Reduction::mean, Reduction::max, Reduction::min})
                 for (const DType dtype : {DType::f32, DType::f64, DType::f16, DType::i32}) {
                     if (op == Reduction::mean && dtype == DType::i32) continue;
                     CAPTURE(width);
-                    check_scheduled(Call{Op::reduce, pattern, op, {}, false, {}}, {{2, 6, 6 * width}}, dtype, strategies);
+                    check_scheduled(Call{Op::reduce, pattern, op, {}, false, {}}, {{2, 6, 6 * width}}, dtype,
+                                    strategies);
                 }
     CHECK(strategies.contains(Strategy::reduce_windows));
 }
 
-TEST_CASE("cpu executor: 2x2 max and min pooling of f32 propagate a NaN from any place of a window, in the vector body or the tail") {
+TEST_CASE("cpu executor: 2x2 max and min pooling of f32 propagate a NaN from any place of a window, in the "
+          "vector body or the tail") {
     // Under AVX2 eight windows at a time (fold_pair_windows), the rest one at a time.
     for (const std::int64_t width : {8, 11, 24}) {  // windows per row
         const std::int64_t columns = 2 * width, n = 2 * columns;
         std::vector<double> values(static_cast<std::size_t>(n));
-        for (std::int64_t i = 0; i < n; ++i) values[static_cast<std::size_t>(i)] = static_cast<double>((i * 29) % 13) - 6.5;
+        for (std::int64_t i = 0; i < n; ++i)
+            values[static_cast<std::size_t>(i)] = static_cast<double>((i * 29) % 13) - 6.5;
         for (const Reduction op : {Reduction::max, Reduction::min})
             for (std::int64_t at = 0; at < n; ++at) {
                 CAPTURE(width);
@@ -546,7 +614,8 @@ TEST_CASE("cpu executor: 2x2 max and min pooling of f32 propagate a NaN from any
                 std::vector<double> with_nan = values;
                 with_nan[static_cast<std::size_t>(at)] = std::nan("");
                 const Tensor x = reference::make_tensor(DType::f32, {2, columns}, with_nan);
-                const std::vector<double> got = reference::values_of(einc::reduce(x, "(h 2) (w 2) -> h w", op).view());
+                const std::vector<double> got =
+                    reference::values_of(einc::reduce(x, "(h 2) (w 2) -> h w", op).view());
                 REQUIRE(got.size() == static_cast<std::size_t>(width));
                 for (std::int64_t w = 0; w < width; ++w) {
                     if (at % columns / 2 == w) {
@@ -564,13 +633,16 @@ TEST_CASE("cpu executor: 2x2 max and min pooling of f32 propagate a NaN from any
     }
 }
 
-TEST_CASE("cpu executor: max and min of f32 and f64 rows propagate NaN wherever it is, in the vector body or the tail") {
+TEST_CASE("cpu executor: max and min of f32 and f64 rows propagate NaN wherever it is, in the vector body or "
+          "the tail") {
     for (const DType dtype : {DType::f32, DType::f64})
         for (const std::int64_t length : {1, 3, 8, 9, 16, 31, 64, 67}) {
             std::vector<double> values(static_cast<std::size_t>(length));
-            for (std::int64_t i = 0; i < length; ++i) values[static_cast<std::size_t>(i)] = static_cast<double>((i * 37) % 23) - 11.5;
+            for (std::int64_t i = 0; i < length; ++i)
+                values[static_cast<std::size_t>(i)] = static_cast<double>((i * 37) % 23) - 11.5;
             values[static_cast<std::size_t>(length / 2)] = std::numeric_limits<double>::infinity();
-            const double largest = *std::max_element(values.begin(), values.end()), smallest = *std::min_element(values.begin(), values.end());
+            const double largest = *std::max_element(values.begin(), values.end()),
+                         smallest = *std::min_element(values.begin(), values.end());
             for (const Reduction op : {Reduction::max, Reduction::min}) {
                 CAPTURE(name_of(dtype));
                 CAPTURE(length);
@@ -599,9 +671,11 @@ TEST_CASE("cpu executor: max and min of f32 and f64 rows propagate NaN wherever 
 
 // A reduction through the CPU schedule, with the schedule's rows_in_order as given (it is set only for
 // sources beyond the caches, too large for these tests: the kernel just follows it).
-std::vector<double> reduce_rows_in_order(const Tensor& x, const std::string& pattern, Reduction op, bool rows_in_order) {
+std::vector<double> reduce_rows_in_order(const Tensor& x, const std::string& pattern, Reduction op,
+                                         bool rows_in_order) {
     const std::vector<TensorView> inputs{x.view()};
-    const auto [bound, planned] = testing::bind_and_plan(Call{Op::reduce, pattern, op, {}, false, {}}, inputs);
+    const auto [bound, planned] =
+        testing::bind_and_plan(Call{Op::reduce, pattern, op, {}, false, {}}, inputs);
     Schedule scheduled = schedule(planned, cpu_target());
     REQUIRE(scheduled.steps.size() == 1);
     REQUIRE(scheduled.steps[0].strategy == Strategy::reduce_accumulate);
@@ -620,7 +694,8 @@ TEST_CASE("cpu executor: max and min down columns propagate NaN from any row and
         for (const std::int64_t rows : {17, 19, 20})  // more than max_window terms: an accumulator array
             for (const std::int64_t columns : {3, 9, 17}) {
                 std::vector<double> values(static_cast<std::size_t>(rows * columns));
-                for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>((i * 37) % 23) - 11.5;
+                for (std::size_t i = 0; i < values.size(); ++i)
+                    values[i] = static_cast<double>((i * 37) % 23) - 11.5;
                 values[0] = -std::numeric_limits<double>::infinity();
                 values.back() = std::numeric_limits<double>::infinity();
                 for (const Reduction op : {Reduction::max, Reduction::min}) {
@@ -634,7 +709,9 @@ TEST_CASE("cpu executor: max and min down columns propagate NaN from any row and
                             double m = v[static_cast<std::size_t>(c)];
                             for (std::int64_t r = 1; r < rows; ++r) {
                                 const double x = v[static_cast<std::size_t>(r * columns + c)];
-                                m = (std::isnan(m) || std::isnan(x)) ? std::nan("") : op == Reduction::max ? std::max(m, x) : std::min(m, x);
+                                m = (std::isnan(m) || std::isnan(x)) ? std::nan("")
+                                    : op == Reduction::max           ? std::max(m, x)
+                                                                     : std::min(m, x);
                             }
                             e[static_cast<std::size_t>(c)] = m;
                         }
@@ -647,7 +724,8 @@ TEST_CASE("cpu executor: max and min down columns propagate NaN from any row and
                         return true;
                     };
                     const Tensor x = reference::make_tensor(dtype, {rows, columns}, values);
-                    CHECK(same(reference::values_of(einc::reduce(x, "r c -> c", op).view()), expected(values)));
+                    CHECK(
+                        same(reference::values_of(einc::reduce(x, "r c -> c", op).view()), expected(values)));
                     for (std::size_t at = 0; at < values.size(); ++at) {
                         std::vector<double> with_nan = values;
                         with_nan[at] = std::nan("");
@@ -683,8 +761,11 @@ TEST_CASE("cpu executor: sums and means of contiguous rows of every length, in t
             CHECK(reference::values_of(einc::reduce(x, "r c -> r", Reduction::sum).view()) ==
                   std::vector<double>(std::begin(row_sums), std::end(row_sums)));
             if (length == 0) continue;
-            const std::vector<double> means = reference::values_of(einc::reduce(x, "r c -> r", Reduction::mean).view());
-            for (int r = 0; r < 3; ++r) CHECK(means[static_cast<std::size_t>(r)] == doctest::Approx(row_sums[r] / static_cast<double>(length)));
+            const std::vector<double> means =
+                reference::values_of(einc::reduce(x, "r c -> r", Reduction::mean).view());
+            for (int r = 0; r < 3; ++r)
+                CHECK(means[static_cast<std::size_t>(r)] ==
+                      doctest::Approx(row_sums[r] / static_cast<double>(length)));
         }
 }
 
@@ -694,8 +775,11 @@ TEST_CASE("cpu executor: sums and means of contiguous rows of every length, in t
 // threads (contract_accumulate). Factors 1 + k/4096 have products of up to 25 significant bits, which f32
 // rounds and f64 holds; summed in f32, these rows would be off in their last bits. Products past f32's
 // range are what exact products make them: 1e60 - 1e60 is 0, 1e60 + 1e60 an f32 infinity.
-TEST_CASE("cpu executor: f32 dot products are their exact sums rounded once, every row length, and past f32's range") {
-    const auto factor = [](std::int64_t i, std::int64_t salt) { return 1.0 + static_cast<double>((i * salt) % 4001) / 4096.0; };
+TEST_CASE("cpu executor: f32 dot products are their exact sums rounded once, every row length, and past "
+          "f32's range") {
+    const auto factor = [](std::int64_t i, std::int64_t salt) {
+        return 1.0 + static_cast<double>((i * salt) % 4001) / 4096.0;
+    };
     for (const std::int64_t length : {17, 31, 32, 33, 47, 64, 70, 1000, 300000}) {
         CAPTURE(length);
         const std::int64_t rows = length > 1000 ? 1 : 3;
@@ -704,30 +788,39 @@ TEST_CASE("cpu executor: f32 dot products are their exact sums rounded once, eve
         for (std::int64_t i = 0; i < rows * length; ++i) {
             xs[static_cast<std::size_t>(i)] = factor(i, 7919);
             ys[static_cast<std::size_t>(i)] = factor(i, 104729);
-            exact[static_cast<std::size_t>(i / length)] += xs[static_cast<std::size_t>(i)] * ys[static_cast<std::size_t>(i)];  // exact in f64
+            exact[static_cast<std::size_t>(i / length)] +=
+                xs[static_cast<std::size_t>(i)] * ys[static_cast<std::size_t>(i)];  // exact in f64
         }
-        const Tensor x = reference::make_tensor(DType::f32, {rows, length}, xs), y = reference::make_tensor(DType::f32, {rows, length}, ys);
+        const Tensor x = reference::make_tensor(DType::f32, {rows, length}, xs),
+                     y = reference::make_tensor(DType::f32, {rows, length}, ys);
         std::vector<double> want;
         for (const double sum : exact) want.push_back(static_cast<double>(static_cast<float>(sum)));
         CHECK(reference::values_of(einc::einsum("r c, r c -> r", {x, y}).view()) == want);
-        const Tensor u = reference::make_tensor(DType::f32, {rows * length}, xs), v = reference::make_tensor(DType::f32, {rows * length}, ys);
+        const Tensor u = reference::make_tensor(DType::f32, {rows * length}, xs),
+                     v = reference::make_tensor(DType::f32, {rows * length}, ys);
         double total = 0;
         for (const double sum : exact) total += sum;
-        CHECK(reference::values_of(einc::einsum("i, i ->", {u, v}).view()) == std::vector<double>{static_cast<double>(static_cast<float>(total))});
+        CHECK(reference::values_of(einc::einsum("i, i ->", {u, v}).view()) ==
+              std::vector<double>{static_cast<double>(static_cast<float>(total))});
     }
     for (const std::int64_t at : {0, 36}) {  // the large products in the vector body, or in the tail
         CAPTURE(at);
         std::vector<double> xs(40, 0.0), ys(40, 0.25);
         xs[static_cast<std::size_t>(at)] = 1e30, ys[static_cast<std::size_t>(at)] = 1e30;
         xs[static_cast<std::size_t>(at) + 1] = -1e30, ys[static_cast<std::size_t>(at) + 1] = 1e30;
-        const Tensor x = reference::make_tensor(DType::f32, {2, 20}, xs), y = reference::make_tensor(DType::f32, {2, 20}, ys);
-        const Tensor u = reference::make_tensor(DType::f32, {40}, xs), v = reference::make_tensor(DType::f32, {40}, ys);
-        CHECK(reference::values_of(einc::einsum("r c, r c -> r", {x, y}).view()) == std::vector<double>{0.0, 0.0});
+        const Tensor x = reference::make_tensor(DType::f32, {2, 20}, xs),
+                     y = reference::make_tensor(DType::f32, {2, 20}, ys);
+        const Tensor u = reference::make_tensor(DType::f32, {40}, xs),
+                     v = reference::make_tensor(DType::f32, {40}, ys);
+        CHECK(reference::values_of(einc::einsum("r c, r c -> r", {x, y}).view()) ==
+              std::vector<double>{0.0, 0.0});
         CHECK(reference::values_of(einc::einsum("i, i ->", {u, v}).view()) == std::vector<double>{0.0});
         xs[static_cast<std::size_t>(at) + 1] = 1e30;
-        const Tensor z = reference::make_tensor(DType::f32, {2, 20}, xs), w = reference::make_tensor(DType::f32, {40}, xs);
+        const Tensor z = reference::make_tensor(DType::f32, {2, 20}, xs),
+                     w = reference::make_tensor(DType::f32, {40}, xs);
         const double inf = std::numeric_limits<double>::infinity();
-        CHECK(reference::values_of(einc::einsum("r c, r c -> r", {z, y}).view()) == (at == 0 ? std::vector<double>{inf, 0.0} : std::vector<double>{0.0, inf}));
+        CHECK(reference::values_of(einc::einsum("r c, r c -> r", {z, y}).view()) ==
+              (at == 0 ? std::vector<double>{inf, 0.0} : std::vector<double>{0.0, inf}));
         CHECK(reference::values_of(einc::einsum("i, i ->", {w, v}).view()) == std::vector<double>{inf});
     }
 }
@@ -736,14 +829,18 @@ TEST_CASE("cpu executor: f32 dot products are their exact sums rounded once, eve
 // streaming_stores; contract.cpp, multiply_streaming): every element right under each instruction set, with
 // rows that start off the vectors' alignment (2053 floats a row), a side broadcast or both contiguous.
 TEST_CASE("cpu kernels: f32 products written with streaming stores, each instruction set") {
-    using Contraction = void (*)(const ScheduledStep&, const cpu::Data&, const cpu::Data&, const cpu::Data&, std::byte*);
+    using Contraction =
+        void (*)(const ScheduledStep&, const cpu::Data&, const cpu::Data&, const cpu::Data&, std::byte*);
     std::vector<std::pair<const char*, Contraction>> isas{{"baseline", cpu::baseline::contract}};
 #if EINC_HAS_AVX2_KERNELS
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isas.push_back({"avx2", cpu::avx2::contract});
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        isas.push_back({"avx2", cpu::avx2::contract});
 #endif
-    const std::int64_t rows = 2051, cols = 2053;  // 16.8 MB an operand: 50 MB moved, or 34 MB with a row broadcast
-    Tensor x = Tensor::empty(DType::f32, {rows, cols}), y = Tensor::empty(DType::f32, {rows, cols}), w = Tensor::empty(DType::f32, {cols});
+    const std::int64_t rows = 2051,
+                       cols = 2053;  // 16.8 MB an operand: 50 MB moved, or 34 MB with a row broadcast
+    Tensor x = Tensor::empty(DType::f32, {rows, cols}), y = Tensor::empty(DType::f32, {rows, cols}),
+           w = Tensor::empty(DType::f32, {cols});
     for (std::int64_t i = 0; i < rows * cols; ++i) {
         x.data_as<float>()[i] = static_cast<float>(i % 1009) * 0.37f - 100;
         y.data_as<float>()[i] = static_cast<float>(i % 997) * -0.11f + 3;
@@ -752,22 +849,28 @@ TEST_CASE("cpu kernels: f32 products written with streaming stores, each instruc
     for (const bool broadcast : {false, true}) {
         CAPTURE(broadcast);
         const Tensor& other = broadcast ? w : y;
-        const Program program = compile(Op::einsum, broadcast ? "r c, c -> r c" : "r c, r c -> r c").bind({x.view(), other.view()});
+        const Program program = compile(Op::einsum, broadcast ? "r c, c -> r c" : "r c, r c -> r c")
+                                    .bind({x.view(), other.view()});
         const ScheduledStep& step = program.schedule().steps.at(0);
         REQUIRE(step.strategy == Strategy::contract_elementwise);
         CHECK(step.streaming_stores);
-        for (const auto& isa : isas) {  // (no structured bindings: CAPTURE's lambdas take them, which Clang 14 refuses)
+        for (const auto& isa :
+             isas) {  // (no structured bindings: CAPTURE's lambdas take them, which Clang 14 refuses)
             const char* kernels_for = isa.first;
             CAPTURE(kernels_for);
             Tensor out = Tensor::zeros(DType::f32, {rows, cols});
-            isa.second(step, cpu::Data{static_cast<std::byte*>(out.data()), DType::f32}, cpu::Data{static_cast<std::byte*>(x.data()), DType::f32},
-                     cpu::Data{static_cast<std::byte*>(const_cast<void*>(other.data())), DType::f32}, nullptr);
+            isa.second(step, cpu::Data{static_cast<std::byte*>(out.data()), DType::f32},
+                       cpu::Data{static_cast<std::byte*>(x.data()), DType::f32},
+                       cpu::Data{static_cast<std::byte*>(const_cast<void*>(other.data())), DType::f32},
+                       nullptr);
             std::int64_t wrong = 0;
             for (std::int64_t i = 0; i < rows * cols; ++i)
-                wrong += out.data_as<float>()[i] != x.data_as<float>()[i] * other.data_as<float>()[broadcast ? i % cols : i];
+                wrong += out.data_as<float>()[i] !=
+                         x.data_as<float>()[i] * other.data_as<float>()[broadcast ? i % cols : i];
             CHECK(wrong == 0);
         }
     }
-    const Program small = compile(Op::einsum, "r c, c -> r c").bind({Tensor::empty(DType::f32, {512, cols}).view(), w.view()});
+    const Program small =
+        compile(Op::einsum, "r c, c -> r c").bind({Tensor::empty(DType::f32, {512, cols}).view(), w.view()});
     CHECK_FALSE(small.schedule().steps.at(0).streaming_stores);  // 8 MB moved: it stays in the caches
 }

@@ -50,13 +50,14 @@ TEST_CASE("codegen: every kernel of every corpus plan compiles with NVRTC for sm
     }
     std::size_t plans = 0;
     const std::vector<KernelSignature> kernels = corpus_kernels(plans);
-    MESSAGE("NVRTC ", cuda::nvrtc_version(), ": ", kernels.size(), " distinct kernels from ", plans, " plans");
+    MESSAGE("NVRTC ", cuda::nvrtc_version(), ": ", kernels.size(), " distinct kernels from ", plans,
+            " plans");
     CHECK(plans > 300);
     CHECK(kernels.size() > 20);
     std::set<KernelKind> kinds;
     for (const KernelSignature& k : kernels) kinds.insert(k.kind);
-    for (const KernelKind kind : {KernelKind::elementwise, KernelKind::vector_copy, KernelKind::transpose, KernelKind::reduce_rows,
-                                  KernelKind::reduce_columns, KernelKind::finalize})
+    for (const KernelKind kind : {KernelKind::elementwise, KernelKind::vector_copy, KernelKind::transpose,
+                                  KernelKind::reduce_rows, KernelKind::reduce_columns, KernelKind::finalize})
         CHECK_MESSAGE(kinds.contains(kind), "no corpus plan uses ", name_of(kind));
     compile_all(kernels, 80);
     compile_all(kernels, 90);
@@ -87,14 +88,17 @@ TEST_CASE("codegen: the route kernels (gradients of max, min, prod) compile with
         for (const Reduction op : {Reduction::max, Reduction::min, Reduction::prod})
             for (const DType dtype : {DType::f32, DType::f64, DType::f16, DType::bf16})
                 for (const Epilogue epilogue : {Epilogue{}, Epilogue{0.5, -2}}) {
-                    const Bound forward = bind(Call{Op::reduce, c.pattern, op, {}, false, {}}, std::vector<Shape>{c.shape});
+                    const Bound forward =
+                        bind(Call{Op::reduce, c.pattern, op, {}, false, {}}, std::vector<Shape>{c.shape});
                     const Shape grad_shape = forward.outputs[0].shape();
                     PlanOptions options;
                     options.epilogue = epilogue;
-                    const Plan p = plan_route(forward, TensorSpec{dtype, c.shape, c.strides},
-                                              TensorSpec{dtype, grad_shape, row_major_strides(grad_shape)}, options);
+                    const Plan p =
+                        plan_route(forward, TensorSpec{dtype, c.shape, c.strides},
+                                   TensorSpec{dtype, grad_shape, row_major_strides(grad_shape)}, options);
                     for (const KernelSignature& k : possible_kernels(p, true))
-                        if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
+                        if (std::find(kernels.begin(), kernels.end(), k) == kernels.end())
+                            kernels.push_back(k);
                 }
     REQUIRE(!kernels.empty());
     for (const KernelSignature& k : kernels) CHECK(k.kind == KernelKind::route);
@@ -108,6 +112,7 @@ TEST_CASE("codegen: a failing compilation is an einc::Error carrying NVRTC's log
         MESSAGE("skipped: NVRTC is not available on this machine");
         return;
     }
-    CHECK_THROWS_WITH_AS(cuda::compile("extern \"C\" __global__ void broken() { undeclared(); }", "broken", 90),
-                         doctest::Contains("undeclared"), Error);
+    CHECK_THROWS_WITH_AS(
+        cuda::compile("extern \"C\" __global__ void broken() { undeclared(); }", "broken", 90),
+        doctest::Contains("undeclared"), Error);
 }

@@ -37,11 +37,11 @@ TEST_CASE("f16: exact values, rounding to nearest even, subnormals, overflow") {
     CHECK(f32_to_f16(1.0f) == 0x3C00);
     CHECK(f32_to_f16(-2.0f) == 0xC000);
     CHECK(f32_to_f16(65504.0f) == 0x7BFF);
-    CHECK(f32_to_f16(65520.0f) == 0x7C00);                // rounds up to inf
-    CHECK(f32_to_f16(1.0f + 0x1p-11f) == 0x3C00);         // tie: to even
-    CHECK(f32_to_f16(1.0f + 3 * 0x1p-11f) == 0x3C02);     // tie: to even (up)
-    CHECK(f32_to_f16(0x1p-24f) == 0x0001);                // smallest subnormal
-    CHECK(f32_to_f16(0x1p-25f) == 0x0000);                // tie below it: to even (zero)
+    CHECK(f32_to_f16(65520.0f) == 0x7C00);             // rounds up to inf
+    CHECK(f32_to_f16(1.0f + 0x1p-11f) == 0x3C00);      // tie: to even
+    CHECK(f32_to_f16(1.0f + 3 * 0x1p-11f) == 0x3C02);  // tie: to even (up)
+    CHECK(f32_to_f16(0x1p-24f) == 0x0001);             // smallest subnormal
+    CHECK(f32_to_f16(0x1p-25f) == 0x0000);             // tie below it: to even (zero)
     CHECK(f32_to_f16(std::numeric_limits<float>::infinity()) == 0x7C00);
     CHECK((f32_to_f16(std::nanf("")) & 0x7C00) == 0x7C00);
     for (std::uint32_t bits = 0; bits < 0x10000; ++bits) {  // every finite f16 survives a round trip
@@ -71,7 +71,7 @@ TEST_CASE("fp8 e4m3fn and e5m2") {
     CHECK(f32_to_f8e4m3(500.0f) == 0x7F);  // no inf in e4m3fn: NaN
     CHECK(f8e5m2_to_f32(0x3C) == 1.0f);
     CHECK(f32_to_f8e5m2(1.0f) == 0x3C);
-    CHECK(f32_to_f8e5m2(1e6f) == 0x7C);  // inf
+    CHECK(f32_to_f8e5m2(1e6f) == 0x7C);       // inf
     for (int bits = 0; bits < 256; ++bits) {  // every finite value survives a round trip
         const auto b = static_cast<std::uint8_t>(bits);
         if ((b & 0x7F) != 0x7F) REQUIRE(f32_to_f8e4m3(f8e4m3_to_f32(b)) == b);

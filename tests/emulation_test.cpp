@@ -46,20 +46,23 @@ public:
     explicit EmulatedKernels(const std::vector<KernelSignature>& kernels) {
         // A library of its own per set (dlopen hands back a library already open under the same path).
         static int sets = 0;
-        const std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("einc_emulation_{}_{}", ::getpid(), sets++);
+        const std::filesystem::path dir =
+            std::filesystem::temp_directory_path() / fmt::format("einc_emulation_{}_{}", ::getpid(), sets++);
         std::filesystem::create_directories(dir);
         std::string source = "#include \"einc_emulation.hpp\"\n";
         for (const KernelSignature& k : kernels) {
             source += kernel_source(k);
             const std::vector<std::string> types = kernel_pointer_types(k);
             std::string call = fmt::format("{}(*static_cast<einc_params*>(a[0])", k.name());
-            for (std::size_t i = 0; i < types.size(); ++i) call += fmt::format(", *static_cast<{}*>(a[{}])", types[i], i + 1);
+            for (std::size_t i = 0; i < types.size(); ++i)
+                call += fmt::format(", *static_cast<{}*>(a[{}])", types[i], i + 1);
             source += fmt::format("extern \"C\" void invoke_{}(void** a) {{ {}); }}\n", k.name(), call);
         }
         std::ofstream(dir / "kernels.cpp") << source;
         const std::string library = (dir / "kernels.so").string();
-        const std::string command = fmt::format("{} -std=c++20 -O1 -shared -fPIC -pthread -w -I{} {} -o {}", EINC_HOST_COMPILER,
-                                                EINC_EMULATION_DIR, (dir / "kernels.cpp").string(), library);
+        const std::string command =
+            fmt::format("{} -std=c++20 -O1 -shared -fPIC -pthread -w -I{} {} -o {}", EINC_HOST_COMPILER,
+                        EINC_EMULATION_DIR, (dir / "kernels.cpp").string(), library);
         REQUIRE_MESSAGE(std::system(command.c_str()) == 0, command);
         handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
         REQUIRE_MESSAGE(handle_ != nullptr, dlerror());
@@ -67,7 +70,8 @@ public:
         const bool has_runner = run_ != nullptr;
         REQUIRE(has_runner);
         for (const KernelSignature& k : kernels) {
-            invokers_[k.name()] = reinterpret_cast<Invoke>(dlsym(handle_, fmt::format("invoke_{}", k.name()).c_str()));
+            invokers_[k.name()] =
+                reinterpret_cast<Invoke>(dlsym(handle_, fmt::format("invoke_{}", k.name()).c_str()));
             const bool has_invoker = invokers_[k.name()] != nullptr;
             REQUIRE_MESSAGE(has_invoker, k.name());
         }
@@ -81,7 +85,8 @@ public:
         std::vector<void*> arguments{const_cast<KernelParams*>(&launch.params)};
         for (void* const& p : pointers) arguments.push_back(const_cast<void**>(&p));
         // Every kernel strides over its work by the grid: two blocks are enough, and keep it fast.
-        run_(invokers_.at(launch.signature.name()), std::min(launch.grid.x, 2u), launch.block.x, launch.block.y, arguments.data());
+        run_(invokers_.at(launch.signature.name()), std::min(launch.grid.x, 2u), launch.block.x,
+             launch.block.y, arguments.data());
     }
 
 private:
@@ -96,18 +101,21 @@ public:
     explicit EmulatedDevice(const EmulatedKernels& kernels) : kernels_(kernels) {}
     void* allocate(std::size_t bytes) override { return std::aligned_alloc(256, (bytes + 255) / 256 * 256); }
     void release(void* memory) override { std::free(memory); }
-    void launch(const KernelLaunch& launch, std::span<void* const> pointers) override { kernels_.run(launch, pointers); }
+    void launch(const KernelLaunch& launch, std::span<void* const> pointers) override {
+        kernels_.run(launch, pointers);
+    }
     // cuBLAS's part, by the CPU's packed GEMM (in the accumulator cuBLAS uses).
     // cuBLAS may write anywhere in the workspace it is given: scribbled over here, so that a workspace
     // that overlapped a live buffer would show in the results.
-    void gemm(const Gemm& g, DType dtype, const void* a, const void* b, void* c, void* workspace, std::size_t workspace_bytes) override {
+    void gemm(const Gemm& g, DType dtype, const void* a, const void* b, void* c, void* workspace,
+              std::size_t workspace_bytes) override {
         if (workspace) std::memset(workspace, 0xA5, workspace_bytes);
         ScheduledStep step;
         step.strategy = Strategy::packed_gemm;
         step.accumulator = dtype == DType::f64 ? DType::f64 : DType::f32;
         std::vector<double> scratch(static_cast<std::size_t>(g.m * g.k + g.k * g.n + g.m * g.n));
-        cpu::gemm(step, g, dtype, static_cast<const std::byte*>(a), static_cast<const std::byte*>(b), static_cast<std::byte*>(c),
-                  reinterpret_cast<std::byte*>(scratch.data()));
+        cpu::gemm(step, g, dtype, static_cast<const std::byte*>(a), static_cast<const std::byte*>(b),
+                  static_cast<std::byte*>(c), reinterpret_cast<std::byte*>(scratch.data()));
     }
 
 private:
@@ -148,15 +156,16 @@ std::vector<testing::RandomCase> cases() {
 // Larger calls that the lowering maps to transposes, vector copies and split reductions.
 std::vector<std::pair<Call, Shape>> strategy_cases() {
     return {
-        {Call{Op::rearrange, "a b -> b a", Reduction::none, {}, false, {}}, {40, 72}},                 // transpose
-        {Call{Op::rearrange, "b a c -> a b c", Reduction::none, {}, false, {}}, {6, 5, 32}},           // vector copy
-        {Call{Op::rearrange, "a (b c) -> b a c", Reduction::none, {{"c", 8}}, false, {}}, {9, 48}},   // vector copy
-        {Call{Op::reduce, "a b -> b", Reduction::sum, {}, false, {}}, {3000, 4}},                       // columns, split
-        {Call{Op::reduce, "a b -> a", Reduction::max, {}, false, {}}, {3, 5000}},                       // rows, split
-        {Call{Op::reduce, "a b ->", Reduction::mean, {}, false, {}}, {100, 90}},                        // rows, one output
-        {Call{Op::reduce, "a b c -> a c", Reduction::sum, {}, false, {}}, {4, 100, 40}},                // columns
-        {Call{Op::reduce, "(a 2) (b 2) -> a b", Reduction::mean, {}, false, {}}, {20, 16}},             // small windows
-        {Call{Op::einsum, "i j, i j -> i", Reduction::none, {}, false, {}}, {0}},                        // contraction
+        {Call{Op::rearrange, "a b -> b a", Reduction::none, {}, false, {}}, {40, 72}},        // transpose
+        {Call{Op::rearrange, "b a c -> a b c", Reduction::none, {}, false, {}}, {6, 5, 32}},  // vector copy
+        {Call{Op::rearrange, "a (b c) -> b a c", Reduction::none, {{"c", 8}}, false, {}},
+         {9, 48}},                                                                        // vector copy
+        {Call{Op::reduce, "a b -> b", Reduction::sum, {}, false, {}}, {3000, 4}},         // columns, split
+        {Call{Op::reduce, "a b -> a", Reduction::max, {}, false, {}}, {3, 5000}},         // rows, split
+        {Call{Op::reduce, "a b ->", Reduction::mean, {}, false, {}}, {100, 90}},          // rows, one output
+        {Call{Op::reduce, "a b c -> a c", Reduction::sum, {}, false, {}}, {4, 100, 40}},  // columns
+        {Call{Op::reduce, "(a 2) (b 2) -> a b", Reduction::mean, {}, false, {}}, {20, 16}},  // small windows
+        {Call{Op::einsum, "i j, i j -> i", Reduction::none, {}, false, {}}, {0}},            // contraction
     };
 }
 
@@ -176,7 +185,8 @@ TEST_CASE("emulated GPU kernels give the reference interpreter's results") {
             std::int64_t n = 1;
             for (const std::int64_t e : s) n *= e;
             std::vector<double> values;
-            for (std::int64_t i = 0; i < n; ++i) values.push_back(static_cast<double>(static_cast<int>(rng() % 7) - 3));
+            for (std::int64_t i = 0; i < n; ++i)
+                values.push_back(static_cast<double>(static_cast<int>(rng() % 7) - 3));
             storage.push_back(reference::make_tensor(DType::f32, s, values));
             inputs.push_back(storage.back().view());
         }
@@ -204,7 +214,8 @@ TEST_CASE("emulated GPU kernels give the reference interpreter's results") {
 
     std::map<KernelKind, int> kinds_run;
     for (const auto& entry : prepared) {
-        const auto& c = entry.first;  // (not a structured binding: CAPTURE's lambda takes it, which Clang 14 refuses)
+        const auto& c =
+            entry.first;  // (not a structured binding: CAPTURE's lambda takes it, which Clang 14 refuses)
         const auto& p = entry.second;
         CAPTURE(c->description);
         std::vector<Shape> shapes;
@@ -226,8 +237,8 @@ TEST_CASE("emulated GPU kernels give the reference interpreter's results") {
             CHECK_MESSAGE(testing::same_values(outputs[k], expected[k].view(), &difference), difference);
         }
     }
-    for (const KernelKind kind : {KernelKind::elementwise, KernelKind::vector_copy, KernelKind::transpose, KernelKind::reduce_rows,
-                                  KernelKind::reduce_columns, KernelKind::finalize})
+    for (const KernelKind kind : {KernelKind::elementwise, KernelKind::vector_copy, KernelKind::transpose,
+                                  KernelKind::reduce_rows, KernelKind::reduce_columns, KernelKind::finalize})
         CHECK_MESSAGE(kinds_run[kind] > 0, "no case ran a ", name_of(kind), " kernel");
 }
 
@@ -235,12 +246,16 @@ TEST_CASE("emulated GPU kernels give the reference interpreter's results") {
 // long f32 sums in f64, a GPU in f32. Both are held to one bound: a sum of n terms accumulated in f32 (in
 // any order) errs by at most n u S, u = 2^-24 and S the sum of the terms' magnitudes, plus half an ulp for
 // rounding the result to f32. Random real data, reductions that schedule every kernel kind and CPU strategy.
-TEST_CASE("accumulators: f32 sums on the CPU (f64) and on the emulated GPU (f32) stay within one bound of the exact sum") {
+TEST_CASE("accumulators: f32 sums on the CPU (f64) and on the emulated GPU (f32) stay within one bound of "
+          "the exact sum") {
     const std::pair<Call, Shape> sums[] = {
-        {Call{Op::reduce, "a b -> a", Reduction::sum, {}, false, {}}, {7, 20000}},    // GPU rows, split; CPU rows
-        {Call{Op::reduce, "a b -> b", Reduction::sum, {}, false, {}}, {20000, 7}},    // GPU columns, split; CPU accumulator
-        {Call{Op::reduce, "a b ->", Reduction::mean, {}, false, {}}, {300, 700}},     // one output
-        {Call{Op::reduce, "a b c -> b", Reduction::sum, {}, false, {}}, {40, 50, 30}},  // CPU accumulator over a middle axis
+        {Call{Op::reduce, "a b -> a", Reduction::sum, {}, false, {}},
+         {7, 20000}},  // GPU rows, split; CPU rows
+        {Call{Op::reduce, "a b -> b", Reduction::sum, {}, false, {}},
+         {20000, 7}},  // GPU columns, split; CPU accumulator
+        {Call{Op::reduce, "a b ->", Reduction::mean, {}, false, {}}, {300, 700}},  // one output
+        {Call{Op::reduce, "a b c -> b", Reduction::sum, {}, false, {}},
+         {40, 50, 30}},  // CPU accumulator over a middle axis
         {Call{Op::reduce, "a (b 8) -> a b", Reduction::sum, {}, false, {}}, {500, 64}},  // few terms: windows
     };
     std::mt19937 rng(17);
@@ -271,26 +286,33 @@ TEST_CASE("accumulators: f32 sums on the CPU (f64) and on the emulated GPU (f32)
         for (double& m : magnitudes) m = std::fabs(m);
         const Tensor absolute = reference::make_tensor(DType::f32, input.shape, magnitudes);
         const Bound bound = bind(call, std::vector<Shape>{input.shape});
-        const std::vector<double> exact = reference::values_of(reference::evaluate(bound, std::span(&input, 1))[0].view());
-        const std::vector<double> scale = reference::values_of(reference::evaluate(bound, std::span(&absolute.view(), 1))[0].view());
+        const std::vector<double> exact =
+            reference::values_of(reference::evaluate(bound, std::span(&input, 1))[0].view());
+        const std::vector<double> scale =
+            reference::values_of(reference::evaluate(bound, std::span(&absolute.view(), 1))[0].view());
         const double terms = static_cast<double>(input.numel()) / static_cast<double>(exact.size());
         const double divisor = call.reduction == Reduction::mean ? terms : 1;
 
-        const Tensor on_cpu = Tensor::empty(DType::f32, plan.outputs[0].shape), on_gpu = Tensor::empty(DType::f32, plan.outputs[0].shape);
+        const Tensor on_cpu = Tensor::empty(DType::f32, plan.outputs[0].shape),
+                     on_gpu = Tensor::empty(DType::f32, plan.outputs[0].shape);
         std::vector<TensorView> cpu_out{on_cpu.view()}, gpu_out{on_gpu.view()};
         const Schedule cpu_schedule = schedule(plan, Target::cpu(2, 16, false));
         execute_on_cpu(plan, cpu_schedule, std::span(&input, 1), cpu_out);
         run_gpu_plan(plan, gpu_plans[c].gpu, std::span(&input, 1), gpu_out, device);
         CHECK(cpu_schedule.steps[0].accumulator == (terms > 16 ? DType::f64 : DType::f32));
         CHECK(gpu_plans[c].gpu.steps[0].accumulator == DType::f32);
-        const std::vector<double> cpu = reference::values_of(on_cpu.view()), gpu = reference::values_of(on_gpu.view());
+        const std::vector<double> cpu = reference::values_of(on_cpu.view()),
+                                  gpu = reference::values_of(on_gpu.view());
         double worst_cpu = 0, worst_gpu = 0;  // the largest |error| / bound
         for (std::size_t i = 0; i < exact.size(); ++i) {
-            const double allowed = (terms + 1) * 0x1p-24 * scale[i] / divisor + 0.5 * std::ldexp(1.0, std::ilogb(std::max(std::fabs(exact[i]), 0x1p-126)) - 23);
+            const double allowed =
+                (terms + 1) * 0x1p-24 * scale[i] / divisor +
+                0.5 * std::ldexp(1.0, std::ilogb(std::max(std::fabs(exact[i]), 0x1p-126)) - 23);
             worst_cpu = std::max(worst_cpu, std::fabs(cpu[i] - exact[i]) / allowed);
             worst_gpu = std::max(worst_gpu, std::fabs(gpu[i] - exact[i]) / allowed);
         }
-        MESSAGE(call.pattern, ": largest error, as a fraction of the bound: CPU ", worst_cpu, ", GPU ", worst_gpu);
+        MESSAGE(call.pattern, ": largest error, as a fraction of the bound: CPU ", worst_cpu, ", GPU ",
+                worst_gpu);
         CHECK(worst_cpu <= 1);
         CHECK(worst_gpu <= 1);
     }
@@ -414,8 +436,11 @@ public:
         ++releases;
         inner_.release(memory);
     }
-    void launch(const KernelLaunch& launch, std::span<void* const> pointers) override { inner_.launch(launch, pointers); }
-    void gemm(const Gemm& g, DType dtype, const void* a, const void* b, void* c, void* workspace, std::size_t workspace_bytes) override {
+    void launch(const KernelLaunch& launch, std::span<void* const> pointers) override {
+        inner_.launch(launch, pointers);
+    }
+    void gemm(const Gemm& g, DType dtype, const void* a, const void* b, void* c, void* workspace,
+              std::size_t workspace_bytes) override {
         gemm_workspaces.emplace_back(static_cast<std::byte*>(workspace), workspace_bytes);
         inner_.gemm(g, dtype, a, b, c, workspace, workspace_bytes);
     }
@@ -435,7 +460,8 @@ private:
 // gives cuBLAS its part of that workspace (which the emulated cuBLAS scribbles over); run twice on one
 // workspace, it gives the same results. Without one, it allocates the temporaries and the kernels'
 // scratch only, and leaves cuBLAS to its own pool.
-TEST_CASE("emulated GPU runs: with a workspace nothing is allocated, for every step kind; cuBLAS gets its part") {
+TEST_CASE(
+    "emulated GPU runs: with a workspace nothing is allocated, for every step kind; cuBLAS gets its part") {
     struct Case {
         Call call;
         std::vector<Shape> shapes;
@@ -447,16 +473,22 @@ TEST_CASE("emulated GPU runs: with a workspace nothing is allocated, for every s
         return Call{op, pattern, reduction, {}, false, {}};
     };
     const Case cases[] = {
-        {call(Op::rearrange, "a b -> b a"), {{40, 72}}, DType::f32, false},                           // a view
-        {call(Op::rearrange, "a b -> b a"), {{40, 72}}, DType::f32, true},                            // transpose
-        {call(Op::rearrange, "b a c -> a b c"), {{6, 5, 32}}, DType::f32, true},                      // vector copy
-        {call(Op::rearrange, "b a c -> a b c"), {{6, 5, 32}}, DType::f32, true, 1},                   // its unaligned launches
-        {call(Op::reduce, "a b -> b", Reduction::sum), {{3000, 4}}, DType::f32, false},               // columns, split: scratch
-        {call(Op::reduce, "a b -> a", Reduction::max), {{3, 5000}}, DType::f32, false},               // rows, split
-        {call(Op::einsum, "i j, i j -> i"), {{37, 300}, {37, 300}}, DType::f32, false},               // contraction
-        {call(Op::einsum, "b i k, b k j -> b i j"), {{2, 6, 5}, {2, 5, 4}}, DType::f32, false},       // cuBLAS
-        {call(Op::einsum, "i k, k j -> i j"), {{6, 5}, {5, 4}}, DType::i32, false},                   // integer GEMM: kernels
-        {call(Op::einsum, "i j, j k, k l -> i l"), {{8, 12}, {12, 10}, {10, 6}}, DType::f32, false},  // temporary
+        {call(Op::rearrange, "a b -> b a"), {{40, 72}}, DType::f32, false},          // a view
+        {call(Op::rearrange, "a b -> b a"), {{40, 72}}, DType::f32, true},           // transpose
+        {call(Op::rearrange, "b a c -> a b c"), {{6, 5, 32}}, DType::f32, true},     // vector copy
+        {call(Op::rearrange, "b a c -> a b c"), {{6, 5, 32}}, DType::f32, true, 1},  // its unaligned launches
+        {call(Op::reduce, "a b -> b", Reduction::sum),
+         {{3000, 4}},
+         DType::f32,
+         false},  // columns, split: scratch
+        {call(Op::reduce, "a b -> a", Reduction::max), {{3, 5000}}, DType::f32, false},  // rows, split
+        {call(Op::einsum, "i j, i j -> i"), {{37, 300}, {37, 300}}, DType::f32, false},  // contraction
+        {call(Op::einsum, "b i k, b k j -> b i j"), {{2, 6, 5}, {2, 5, 4}}, DType::f32, false},  // cuBLAS
+        {call(Op::einsum, "i k, k j -> i j"), {{6, 5}, {5, 4}}, DType::i32, false},  // integer GEMM: kernels
+        {call(Op::einsum, "i j, j k, k l -> i l"),
+         {{8, 12}, {12, 10}, {10, 6}},
+         DType::f32,
+         false},  // temporary
         {call(Op::einsum, "b i j, b j k, k -> b i"), {{3, 40, 30}, {3, 30, 20}, {20}}, DType::f32, false},
     };
     std::mt19937 rng(31);
@@ -472,9 +504,11 @@ TEST_CASE("emulated GPU runs: with a workspace nothing is allocated, for every s
             const bool first = views.empty();
             std::vector<double> values(static_cast<std::size_t>(n) + (first ? c.misalign : 0));
             for (double& v : values) v = static_cast<double>(static_cast<int>(rng() % 7) - 3);
-            storage.push_back(reference::make_tensor(c.dtype, {static_cast<std::int64_t>(values.size())}, values));
-            TensorView view{static_cast<std::byte*>(storage.back().data()) + (first ? c.misalign : 0) * size_of(c.dtype), c.dtype, s,
-                            row_major_strides(s)};
+            storage.push_back(
+                reference::make_tensor(c.dtype, {static_cast<std::int64_t>(values.size())}, values));
+            TensorView view{static_cast<std::byte*>(storage.back().data()) +
+                                (first ? c.misalign : 0) * size_of(c.dtype),
+                            c.dtype, s, row_major_strides(s)};
             views.push_back(view);
         }
         inputs.push_back(views);
@@ -485,7 +519,8 @@ TEST_CASE("emulated GPU runs: with a workspace nothing is allocated, for every s
     const EmulatedKernels emulated(kernels);
     EmulatedDevice device(emulated);
 
-    bool ran_view = false, ran_gemm = false, ran_unaligned = false, ran_scratch = false, ran_temporary = false;
+    bool ran_view = false, ran_gemm = false, ran_unaligned = false, ran_scratch = false,
+         ran_temporary = false;
     for (std::size_t i = 0; i < std::size(cases); ++i) {
         const Case& c = cases[i];
         const Plan& plan = plans[i].plan;
@@ -502,17 +537,20 @@ TEST_CASE("emulated GPU runs: with a workspace nothing is allocated, for every s
             ran_view |= step.strategy == Strategy::view;
             gemm |= step.strategy == Strategy::library_gemm;
             if (step.strategy == Strategy::library_gemm) CHECK(step.scratch_bytes == cublas_workspace_bytes);
-            if (step.strategy == Strategy::kernels) kernel_scratch = std::max(kernel_scratch, step.scratch_bytes);
+            if (step.strategy == Strategy::kernels)
+                kernel_scratch = std::max(kernel_scratch, step.scratch_bytes);
         }
         ran_gemm |= gemm;
         ran_scratch |= kernel_scratch > 0;
         ran_temporary |= !plan.temporaries.empty();
-        ran_unaligned |= c.misalign > 0 && std::any_of(gpu.steps.begin(), gpu.steps.end(),
-                                                       [](const ScheduledStep& s) { return !s.unaligned_launches.empty(); });
+        ran_unaligned |= c.misalign > 0 &&
+                         std::any_of(gpu.steps.begin(), gpu.steps.end(),
+                                     [](const ScheduledStep& s) { return !s.unaligned_launches.empty(); });
         // Garbage in the caller's workspace, as a reused one holds: nothing may rely on it being zero.
         const std::size_t bytes = static_cast<std::size_t>(gpu.workspace_bytes);
         const std::unique_ptr<std::byte, decltype(&std::free)> caller_workspace(
-            bytes > 0 ? static_cast<std::byte*>(std::aligned_alloc(256, (bytes + 255) / 256 * 256)) : nullptr, &std::free);
+            bytes > 0 ? static_cast<std::byte*>(std::aligned_alloc(256, (bytes + 255) / 256 * 256)) : nullptr,
+            &std::free);
         if (caller_workspace) std::memset(caller_workspace.get(), 0x7F, bytes);
         // No workspace; the caller's, twice (what a graph replays).
         for (const int mode : {0, 1, 2}) {
@@ -535,7 +573,8 @@ TEST_CASE("emulated GPU runs: with a workspace nothing is allocated, for every s
                 CHECK(counting.allocations == (gpu.scratch_offset + kernel_scratch > 0 ? 1 : 0));
                 // the temporaries, then the kernels' scratch on a 256-byte boundary; no cuBLAS workspace
                 const std::int64_t scratch_bytes = (kernel_scratch + 255) / 256 * 256;
-                CHECK(counting.allocated_bytes == static_cast<std::size_t>(gpu.scratch_offset + scratch_bytes));
+                CHECK(counting.allocated_bytes ==
+                      static_cast<std::size_t>(gpu.scratch_offset + scratch_bytes));
                 CHECK(gpu.own_workspace_bytes == gpu.scratch_offset + scratch_bytes);
             }
             for (const auto& [at, size] : counting.gemm_workspaces) {
@@ -572,7 +611,8 @@ struct Laid {
     TensorView view;
 };
 
-Laid lay_out(DType dtype, const Shape& shape, const std::vector<std::size_t>& memory, const std::vector<double>& logical) {
+Laid lay_out(DType dtype, const Shape& shape, const std::vector<std::size_t>& memory,
+             const std::vector<double>& logical) {
     Shape stored;
     for (const std::size_t d : memory) stored.push_back(shape[d]);
     const Shape stored_strides = row_major_strides(stored);
@@ -596,7 +636,8 @@ bool identical(const TensorView& got, const TensorView& expected, bool signs, st
     const std::vector<double> a = reference::values_of(got), b = reference::values_of(expected);
     if (a.size() != b.size()) return false;
     for (std::size_t i = 0; i < a.size(); ++i) {
-        const bool same = (a[i] == b[i] && (!signs || std::signbit(a[i]) == std::signbit(b[i]))) || (std::isnan(a[i]) && std::isnan(b[i]));
+        const bool same = (a[i] == b[i] && (!signs || std::signbit(a[i]) == std::signbit(b[i]))) ||
+                          (std::isnan(a[i]) && std::isnan(b[i]));
         if (!same) {
             difference = fmt::format("element {}: {} where {} was expected", i, a[i], b[i]);
             return false;
@@ -619,21 +660,22 @@ TEST_CASE("emulated GPU kernels: the gradients of reduce max, min and prod (rout
     struct Case {
         const char* pattern;
         Shape shape;
-        std::vector<std::size_t> memory;  // x's dims in memory order
-        std::vector<std::size_t> kept;    // an element's group: its coordinates along these dims of x,
+        std::vector<std::size_t> memory;    // x's dims in memory order
+        std::vector<std::size_t> kept;      // an element's group: its coordinates along these dims of x,
         std::vector<std::int64_t> windows;  // each divided by this (empty: 1)
-        std::vector<std::size_t> grad_memory = {};  // the output gradient's dims in memory order (empty: row-major)
+        std::vector<std::size_t> grad_memory =
+            {};  // the output gradient's dims in memory order (empty: row-major)
     };
     const Case cases[] = {
-        {"a b -> a", {13, 7}, {0, 1}, {0}, {}},                                         // k1 r1
-        {"a b -> b", {9, 11}, {1, 0}, {1}, {}},                                         // k1 r1, x transposed
-        {"a b c -> a c", {5, 6, 7}, {2, 0, 1}, {0, 2}, {}},                             // k2 r1, transposed
-        {"a b c d -> b d", {3, 4, 5, 6}, {3, 1, 2, 0}, {1, 3}, {}},                     // k2 r2
-        {"a b c d e -> a c e", {2, 3, 2, 4, 3}, {4, 3, 2, 1, 0}, {0, 2, 4}, {}},        // k3 r2, reversed
-        {"a b c -> ", {4, 5, 6}, {1, 2, 0}, {}, {}},                                    // k0 r1: one group
-        {"a b c -> c a", {6, 5, 4}, {0, 1, 2}, {2, 0}, {}, {1, 0}},                     // gradient transposed
-        {"b (h 2) (w 2) -> b h w", {3, 8, 6}, {0, 1, 2}, {0, 1, 2}, {1, 2, 2}},       // k3 r2: 2x2 windows
-        {"a b c -> a c", {3, 10, 200}, {0, 1, 2}, {0, 2}, {}},                          // 600 groups
+        {"a b -> a", {13, 7}, {0, 1}, {0}, {}},                                   // k1 r1
+        {"a b -> b", {9, 11}, {1, 0}, {1}, {}},                                   // k1 r1, x transposed
+        {"a b c -> a c", {5, 6, 7}, {2, 0, 1}, {0, 2}, {}},                       // k2 r1, transposed
+        {"a b c d -> b d", {3, 4, 5, 6}, {3, 1, 2, 0}, {1, 3}, {}},               // k2 r2
+        {"a b c d e -> a c e", {2, 3, 2, 4, 3}, {4, 3, 2, 1, 0}, {0, 2, 4}, {}},  // k3 r2, reversed
+        {"a b c -> ", {4, 5, 6}, {1, 2, 0}, {}, {}},                              // k0 r1: one group
+        {"a b c -> c a", {6, 5, 4}, {0, 1, 2}, {2, 0}, {}, {1, 0}},               // gradient transposed
+        {"b (h 2) (w 2) -> b h w", {3, 8, 6}, {0, 1, 2}, {0, 1, 2}, {1, 2, 2}},   // k3 r2: 2x2 windows
+        {"a b c -> a c", {3, 10, 200}, {0, 1, 2}, {0, 2}, {}},                    // 600 groups
     };
     const Reduction ops[] = {Reduction::max, Reduction::min, Reduction::prod};
     const DType dtypes[] = {DType::f32, DType::f64, DType::f16, DType::bf16};
@@ -669,7 +711,8 @@ TEST_CASE("emulated GPU kernels: the gradients of reduce max, min and prod (rout
                 rest /= c.shape[d];
             }
             std::vector<std::int64_t> key;
-            for (std::size_t k = 0; k < c.kept.size(); ++k) key.push_back(index[c.kept[k]] / (c.windows.empty() ? 1 : c.windows[k]));
+            for (std::size_t k = 0; k < c.kept.size(); ++k)
+                key.push_back(index[c.kept[k]] / (c.windows.empty() ? 1 : c.windows[k]));
             members[key].push_back(static_cast<std::size_t>(flat));
         }
         const Call call{Op::reduce, c.pattern, Reduction::max, {}, false, {}};
@@ -689,11 +732,13 @@ TEST_CASE("emulated GPU kernels: the gradients of reduce max, min and prod (rout
                     for (const std::size_t e : group) x[e] = powers[rng() % std::size(powers)];
                     std::vector<std::size_t> order = group;
                     std::shuffle(order.begin(), order.end(), rng);
-                    const std::size_t zeros = std::min<std::size_t>(static_cast<std::size_t>(g % 4), order.size());
+                    const std::size_t zeros =
+                        std::min<std::size_t>(static_cast<std::size_t>(g % 4), order.size());
                     for (std::size_t z = 0; z < zeros; ++z) x[order[z]] = 0;
                     ++zero_groups[static_cast<int>(std::min<std::size_t>(zeros, 2))];
                 } else {
-                    for (const std::size_t e : group) x[e] = static_cast<double>(static_cast<int>(rng() % 7) - 3);
+                    for (const std::size_t e : group)
+                        x[e] = static_cast<double>(static_cast<int>(rng() % 7) - 3);
                     if (g % 5 == 4) {
                         x[group[rng() % group.size()]] = NAN;
                         ++nan_groups;
@@ -703,8 +748,12 @@ TEST_CASE("emulated GPU kernels: the gradients of reduce max, min and prod (rout
                     } else {
                         const bool max = op == Reduction::max;
                         double extremum = x[group[0]];
-                        for (const std::size_t e : group) extremum = max ? std::max(extremum, x[e]) : std::min(extremum, x[e]);
-                        tie_groups += std::count_if(group.begin(), group.end(), [&](std::size_t e) { return x[e] == extremum; }) > 1 ? 1 : 0;
+                        for (const std::size_t e : group)
+                            extremum = max ? std::max(extremum, x[e]) : std::min(extremum, x[e]);
+                        tie_groups += std::count_if(group.begin(), group.end(),
+                                                    [&](std::size_t e) { return x[e] == extremum; }) > 1
+                                          ? 1
+                                          : 0;
                     }
                 }
                 ++g;
@@ -716,10 +765,17 @@ TEST_CASE("emulated GPU kernels: the gradients of reduce max, min and prod (rout
                 for (const auto& epilogue : epilogues) {
                     // The epilogues on the first two cases, in f32 and bf16.
                     const bool identity = epilogue.first == 1 && epilogue.second == 0;
-                    if (!identity && (&c - cases > 1 || (dtype != DType::f32 && dtype != DType::bf16))) continue;
-                    Run run{fmt::format("reduce {} \"{}\" {} x memory order {} alpha {} beta {}", name_of(op), c.pattern, name_of(dtype),
-                                        fmt::join(c.memory, " "), epilogue.first, epilogue.second),
-                            op, Epilogue{epilogue.first, epilogue.second}, {}, {}, {}, {}};
+                    if (!identity && (&c - cases > 1 || (dtype != DType::f32 && dtype != DType::bf16)))
+                        continue;
+                    Run run{fmt::format("reduce {} \"{}\" {} x memory order {} alpha {} beta {}", name_of(op),
+                                        c.pattern, name_of(dtype), fmt::join(c.memory, " "), epilogue.first,
+                                        epilogue.second),
+                            op,
+                            Epilogue{epilogue.first, epilogue.second},
+                            {},
+                            {},
+                            {},
+                            {}};
                     run.inputs.push_back(lay_out(dtype, c.shape, c.memory, x));
                     run.inputs.push_back(lay_out(dtype, grad_shape, grad_memory, grad));
                     Call forward = call;
@@ -740,7 +796,8 @@ TEST_CASE("emulated GPU kernels: the gradients of reduce max, min and prod (rout
                     const std::vector<KernelSignature> possible = possible_kernels(run.plan, true);
                     for (const KernelSignature& k : kernels_of(run.gpu)) {
                         CHECK(k.kind == KernelKind::route);
-                        CHECK_MESSAGE(std::find(possible.begin(), possible.end(), k) != possible.end(), k.name());
+                        CHECK_MESSAGE(std::find(possible.begin(), possible.end(), k) != possible.end(),
+                                      k.name());
                     }
                     add_kernels(run.gpu);
                     if (dtype == DType::f32) add_kernels(run.gpu_wide);
@@ -757,7 +814,8 @@ TEST_CASE("emulated GPU kernels: the gradients of reduce max, min and prod (rout
     CHECK(zero_groups[2] > 0);
     std::set<std::pair<int, int>> ranks;
     for (const KernelSignature& k : kernels) ranks.emplace(k.kept_rank, k.reduced_rank);
-    MESSAGE(fmt::format("{} route plans, {} distinct kernels, (kept, reduced) ranks {}", runs.size(), kernels.size(), fmt::join(ranks, " ")));
+    MESSAGE(fmt::format("{} route plans, {} distinct kernels, (kept, reduced) ranks {}", runs.size(),
+                        kernels.size(), fmt::join(ranks, " ")));
     CHECK(std::any_of(ranks.begin(), ranks.end(), [](const std::pair<int, int>& k) { return k.first == 0; }));
     CHECK(ranks.contains({3, 2}));
 
@@ -770,7 +828,8 @@ TEST_CASE("emulated GPU kernels: the gradients of reduce max, min and prod (rout
         // What the output held: NaN where beta == 0 (never read), else small integers.
         std::vector<double> old(static_cast<std::size_t>(
             std::accumulate(spec.shape.begin(), spec.shape.end(), std::int64_t{1}, std::multiplies<>())));
-        for (std::size_t i = 0; i < old.size(); ++i) old[i] = r.epilogue.beta == 0 ? NAN : static_cast<double>(static_cast<int>(i % 5) - 2);
+        for (std::size_t i = 0; i < old.size(); ++i)
+            old[i] = r.epilogue.beta == 0 ? NAN : static_cast<double>(static_cast<int>(i % 5) - 2);
         const Tensor on_cpu = reference::make_tensor(spec.dtype, spec.shape, old);
         std::vector<TensorView> cpu_out{on_cpu.view()};
         execute_on_cpu(r.plan, schedule(r.plan, Target::cpu(2, 16, false)), inputs, cpu_out);
@@ -783,19 +842,28 @@ TEST_CASE("emulated GPU kernels: the gradients of reduce max, min and prod (rout
             std::vector<TensorView> gpu_out{on_gpu.view()};
             run_gpu_plan(r.plan, *gpu, inputs, gpu_out, device);
             std::string difference;
-            CHECK_MESSAGE(identical(on_gpu.view(), on_cpu.view(), true, difference), "against the CPU executor: ", difference);
+            CHECK_MESSAGE(identical(on_gpu.view(), on_cpu.view(), true, difference),
+                          "against the CPU executor: ", difference);
             if (r.epilogue.identity()) {
                 const reference::PlanRun expected = reference::run_plan(r.plan, inputs);
-                CHECK_MESSAGE(identical(on_gpu.view(), expected.outputs[0], false, difference), "against the reference: ", difference);
+                CHECK_MESSAGE(identical(on_gpu.view(), expected.outputs[0], false, difference),
+                              "against the reference: ", difference);
             } else {
-                // alpha * the reference's gradient + beta * old, rounded once (narrow floats: within their tolerance)
+                // alpha * the reference's gradient + beta * old, rounded once (narrow floats: within their
+                // tolerance)
                 const reference::PlanRun unscaled = reference::run_plan(r.plan, inputs);
                 const std::vector<double> ref = reference::values_of(unscaled.outputs[0]);
                 std::vector<double> want(ref.size());
-                for (std::size_t i = 0; i < ref.size(); ++i) want[i] = r.epilogue.alpha * ref[i] + (r.epilogue.beta != 0 ? r.epilogue.beta * old[i] : 0.0);
+                for (std::size_t i = 0; i < ref.size(); ++i)
+                    want[i] =
+                        r.epilogue.alpha * ref[i] + (r.epilogue.beta != 0 ? r.epilogue.beta * old[i] : 0.0);
                 const Tensor expected = reference::make_tensor(spec.dtype, spec.shape, want);
-                if (narrow) CHECK_MESSAGE(testing::same_values(on_gpu.view(), expected.view(), &difference), difference);
-                else CHECK_MESSAGE(identical(on_gpu.view(), expected.view(), false, difference), "against alpha * reference + beta * old: ", difference);
+                if (narrow)
+                    CHECK_MESSAGE(testing::same_values(on_gpu.view(), expected.view(), &difference),
+                                  difference);
+                else
+                    CHECK_MESSAGE(identical(on_gpu.view(), expected.view(), false, difference),
+                                  "against alpha * reference + beta * old: ", difference);
             }
         }
     }

@@ -17,9 +17,10 @@
 #include "tests/random_cases.hpp"
 #include "tests/reference/reference.hpp"
 #if EINC_HAS_CUDA
+#include <cuda_runtime_api.h>
+
 #include "cuda/cuda.hpp"
 #include "cuda/kernel_cache.hpp"
-#include <cuda_runtime_api.h>
 #endif
 
 using namespace einc;
@@ -61,7 +62,8 @@ HostOperand filled(const TensorSpec& spec, std::mt19937& rng) {
 // The same view over a copy of its storage on the GPU.
 TensorView on_gpu(const TensorView& view, const Tensor& host_storage, const Tensor& device_storage) {
     TensorView moved = view;
-    moved.data = static_cast<std::byte*>(device_storage.data()) + (static_cast<std::byte*>(view.data) - static_cast<std::byte*>(host_storage.data()));
+    moved.data = static_cast<std::byte*>(device_storage.data()) +
+                 (static_cast<std::byte*>(view.data) - static_cast<std::byte*>(host_storage.data()));
     moved.device = Device::cuda;
     return moved;
 }
@@ -76,7 +78,8 @@ std::int64_t bytes_of(const TensorSpec& spec) {
 bool check_corpus_call(const testing::CorpusCall& c, std::mt19937& rng) {
     const Expression expression(c.call);
     std::vector<TensorView> specs_only;
-    for (const TensorSpec& s : c.specs) specs_only.push_back(TensorView{nullptr, s.dtype, s.shape, s.strides});
+    for (const TensorSpec& s : c.specs)
+        specs_only.push_back(TensorView{nullptr, s.dtype, s.shape, s.strides});
     const Program on_cpu = expression.bind(specs_only);
     // The CPU executor is the slow side: leave out what would take it more than about a second.
     std::int64_t bytes = 0;
@@ -211,9 +214,13 @@ TEST_CASE("gpu: random calls of every operation and dtype, on strided device mem
 #if EINC_HAS_CUDA
     std::mt19937 rng(99);
     const std::pair<Op, std::vector<DType>> mix[] = {
-        {Op::rearrange, {DType::f64, DType::f32, DType::f16, DType::bf16, DType::f8e4m3, DType::i8, DType::i64, DType::boolean}},
+        {Op::rearrange,
+         {DType::f64, DType::f32, DType::f16, DType::bf16, DType::f8e4m3, DType::i8, DType::i64,
+          DType::boolean}},
         {Op::repeat, {DType::f32, DType::bf16, DType::i8, DType::i64}},
-        {Op::reduce, {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i8, DType::i32, DType::i64, DType::boolean}},
+        {Op::reduce,
+         {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i8, DType::i32, DType::i64,
+          DType::boolean}},
         {Op::einsum, {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i32}},
         {Op::pack, {DType::f32, DType::i8}},
         {Op::unpack, {DType::bf16}},
@@ -234,12 +241,15 @@ TEST_CASE("gpu: random calls of every operation and dtype, on strided device mem
                         device_storage.push_back(cuda::to_device(c.storage[k]));
                         device_inputs.push_back(on_gpu(c.inputs[k], c.storage[k], device_storage.back()));
                     }
-                    const std::vector<Tensor> got = Expression(c.call).bind(device_inputs).run(
-                        std::vector<Input>(device_inputs.begin(), device_inputs.end()));
+                    const std::vector<Tensor> got =
+                        Expression(c.call)
+                            .bind(device_inputs)
+                            .run(std::vector<Input>(device_inputs.begin(), device_inputs.end()));
                     REQUIRE(got.size() == expected.size());
                     for (std::size_t k = 0; k < got.size(); ++k) {
                         std::string difference;
-                        CHECK_MESSAGE(testing::same_values(cuda::to_host(got[k]), expected[k], &difference), difference);
+                        CHECK_MESSAGE(testing::same_values(cuda::to_host(got[k]), expected[k], &difference),
+                                      difference);
                     }
                 } catch (const Error& e) {
                     FAIL_CHECK(e.what());
@@ -271,7 +281,8 @@ TEST_CASE("gpu: work runs on the caller's stream; results are allocated and free
         std::vector<Tensor> results;
         for (int i = 0; i < 50; ++i) results.push_back(sum_rows.run({x}, stream)[0]);
         REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
-        for (const Tensor& r : results) CHECK(reference::values_of(cuda::to_host(r)) == std::vector<double>(64, 48.0));
+        for (const Tensor& r : results)
+            CHECK(reference::values_of(cuda::to_host(r)) == std::vector<double>(64, 48.0));
         results.clear();  // given back on `stream`, which is still alive
         REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
     }
@@ -286,7 +297,8 @@ TEST_CASE("gpu: max and min propagate NaN, as PyTorch does") {
     for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
         const Tensor x = reference::make_tensor(dtype, {2, 4}, {1, nan, 3, 2, 4, 5, -1, 0});
         for (const Reduction r : {Reduction::max, Reduction::min}) {
-            const std::vector<double> rows = reference::values_of(cuda::to_host(reduce(cuda::to_device(x), "a b -> a", r)));
+            const std::vector<double> rows =
+                reference::values_of(cuda::to_host(reduce(cuda::to_device(x), "a b -> a", r)));
             CHECK(std::isnan(rows[0]));
             CHECK(rows[1] == (r == Reduction::max ? 5 : -1));
         }
@@ -294,7 +306,8 @@ TEST_CASE("gpu: max and min propagate NaN, as PyTorch does") {
 #endif
 }
 
-TEST_CASE("gpu: gradients equal the CPU's (GEMMs, a GEMM per b, routes with ties and zeros, a diagonal, repeats)") {
+TEST_CASE(
+    "gpu: gradients equal the CPU's (GEMMs, a GEMM per b, routes with ties and zeros, a diagonal, repeats)") {
     if (!gpu_present("gpu gradients")) return;
 #if EINC_HAS_CUDA
     struct Case {
@@ -347,10 +360,13 @@ TEST_CASE("gpu: gradients equal the CPU's (GEMMs, a GEMM per b, routes with ties
             const std::vector<Input> gh(g_host.begin(), g_host.end()), gd(g_device.begin(), g_device.end());
             const std::vector<Tensor> expected = on_cpu.run(xh, gh), got = on_gpu.run(xd, gd);
             REQUIRE(got.size() == expected.size());
-            for (std::size_t k = 0; k < got.size(); ++k) {  // exact, but for mean's 1/n (rounded once either way)
-                const std::vector<double> a = reference::values_of(cuda::to_host(got[k])), b = reference::values_of(expected[k]);
+            for (std::size_t k = 0; k < got.size();
+                 ++k) {  // exact, but for mean's 1/n (rounded once either way)
+                const std::vector<double> a = reference::values_of(cuda::to_host(got[k])),
+                                          b = reference::values_of(expected[k]);
                 REQUIRE(a.size() == b.size());
-                for (std::size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(a[i] - b[i]) <= 1e-6 * std::fabs(b[i]));
+                for (std::size_t i = 0; i < a.size(); ++i)
+                    CHECK(std::fabs(a[i] - b[i]) <= 1e-6 * std::fabs(b[i]));
             }
         }
     }
@@ -376,7 +392,8 @@ TEST_CASE("gpu: f32 GEMMs are exact by default, TF32 only when asked for") {
 TEST_CASE("gpu: out of memory is an einc::Error that says how much was asked and how much is free") {
     if (!gpu_present("gpu out of memory")) return;
 #if EINC_HAS_CUDA
-    CHECK_THROWS_WITH_AS(Tensor::empty(DType::f32, {1 << 20, 1 << 20, 64}, Device::cuda), doctest::Contains("out of memory"), Error);
+    CHECK_THROWS_WITH_AS(Tensor::empty(DType::f32, {1 << 20, 1 << 20, 64}, Device::cuda),
+                         doctest::Contains("out of memory"), Error);
     const Tensor small = Tensor::zeros(DType::f32, {4, 4}, Device::cuda);  // the GPU still works after
     CHECK(reference::values_of(cuda::to_host(reduce(small, "a b ->", Reduction::sum)))[0] == 0);
 #endif

@@ -12,11 +12,10 @@
 // included); reduce max/min is checked on data without ties (h = 1/4 keeps every extremum where it
 // is), and ties by hand. Lower-precision dtypes are compared with the f64 gradient within a tolerance
 // scaled by the magnitude of the terms (the same gradient of |x| and |G|).
-#include <doctest/doctest.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <doctest/doctest.h>
 #include <filesystem>
 #include <fmt/format.h>
 #include <numeric>
@@ -54,7 +53,9 @@ Call call_of(Op op, std::string pattern, AxisSizes sizes = {}, Reduction reducti
     call.reduction = reduction;
     return call;
 }
-Call einsum_call(std::string pattern) { return call_of(Op::einsum, std::move(pattern)); }
+Call einsum_call(std::string pattern) {
+    return call_of(Op::einsum, std::move(pattern));
+}
 Call reduce_call(std::string pattern, Reduction reduction, AxisSizes sizes = {}) {
     return call_of(Op::reduce, std::move(pattern), std::move(sizes), reduction);
 }
@@ -69,7 +70,8 @@ std::vector<double> random_integers(std::mt19937& rng, std::int64_t n, int low, 
 // Distinct integers, shuffled: data without ties for max and min.
 std::vector<double> distinct_values(std::mt19937& rng, std::int64_t n) {
     std::vector<double> values(static_cast<std::size_t>(n));
-    for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(i) - static_cast<double>(n / 2);
+    for (std::size_t i = 0; i < values.size(); ++i)
+        values[i] = static_cast<double>(i) - static_cast<double>(n / 2);
     std::shuffle(values.begin(), values.end(), rng);
     return values;
 }
@@ -96,7 +98,8 @@ struct Strided {
     Tensor storage;
     TensorView view;
 };
-Strided strided(DType dtype, const Shape& shape, const std::vector<double>& values, Order order, std::mt19937& rng) {
+Strided strided(DType dtype, const Shape& shape, const std::vector<double>& values, Order order,
+                std::mt19937& rng) {
     const std::size_t rank = shape.size();
     std::vector<std::size_t> dims(rank);
     std::iota(dims.begin(), dims.end(), std::size_t{0});
@@ -128,7 +131,8 @@ Strided strided(DType dtype, const Shape& shape, const std::vector<double>& valu
     for (std::int64_t i = 0; i < n; ++i) {
         std::int64_t offset = 0;
         for (std::size_t d = 0; d < rank; ++d) offset += index[d] * strides[d];
-        std::memcpy(origin + offset * static_cast<std::int64_t>(bytes), static_cast<const std::byte*>(dense.data()) + i * static_cast<std::int64_t>(bytes),
+        std::memcpy(origin + offset * static_cast<std::int64_t>(bytes),
+                    static_cast<const std::byte*>(dense.data()) + i * static_cast<std::int64_t>(bytes),
                     bytes);
         for (std::size_t d = rank; d-- > 0;) {
             if (++index[d] < shape[d]) break;
@@ -177,9 +181,11 @@ double difference(const Phi& phi, std::vector<Tensor>& xs, std::size_t k, std::i
     return (plus - minus) / (2 * h);
 }
 
-std::vector<Tensor> f64_copies(const std::vector<std::vector<double>>& values, const std::vector<Shape>& shapes) {
+std::vector<Tensor> f64_copies(const std::vector<std::vector<double>>& values,
+                               const std::vector<Shape>& shapes) {
     std::vector<Tensor> xs;
-    for (std::size_t k = 0; k < values.size(); ++k) xs.push_back(make_tensor(DType::f64, shapes[k], values[k]));
+    for (std::size_t k = 0; k < values.size(); ++k)
+        xs.push_back(make_tensor(DType::f64, shapes[k], values[k]));
     return xs;
 }
 
@@ -208,12 +214,13 @@ Kind kind_of(const Call& call) {
 
 struct CheckOptions {
     Order gradient_order = Order::row_major;  // how the output gradients are laid out (bound so)
-    std::int64_t elementwise_limit = 300;     // linear: every element up to this many; beyond, directional only
+    std::int64_t elementwise_limit = 300;  // linear: every element up to this many; beyond, directional only
 };
 
 // einc's gradient of `call` on `inputs` (any dtype, any layout), for random integer output gradients,
 // against finite differences of the reference interpreter on the same values in f64.
-void check_gradient_or_throw(const Call& call, std::span<const TensorView> inputs, std::mt19937& rng, const CheckOptions& options) {
+void check_gradient_or_throw(const Call& call, std::span<const TensorView> inputs, std::mt19937& rng,
+                             const CheckOptions& options) {
     std::string described;
     for (const TensorView& x : inputs) described += fmt::format("\n  input {}", describe(x));
     INFO("inputs:", described);
@@ -279,17 +286,21 @@ void check_gradient_or_throw(const Call& call, std::span<const TensorView> input
         for (std::size_t e = 0; e < elements.size() && mismatch.empty(); ++e) {
             const std::size_t j = static_cast<std::size_t>(elements[e]);
             if (!(std::fabs(grad[j] - expected[e]) <= tolerance * scale))
-                mismatch = fmt::format("element {} (row-major) of {}: got {}, expected {} (finite differences)", j, format_shape(inputs[k].shape),
-                                       grad[j], expected[e]);
+                mismatch =
+                    fmt::format("element {} (row-major) of {}: got {}, expected {} (finite differences)", j,
+                                format_shape(inputs[k].shape), grad[j], expected[e]);
         }
-        if (!mismatch.empty() && elements.size() == static_cast<std::size_t>(n) && n <= 64)  // the whole gradient, when small
-            mismatch += fmt::format("\n  got      {}\n  expected {}", fmt::join(grad, " "), fmt::join(expected, " "));
+        if (!mismatch.empty() && elements.size() == static_cast<std::size_t>(n) &&
+            n <= 64)  // the whole gradient, when small
+            mismatch +=
+                fmt::format("\n  got      {}\n  expected {}", fmt::join(grad, " "), fmt::join(expected, " "));
         CHECK_MESSAGE(mismatch.empty(), mismatch);
 
         // The directional identity, exact for calls linear in each operand.
         if (kind == Kind::linear) {
             const std::vector<double> direction = random_integers(rng, n, -2, 2);
-            std::vector<Tensor> moved = f64_copies(xs_values, shapes), moved_abs = f64_copies(absolute(xs_values), shapes);
+            std::vector<Tensor> moved = f64_copies(xs_values, shapes),
+                                moved_abs = f64_copies(absolute(xs_values), shapes);
             double rhs = 0;
             for (std::int64_t j = 0; j < n; ++j) {
                 moved[k].data_as<double>()[j] += direction[static_cast<std::size_t>(j)];
@@ -305,7 +316,8 @@ void check_gradient_or_throw(const Call& call, std::span<const TensorView> input
 }
 
 // The same, an einc::Error reported as a failure of this call (the other calls still run).
-void check_gradient(const Call& call, std::span<const TensorView> inputs, std::mt19937& rng, const CheckOptions& options = {}) {
+void check_gradient(const Call& call, std::span<const TensorView> inputs, std::mt19937& rng,
+                    const CheckOptions& options = {}) {
     INFO(format_call(call));
     try {
         check_gradient_or_throw(call, inputs, rng, options);
@@ -316,19 +328,21 @@ void check_gradient(const Call& call, std::span<const TensorView> inputs, std::m
     }
 }
 
-void check_gradient(const Call& call, const std::vector<Strided>& inputs, std::mt19937& rng, const CheckOptions& options = {}) {
+void check_gradient(const Call& call, const std::vector<Strided>& inputs, std::mt19937& rng,
+                    const CheckOptions& options = {}) {
     std::vector<TensorView> views;
     for (const Strided& s : inputs) views.push_back(s.view);
     check_gradient(call, views, rng, options);
 }
 
 // Inputs of `shapes` in `dtype` laid out as `order`, with values fit for the call's kind.
-std::vector<Strided> inputs_for(const Call& call, const std::vector<Shape>& shapes, DType dtype, Order order, std::mt19937& rng) {
+std::vector<Strided> inputs_for(const Call& call, const std::vector<Shape>& shapes, DType dtype, Order order,
+                                std::mt19937& rng) {
     std::vector<Strided> inputs;
     for (const Shape& shape : shapes) {
         const std::int64_t n = count(shape);
         const Kind kind = kind_of(call);
-        const std::vector<double> values = kind == Kind::extremum ? distinct_values(rng, n)
+        const std::vector<double> values = kind == Kind::extremum  ? distinct_values(rng, n)
                                            : kind == Kind::product ? dyadic_values(rng, n)
                                                                    : random_integers(rng, n, -3, 3);
         inputs.push_back(strided(dtype, shape, values, order, rng));
@@ -357,7 +371,8 @@ std::vector<HandCase> linear_cases() {
         {call_of(Op::rearrange, "a () b -> b a"), {{2, 1, 3}}},
         {call_of(Op::rearrange, "a 1 b -> (b a) ()"), {{2, 1, 3}}},
         {call_of(Op::rearrange, "... c -> c ..."), {{2, 3, 4}}},
-        {call_of(Op::rearrange, "b c (h p1) (w p2) -> b (h w) (p1 p2 c)", {{"p1", 2}, {"p2", 2}}), {{2, 3, 4, 4}}},
+        {call_of(Op::rearrange, "b c (h p1) (w p2) -> b (h w) (p1 p2 c)", {{"p1", 2}, {"p2", 2}}),
+         {{2, 3, 4, 4}}},
         // repeat: new axes, `(w 2)`, anonymous axes
         {call_of(Op::repeat, "h w -> h w c", {{"c", 3}}), {{2, 3}}},
         {call_of(Op::repeat, "h w -> h (w 2)"), {{2, 3}}},
@@ -416,7 +431,8 @@ std::vector<HandCase> nonlinear_cases() {
 
 }  // namespace
 
-TEST_CASE("gradient of hand-written linear calls of every operation matches finite differences (f64, every memory order)") {
+TEST_CASE("gradient of hand-written linear calls of every operation matches finite differences (f64, every "
+          "memory order)") {
     std::mt19937 rng(7);
     for (const HandCase& c : linear_cases()) {
         for (const Order order : {Order::row_major, Order::transposed, Order::scattered}) {
@@ -436,7 +452,8 @@ TEST_CASE("gradient of einsum with a composite output dim whose axes only one op
         {einsum_call("i i j -> (j i)"), {{3, 3, 2}}},
         {einsum_call("i j, j k -> (i k)"), {{2, 3}, {3, 4}}},  // every axis of (i k) in another operand
     };
-    for (const HandCase& c : cases) check_gradient(c.call, inputs_for(c.call, c.shapes, DType::f64, Order::row_major, rng), rng);
+    for (const HandCase& c : cases)
+        check_gradient(c.call, inputs_for(c.call, c.shapes, DType::f64, Order::row_major, rng), rng);
 }
 
 TEST_CASE("gradient of reduce max, min and prod matches finite differences (f64, no ties; prod with zeros)") {
@@ -458,12 +475,14 @@ TEST_CASE("gradient of random calls of every operation matches finite difference
             for (int i = 0; i < per_op; ++i) {
                 testing::RandomCase c = testing::random_case(rng, op, dtype);
                 INFO("random case ", i, " (", name_of(dtype), "): ", c.describe());
-                if (c.call.op == Op::reduce && (c.call.reduction == Reduction::any || c.call.reduction == Reduction::all)) {
+                if (c.call.op == Op::reduce &&
+                    (c.call.reduction == Reduction::any || c.call.reduction == Reduction::all)) {
                     CHECK_THROWS_AS(gradient(c.call, std::span<const TensorView>(c.inputs)), Error);
                     continue;
                 }
                 const Kind kind = kind_of(c.call);
-                if (kind == Kind::linear) {  // the generator's own layouts: permuted, padded, broadcast, reversed
+                if (kind ==
+                    Kind::linear) {  // the generator's own layouts: permuted, padded, broadcast, reversed
                     check_gradient(c.call, c.inputs, rng);
                     continue;
                 }
@@ -475,10 +494,11 @@ TEST_CASE("gradient of random calls of every operation matches finite difference
                     std::vector<Shape> shapes{shape};
                     const Bound bound = bind(c.call, shapes);
                     const std::int64_t group = n / std::max<std::int64_t>(1, count(bound.outputs[0].shape()));
-                    if (kind == Kind::extremum && n > 400) continue;  // distinct integers exact in bf16
+                    if (kind == Kind::extremum && n > 400) continue;   // distinct integers exact in bf16
                     if (kind == Kind::product && group > 6) continue;  // products stay within f16
                 }
-                std::vector<Strided> inputs = inputs_for(c.call, {shape}, dtype, (i % 2) ? Order::scattered : Order::transposed, rng);
+                std::vector<Strided> inputs =
+                    inputs_for(c.call, {shape}, dtype, (i % 2) ? Order::scattered : Order::transposed, rng);
                 check_gradient(c.call, inputs, rng);
             }
         }
@@ -489,8 +509,10 @@ TEST_CASE("gradient in f32, f16 and bf16 is the f64 gradient within the dtype's 
     std::mt19937 rng(13);
     for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
         INFO("dtype ", name_of(dtype));
-        for (const HandCase& c : linear_cases()) check_gradient(c.call, inputs_for(c.call, c.shapes, dtype, Order::scattered, rng), rng);
-        for (const HandCase& c : nonlinear_cases()) check_gradient(c.call, inputs_for(c.call, c.shapes, dtype, Order::row_major, rng), rng);
+        for (const HandCase& c : linear_cases())
+            check_gradient(c.call, inputs_for(c.call, c.shapes, dtype, Order::scattered, rng), rng);
+        for (const HandCase& c : nonlinear_cases())
+            check_gradient(c.call, inputs_for(c.call, c.shapes, dtype, Order::row_major, rng), rng);
     }
 }
 
@@ -499,8 +521,12 @@ TEST_CASE("gradient with output gradients that are not row-major (bound so)") {
     CheckOptions options;
     for (const Order order : {Order::transposed, Order::scattered}) {
         options.gradient_order = order;
-        for (const HandCase& c : linear_cases()) check_gradient(c.call, inputs_for(c.call, c.shapes, DType::f64, Order::scattered, rng), rng, options);
-        for (const HandCase& c : nonlinear_cases()) check_gradient(c.call, inputs_for(c.call, c.shapes, DType::f32, Order::scattered, rng), rng, options);
+        for (const HandCase& c : linear_cases())
+            check_gradient(c.call, inputs_for(c.call, c.shapes, DType::f64, Order::scattered, rng), rng,
+                           options);
+        for (const HandCase& c : nonlinear_cases())
+            check_gradient(c.call, inputs_for(c.call, c.shapes, DType::f32, Order::scattered, rng), rng,
+                           options);
     }
 }
 
@@ -526,13 +552,16 @@ TEST_CASE("gradient of reduce max and min: ties share the output's gradient even
         const Tensor x = make_tensor(dtype, {4, 4}, {1, 3, 3, 2, 5, 0, 0, 4, 7, 7, 7, 7, -1, -2, -3, -4});
         const Tensor dy = make_tensor(dtype, {4}, {3, 2, 4, -6});
         const Gradient to_max = gradient(reduce_call("a b -> a", Reduction::max), {x.view()});
-        CHECK(values_of(to_max.run({x}, {dy})[0].view()) == std::vector<double>{0, 1.5, 1.5, 0, 2, 0, 0, 0, 1, 1, 1, 1, -6, 0, 0, 0});
+        CHECK(values_of(to_max.run({x}, {dy})[0].view()) ==
+              std::vector<double>{0, 1.5, 1.5, 0, 2, 0, 0, 0, 1, 1, 1, 1, -6, 0, 0, 0});
         const Gradient to_min = gradient(reduce_call("a b -> a", Reduction::min), {x.view()});
-        CHECK(values_of(to_min.run({x}, {dy})[0].view()) == std::vector<double>{3, 0, 0, 0, 0, 1, 1, 0, 1, 1, 1, 1, 0, 0, 0, -6});
+        CHECK(values_of(to_min.run({x}, {dy})[0].view()) ==
+              std::vector<double>{3, 0, 0, 0, 0, 1, 1, 0, 1, 1, 1, 1, 0, 0, 0, -6});
         // the brief's example: [1, 3, 3, 2] -> [0, g/2, g/2, 0], to a scalar
         const Tensor v = make_tensor(dtype, {4}, {1, 3, 3, 2});
         const Tensor g = make_tensor(dtype, Shape{}, {5});
-        CHECK(values_of(gradient(reduce_call("i ->", Reduction::max), {v.view()}).run({v}, {g})[0].view()) == std::vector<double>{0, 2.5, 2.5, 0});
+        CHECK(values_of(gradient(reduce_call("i ->", Reduction::max), {v.view()}).run({v}, {g})[0].view()) ==
+              std::vector<double>{0, 2.5, 2.5, 0});
         // 2x2 max pooling with ties inside windows
         const Tensor image = make_tensor(dtype, {2, 4}, {1, 1, 0, 2, 1, 0, 2, 2});
         const Tensor dp = make_tensor(dtype, {1, 2}, {6, 3});
@@ -541,10 +570,12 @@ TEST_CASE("gradient of reduce max and min: ties share the output's gradient even
     }
 }
 
-TEST_CASE("gradient of reduce prod with zeros: one zero gets the product of the others, two zeros give all zeros") {
+TEST_CASE(
+    "gradient of reduce prod with zeros: one zero gets the product of the others, two zeros give all zeros") {
     for (const DType dtype : {DType::f64, DType::f32, DType::bf16}) {
         INFO("dtype ", name_of(dtype));
-        const Tensor x = make_tensor(dtype, {5, 4}, {2, 0, 3, 4, 0, 2, 0, 3, 1, 2, 3, 4, -1, 0.5, 2, -2, 0, 0, 0, 0});
+        const Tensor x =
+            make_tensor(dtype, {5, 4}, {2, 0, 3, 4, 0, 2, 0, 3, 1, 2, 3, 4, -1, 0.5, 2, -2, 0, 0, 0, 0});
         const Tensor dy = make_tensor(dtype, {5}, {1, 2, 3, 0.5, 7});
         const Gradient g = gradient(reduce_call("a b -> a", Reduction::prod), {x.view()});
         CHECK(values_of(g.run({x}, {dy})[0].view()) ==
@@ -581,13 +612,15 @@ TEST_CASE("gradient of calls with zero-size axes has the right, empty shape") {
     const Tensor x = Tensor::zeros(DType::f32, {0, 3});
     const Tensor w = make_tensor(DType::f32, {3, 2}, {1, 2, 3, 4, 5, 6});
     const Tensor dy = Tensor::zeros(DType::f32, {0, 2});
-    const std::vector<Tensor> d = gradient(einsum_call("i j, j k -> i k"), {x.view(), w.view()}).run({x, w}, {dy});
+    const std::vector<Tensor> d =
+        gradient(einsum_call("i j, j k -> i k"), {x.view(), w.view()}).run({x, w}, {dy});
     REQUIRE(d.size() == 2);
     CHECK(d[0].shape() == Shape{0, 3});
     CHECK(d[1].shape() == Shape{3, 2});
     CHECK(values_of(d[1].view()) == std::vector<double>(6, 0));
     const Tensor r = make_tensor(DType::f32, {3}, {1, 2, 3});
-    const std::vector<Tensor> dr = gradient(call_of(Op::repeat, "a -> a c", {{"c", 0}}), {r.view()}).run({r}, {Tensor::zeros(DType::f32, {3, 0})});
+    const std::vector<Tensor> dr = gradient(call_of(Op::repeat, "a -> a c", {{"c", 0}}), {r.view()})
+                                       .run({r}, {Tensor::zeros(DType::f32, {3, 0})});
     CHECK(dr[0].shape() == Shape{3});
     CHECK(values_of(dr[0].view()) == std::vector<double>(3, 0));
 }
@@ -596,23 +629,29 @@ TEST_CASE("gradient is refused where there is none: reduce any/all, parse_shape,
     const Tensor x = make_tensor(DType::f32, {2, 3}, {1, 0, 2, 0, 3, 1});
     for (const Reduction r : {Reduction::any, Reduction::all}) {
         INFO(name_of(r));
-        CHECK_THROWS_WITH_AS(gradient(reduce_call("a b -> a", r), {x.view()}), doctest::Contains("not differentiable"), Error);
+        CHECK_THROWS_WITH_AS(gradient(reduce_call("a b -> a", r), {x.view()}),
+                             doctest::Contains("not differentiable"), Error);
         try {
             (void)gradient(reduce_call("a b -> a", r), {x.view()});
         } catch (const Error& e) {
             CHECK(e.kind() == ErrorKind::unsupported);
         }
     }
-    CHECK_THROWS_WITH_AS(gradient(call_of(Op::parse_shape, "a b"), {x.view()}), doctest::Contains("no gradient"), Error);
+    CHECK_THROWS_WITH_AS(gradient(call_of(Op::parse_shape, "a b"), {x.view()}),
+                         doctest::Contains("no gradient"), Error);
     for (const DType dtype : {DType::i32, DType::i64, DType::i8}) {
         INFO(name_of(dtype));
         const Tensor i = make_tensor(dtype, {2, 3}, {1, 0, 2, 0, 3, 1});
-        CHECK_THROWS_WITH_AS(gradient(einsum_call("a b, a b -> a"), {i.view(), i.view()}), doctest::Contains("floating dtypes"), Error);
-        CHECK_THROWS_WITH_AS(gradient(reduce_call("a b -> a", Reduction::sum), {i.view()}), doctest::Contains("floating dtypes"), Error);
-        CHECK_THROWS_WITH_AS(gradient(call_of(Op::rearrange, "a b -> b a"), {i.view()}), doctest::Contains("floating dtypes"), Error);
+        CHECK_THROWS_WITH_AS(gradient(einsum_call("a b, a b -> a"), {i.view(), i.view()}),
+                             doctest::Contains("floating dtypes"), Error);
+        CHECK_THROWS_WITH_AS(gradient(reduce_call("a b -> a", Reduction::sum), {i.view()}),
+                             doctest::Contains("floating dtypes"), Error);
+        CHECK_THROWS_WITH_AS(gradient(call_of(Op::rearrange, "a b -> b a"), {i.view()}),
+                             doctest::Contains("floating dtypes"), Error);
     }
     const Tensor b = make_tensor(DType::boolean, {2, 3}, {1, 0, 1, 0, 1, 1});
-    CHECK_THROWS_WITH_AS(gradient(call_of(Op::rearrange, "a b -> b a"), {b.view()}), doctest::Contains("floating dtypes"), Error);
+    CHECK_THROWS_WITH_AS(gradient(call_of(Op::rearrange, "a b -> b a"), {b.view()}),
+                         doctest::Contains("floating dtypes"), Error);
     // an output gradient of the wrong shape
     const Tensor wrong = Tensor::zeros(DType::f32, {2, 3});
     const std::vector<TensorView> inputs{x.view()}, grads{wrong.view()};
@@ -655,9 +694,12 @@ TEST_CASE("gradient of attention scores: each operand's gradient is one GEMM, no
     }
     // and the values, at a size the reference evaluates quickly (directional identity, exact)
     std::mt19937 rng(29);
-    const Strided qs = strided(DType::f64, {2, 16, 8}, random_integers(rng, 256, -3, 3), Order::row_major, rng);
-    const Strided ks = strided(DType::f64, {2, 12, 8}, random_integers(rng, 192, -3, 3), Order::row_major, rng);
-    check_gradient(einsum_call("b i d, b j d -> b i j"), std::vector<TensorView>{qs.view, ks.view}, rng, CheckOptions{Order::row_major, 0});
+    const Strided qs =
+        strided(DType::f64, {2, 16, 8}, random_integers(rng, 256, -3, 3), Order::row_major, rng);
+    const Strided ks =
+        strided(DType::f64, {2, 12, 8}, random_integers(rng, 192, -3, 3), Order::row_major, rng);
+    check_gradient(einsum_call("b i d, b j d -> b i j"), std::vector<TensorView>{qs.view, ks.view}, rng,
+                   CheckOptions{Order::row_major, 0});
 }
 
 TEST_CASE("gradient of attention scores in the projection's layout (b i h d): a GEMM per b, no copies") {
@@ -676,22 +718,27 @@ TEST_CASE("gradient of attention scores in the projection's layout (b i h d): a 
         CHECK(gemm->batch == H);
     }
     std::mt19937 rng(31);
-    const Strided qs = strided(DType::f64, {2, 6, 3, 4}, random_integers(rng, 144, -3, 3), Order::row_major, rng);
-    const Strided ks = strided(DType::f64, {2, 5, 3, 4}, random_integers(rng, 120, -3, 3), Order::row_major, rng);
+    const Strided qs =
+        strided(DType::f64, {2, 6, 3, 4}, random_integers(rng, 144, -3, 3), Order::row_major, rng);
+    const Strided ks =
+        strided(DType::f64, {2, 5, 3, 4}, random_integers(rng, 120, -3, 3), Order::row_major, rng);
     check_gradient(einsum_call("b i h d, b j h d -> b h i j"), std::vector<TensorView>{qs.view, ks.view}, rng,
                    CheckOptions{Order::row_major, 0});
 }
 
 TEST_CASE("gradient of a rearrange is a view of the output's gradient where it can be") {
     std::mt19937 rng(31);
-    for (const HandCase& c : std::vector<HandCase>{{call_of(Op::rearrange, "b h w c -> b c h w"), {{2, 3, 4, 5}}},
-                                                    {call_of(Op::rearrange, "b (h w) c -> b h w c", {{"h", 2}}), {{2, 6, 3}}},
-                                                    {call_of(Op::rearrange, "a b -> (b a)"), {{3, 4}}}}) {
+    for (const HandCase& c :
+         std::vector<HandCase>{{call_of(Op::rearrange, "b h w c -> b c h w"), {{2, 3, 4, 5}}},
+                               {call_of(Op::rearrange, "b (h w) c -> b h w c", {{"h", 2}}), {{2, 6, 3}}},
+                               {call_of(Op::rearrange, "a b -> (b a)"), {{3, 4}}}}) {
         INFO(format_call(c.call));
-        const Tensor x = make_tensor(DType::f32, c.shapes[0], random_integers(rng, count(c.shapes[0]), -3, 3));
+        const Tensor x =
+            make_tensor(DType::f32, c.shapes[0], random_integers(rng, count(c.shapes[0]), -3, 3));
         const Gradient g = gradient(c.call, {x.view()});
         REQUIRE(g.steps().size() == 1);
-        for (const PlanStep& s : g.steps()[0].program.plan().steps) CHECK(std::holds_alternative<View>(s.step));
+        for (const PlanStep& s : g.steps()[0].program.plan().steps)
+            CHECK(std::holds_alternative<View>(s.step));
         const TensorSpec& out = g.forward().plan().outputs[0];
         const Tensor dy = make_tensor(DType::f32, out.shape, random_integers(rng, count(out.shape), -3, 3));
         const std::vector<Tensor> d = g.run({x}, {dy});
@@ -705,9 +752,11 @@ TEST_CASE("gradient of a rearrange is a view of the output's gradient where it c
 TEST_CASE("gradient: a bound Gradient runs again on new data") {
     std::mt19937 rng(37);
     const Call call = einsum_call("i j, j k -> i k");
-    const Tensor x1 = make_tensor(DType::f64, {2, 3}, random_integers(rng, 6, -3, 3)), w1 = make_tensor(DType::f64, {3, 2}, random_integers(rng, 6, -3, 3));
+    const Tensor x1 = make_tensor(DType::f64, {2, 3}, random_integers(rng, 6, -3, 3)),
+                 w1 = make_tensor(DType::f64, {3, 2}, random_integers(rng, 6, -3, 3));
     const Gradient g = gradient(call, {x1.view(), w1.view()});
-    const Tensor x2 = make_tensor(DType::f64, {2, 3}, {1, 2, 3, 4, 5, 6}), w2 = make_tensor(DType::f64, {3, 2}, {1, 0, 0, 1, 1, 1});
+    const Tensor x2 = make_tensor(DType::f64, {2, 3}, {1, 2, 3, 4, 5, 6}),
+                 w2 = make_tensor(DType::f64, {3, 2}, {1, 0, 0, 1, 1, 1});
     const Tensor dy = make_tensor(DType::f64, {2, 2}, {1, 0, 0, 1});
     (void)g.run({x1, w1}, {dy});
     const std::vector<Tensor> d = g.run({x2, w2}, {dy});
@@ -727,7 +776,8 @@ struct TempDir {
 
 // The reference gradient of `call` at row-major f64 inputs for output gradients `gs` (f64 row-major),
 // element by element.
-std::vector<std::vector<double>> reference_gradient(const Call& call, const std::vector<Tensor>& inputs, const std::vector<Tensor>& gs, double h) {
+std::vector<std::vector<double>> reference_gradient(const Call& call, const std::vector<Tensor>& inputs,
+                                                    const std::vector<Tensor>& gs, double h) {
     std::vector<Shape> shapes;
     std::vector<std::vector<double>> values, g_values;
     for (const Tensor& x : inputs) {
@@ -740,7 +790,8 @@ std::vector<std::vector<double>> reference_gradient(const Call& call, const std:
     std::vector<std::vector<double>> out;
     for (std::size_t k = 0; k < xs.size(); ++k) {
         out.emplace_back();
-        for (std::int64_t j = 0; j < count(shapes[k]); ++j) out.back().push_back(difference(phi, xs, k, j, h));
+        for (std::int64_t j = 0; j < count(shapes[k]); ++j)
+            out.back().push_back(difference(phi, xs, k, j, h));
     }
     return out;
 }
@@ -756,12 +807,15 @@ TEST_CASE("gradient on the command line: einc run --backward and einc explain --
     write_npy(dir / "x.npy", x.view());
     write_npy(dir / "w.npy", w.view());
     write_npy(dir / "dy.npy", dy.view());
-    const testing::CliResult ran = testing::einc_cli({"run", "einsum", "b d, d k -> b k", dir / "x.npy", dir / "w.npy", "--backward", dir / "dy.npy", "-o", dir / "p.npy"});
+    const testing::CliResult ran =
+        testing::einc_cli({"run", "einsum", "b d, d k -> b k", dir / "x.npy", dir / "w.npy", "--backward",
+                           dir / "dy.npy", "-o", dir / "p.npy"});
     INFO(ran.out, ran.err);
     REQUIRE(ran.status == cli::exit_ok);
     CHECK(ran.out.find("wrote " + (dir / "p_0.npy")) != std::string::npos);
     CHECK(ran.out.find("wrote " + (dir / "p_1.npy")) != std::string::npos);
-    const std::vector<std::vector<double>> expected = reference_gradient(einsum_call("b d, d k -> b k"), {x, w}, {dy}, 1);
+    const std::vector<std::vector<double>> expected =
+        reference_gradient(einsum_call("b d, d k -> b k"), {x, w}, {dy}, 1);
     const Tensor p0 = read_npy(dir / "p_0.npy"), p1 = read_npy(dir / "p_1.npy");
     CHECK(p0.shape() == Shape{3, 4});
     CHECK(p1.shape() == Shape{4, 5});
@@ -773,7 +827,9 @@ TEST_CASE("gradient on the command line: einc run --backward and einc explain --
     const Tensor dm = make_tensor(DType::f32, {2}, {2, 3});
     write_npy(dir / "m.npy", m.view());
     write_npy(dir / "dm.npy", dm.view());
-    const testing::CliResult routed = testing::einc_cli({"run", "reduce", "a b -> a", "max", dir / "m.npy", "--backward", dir / "dm.npy", "-o", dir / "dmx.npy"});
+    const testing::CliResult routed =
+        testing::einc_cli({"run", "reduce", "a b -> a", "max", dir / "m.npy", "--backward", dir / "dm.npy",
+                           "-o", dir / "dmx.npy"});
     INFO(routed.out, routed.err);
     REQUIRE(routed.status == cli::exit_ok);
     const Tensor dmx = read_npy(dir / "dmx.npy");
@@ -781,24 +837,28 @@ TEST_CASE("gradient on the command line: einc run --backward and einc explain --
     CHECK(values_of(dmx.view()) == std::vector<double>{0, 1, 1, 0, 0, 3});
 
     // --backward without the gradient's file: a usage error, not a crash
-    const testing::CliResult missing = testing::einc_cli({"run", "einsum", "b d, d k -> b k", dir / "x.npy", dir / "w.npy", "--backward", "-o", dir / "q.npy"});
+    const testing::CliResult missing = testing::einc_cli({"run", "einsum", "b d, d k -> b k", dir / "x.npy",
+                                                          dir / "w.npy", "--backward", "-o", dir / "q.npy"});
     CHECK(missing.status != cli::exit_ok);
     CHECK(missing.err.find("--backward") != std::string::npos);
 
-    const testing::CliResult json = testing::einc_cli({"explain", "einsum", "b d, d k -> b k", "64x1024", "1024x4096", "--backward", "--json"});
+    const testing::CliResult json = testing::einc_cli(
+        {"explain", "einsum", "b d, d k -> b k", "64x1024", "1024x4096", "--backward", "--json"});
     INFO(json.out, json.err);
     REQUIRE(json.status == cli::exit_ok);
     CHECK(json.out.find("\"backward\":{\"flops\":1073741824,") != std::string::npos);  // 4 * 64 * 1024 * 4096
-    CHECK(json.out.find("\"flops\":536870912") != std::string::npos);                   // the forward: 2 * 64 * 1024 * 4096
+    CHECK(json.out.find("\"flops\":536870912") != std::string::npos);  // the forward: 2 * 64 * 1024 * 4096
     CHECK(json.out.find("\"calls\":[") != std::string::npos);
 
-    const testing::CliResult text = testing::einc_cli({"explain", "einsum", "b d, d k -> b k", "64x1024", "1024x4096", "--backward"});
+    const testing::CliResult text =
+        testing::einc_cli({"explain", "einsum", "b d, d k -> b k", "64x1024", "1024x4096", "--backward"});
     INFO(text.out, text.err);
     CHECK(text.status == cli::exit_ok);
     CHECK(text.out.find("backward / forward FLOPs: 2") != std::string::npos);
 }
 
-TEST_CASE("gradient of every corpus call: bound, or refused with a clear error; the small ones match finite differences") {
+TEST_CASE("gradient of every corpus call: bound, or refused with a clear error; the small ones match finite "
+          "differences") {
     std::mt19937 rng(37);
     int bound = 0, refused = 0, checked = 0;
     for (const testing::CorpusCall& c : testing::corpus_calls(EINC_CORPUS_DIR, DType::f64)) {
@@ -820,7 +880,8 @@ TEST_CASE("gradient of every corpus call: bound, or refused with a clear error; 
         if (elements > 600) continue;
         // Row-major data: integers (exact differences) - distinct ones for max and min, which ties would
         // make non-differentiable.
-        const bool extremum = c.call.op == Op::reduce && (c.call.reduction == Reduction::max || c.call.reduction == Reduction::min);
+        const bool extremum = c.call.op == Op::reduce &&
+                              (c.call.reduction == Reduction::max || c.call.reduction == Reduction::min);
         std::vector<Strided> inputs;
         for (const TensorSpec& spec : c.specs) {
             std::vector<double> values = random_integers(rng, count(spec.shape), -3, 3);
@@ -833,7 +894,8 @@ TEST_CASE("gradient of every corpus call: bound, or refused with a clear error; 
         check_gradient(c.call, inputs, rng);
         ++checked;
     }
-    MESSAGE(bound, " corpus calls bound with their backward, ", refused, " refused, ", checked, " checked against finite differences");
+    MESSAGE(bound, " corpus calls bound with their backward, ", refused, " refused, ", checked,
+            " checked against finite differences");
     CHECK(bound > 100);
     CHECK(checked > 20);
 }
@@ -865,7 +927,9 @@ void check_into(const Call& call, const std::vector<Tensor>& xs, const std::vect
 
 TEST_CASE("gradient into your buffers: any strides, alpha and beta (beta = 1 accumulates)") {
     std::mt19937 rng(43);
-    const auto ints = [&](const Shape& shape) { return make_tensor(DType::f64, shape, random_integers(rng, count(shape), -3, 3)); };
+    const auto ints = [&](const Shape& shape) {
+        return make_tensor(DType::f64, shape, random_integers(rng, count(shape), -3, 3));
+    };
     const Call matmul = einsum_call("b d, d k -> b k");
     const Tensor x = ints({4, 3}), w = ints({3, 5}), dy = ints({4, 5});
     // dx into a column block of a wider matrix, dw into a column-major one
@@ -886,7 +950,8 @@ TEST_CASE("gradient into your buffers: any strides, alpha and beta (beta = 1 acc
     Tensor gt = ints({2, 3, 4});
     check_into(call_of(Op::rearrange, "a b c -> c a b"), {t}, {dt}, {gt.view()}, 1, 0);
 
-    // a diagonal: accumulated into any buffer (the off-diagonal keeps its values), or zeroed first when row-major
+    // a diagonal: accumulated into any buffer (the off-diagonal keeps its values), or zeroed first when
+    // row-major
     const Tensor sq = ints({3, 3}), dd = ints({3});
     Tensor into = ints({3, 3});
     check_into(einsum_call("i i -> i"), {sq}, {dd}, {into.view()}, 1, 1);
@@ -902,8 +967,10 @@ TEST_CASE("gradient into your buffers: any strides, alpha and beta (beta = 1 acc
     const Gradient bound = gradient(matmul, Views{x.view(), w.view()}, Views{dy.view()}, Views{dx, dw});
     const std::vector<Input> in{x, w}, grads{dy};
     const std::vector<TensorView> swapped{dx, TensorView{column_major.data(), DType::f64, {3, 5}, {5, 1}}};
-    CHECK_THROWS_WITH_AS(bound.run(in, grads, swapped), doctest::Contains("not what the gradient was bound to write"), Error);
-    CHECK_THROWS_WITH_AS((void)bound.run(in, grads), doctest::Contains("bound to write into your gradients"), Error);
+    CHECK_THROWS_WITH_AS(bound.run(in, grads, swapped),
+                         doctest::Contains("not what the gradient was bound to write"), Error);
+    CHECK_THROWS_WITH_AS((void)bound.run(in, grads), doctest::Contains("bound to write into your gradients"),
+                         Error);
     const TensorView twice{wide.data(), DType::f64, {4, 3}, {0, 1}};
     CHECK_THROWS_WITH_AS(gradient(matmul, Views{x.view(), w.view()}, Views{dy.view()}, Views{twice, dw}),
                          doctest::Contains("write some elements twice"), Error);

@@ -157,8 +157,11 @@ TEST_CASE("names follow einops: no leading or trailing underscore, no leading di
 }
 
 TEST_CASE("syntax errors point at the offending byte") {
-    CHECK(error_of("b (h w -> b h w") == "error: unclosed '('\n  b (h w -> b h w\n    ^    ~\n  help: close the group with ')' before the end of this side\n");
-    CHECK(error_of("b (h (w)) -> b") == "error: axis groups cannot be nested\n  b (h (w)) -> b\n    ~  ^\n  help: einops allows one level of grouping: write `(a b c)` instead of `(a (b c))`\n");
+    CHECK(error_of("b (h w -> b h w") == "error: unclosed '('\n  b (h w -> b h w\n    ^    ~\n  help: close "
+                                         "the group with ')' before the end of this side\n");
+    CHECK(error_of("b (h (w)) -> b") ==
+          "error: axis groups cannot be nested\n  b (h (w)) -> b\n    ~  ^\n  help: einops allows one level "
+          "of grouping: write `(a b c)` instead of `(a (b c))`\n");
     CHECK(error_of("b h) -> b").find("unmatched ')'\n  b h) -> b\n     ^\n") != std::string::npos);
     CHECK(error_of("b% -> b").find("unexpected '%'") != std::string::npos);
     CHECK(error_of("b... -> b").find("missing space between 'b' and '...'") != std::string::npos);
@@ -175,6 +178,7 @@ TEST_CASE("syntax errors point at the offending byte") {
 
 TEST_CASE("bytes that are not printable ASCII are shown escaped, with the caret aligned") {
     const std::string text = "a \xff b -> a b";
-    CHECK(error_of(text) == "error: unexpected byte 0xFF (not ASCII) in pattern\n  a \\xFF b -> a b\n    ^^^^\n"
-                            "  help: patterns are made of axis names, numbers, `...`, `(`, `)`, `,` and `->`\n");
+    CHECK(error_of(text) ==
+          "error: unexpected byte 0xFF (not ASCII) in pattern\n  a \\xFF b -> a b\n    ^^^^\n"
+          "  help: patterns are made of axis names, numbers, `...`, `(`, `)`, `,` and `->`\n");
 }

@@ -51,12 +51,12 @@ Error error_of(Call call) {
     return Error(ErrorKind::usage, "unreachable");
 }
 
-#define CHECK_EINC_ERROR(call, text)                                                           \
-    do {                                                                                       \
-        INFO(#call);                                                                           \
-        const Error error_ = error_of([&] { (void)(call); });                                  \
-        INFO(error_.what());                                                                   \
-        CHECK(std::string(error_.what()).find(text) != std::string::npos);                     \
+#define CHECK_EINC_ERROR(call, text)                                                                         \
+    do {                                                                                                     \
+        INFO(#call);                                                                                         \
+        const Error error_ = error_of([&] { (void)(call); });                                                \
+        INFO(error_.what());                                                                                 \
+        CHECK(std::string(error_.what()).find(text) != std::string::npos);                                   \
     } while (false)
 
 // The result of `op` on `inputs` through a compiled program, checked against the reference interpreter.
@@ -85,7 +85,11 @@ std::string names(int n, std::string_view prefix = "a", int from = 0) {
 bool valid_utf8(std::string_view text) {
     for (std::size_t i = 0; i < text.size();) {
         const auto c = static_cast<unsigned char>(text[i]);
-        const std::size_t length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+        const std::size_t length = c < 0x80           ? 1
+                                   : (c >> 5) == 0x6  ? 2
+                                   : (c >> 4) == 0xE  ? 3
+                                   : (c >> 3) == 0x1E ? 4
+                                                      : 0;
         if (length == 0 || i + length > text.size()) return false;
         for (std::size_t k = 1; k < length; ++k)
             if ((static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) return false;
@@ -185,9 +189,12 @@ TEST_CASE("hostile: brackets nested deeply, unbalanced, or left open") {
 
 TEST_CASE("hostile: bytes that are not UTF-8, control bytes and NUL in patterns") {
     const Tensor x = iota(DType::f32, {2, 3});
-    for (const std::string& pattern : {std::string("a b -> b \xff"), std::string("\xc3\x28 b -> b"), std::string("a\xe2\x82 -> a"),
-                                       std::string("a b\0 -> b a", 11), std::string("a\x1b[31m b -> b a"), std::string("a b -> b a\r\n"),
-                                       std::string("\xef\xbb\xbf" "a b -> b a"), std::string(1000, '\x80')}) {
+    for (const std::string& pattern :
+         {std::string("a b -> b \xff"), std::string("\xc3\x28 b -> b"), std::string("a\xe2\x82 -> a"),
+          std::string("a b\0 -> b a", 11), std::string("a\x1b[31m b -> b a"), std::string("a b -> b a\r\n"),
+          std::string("\xef\xbb\xbf"
+                      "a b -> b a"),
+          std::string(1000, '\x80')}) {
         CAPTURE(pattern);
         const Error error = error_of([&] { rearrange(x, pattern); });
         CHECK(error.kind() == ErrorKind::syntax);
@@ -202,8 +209,9 @@ TEST_CASE("hostile: bytes that are not UTF-8, control bytes and NUL in patterns"
 TEST_CASE("hostile: names that are keywords or look reserved") {
     const Tensor x = iota(DType::f32, {2, 3});
     // einops accepts Python keywords and builtins as axis names (it only warns); so does einc.
-    for (const char* pattern : {"class def -> def class", "None True -> True None", "sum max -> max sum", "lambda _x_y -> _x_y lambda",
-                                "einsum rearrange -> rearrange einsum", "x1 x2 -> x2 x1", "A a -> a A"}) {
+    for (const char* pattern : {"class def -> def class", "None True -> True None", "sum max -> max sum",
+                                "lambda _x_y -> _x_y lambda", "einsum rearrange -> rearrange einsum",
+                                "x1 x2 -> x2 x1", "A a -> a A"}) {
         CAPTURE(pattern);
         const std::string text(pattern);
         if (text.find("_x_y") != std::string::npos) {  // leading/trailing underscores are reserved
@@ -228,10 +236,13 @@ TEST_CASE("hostile: names that are keywords or look reserved") {
 
 TEST_CASE("hostile: sizes whose product overflows int64") {
     float one = 1;
-    const auto broadcast = [&](Shape shape) { return TensorView{&one, DType::f32, shape, Shape(shape.size(), 0)}; };
+    const auto broadcast = [&](Shape shape) {
+        return TensorView{&one, DType::f32, shape, Shape(shape.size(), 0)};
+    };
     const std::int64_t big = std::int64_t{1} << 40;
     CHECK_EINC_ERROR(rearrange(broadcast({big, big}), "a b -> b a"), "more elements than fit in 64 bits");
-    CHECK_EINC_ERROR(reduce(broadcast({big, big, big}), "a b c -> a", einc::sum), "more elements than fit in 64 bits");
+    CHECK_EINC_ERROR(reduce(broadcast({big, big, big}), "a b c -> a", einc::sum),
+                     "more elements than fit in 64 bits");
     CHECK_EINC_ERROR(repeat(broadcast({big}), "a -> a b", {{"b", big}}), "more elements than fit in 64 bits");
     CHECK_EINC_ERROR(repeat(broadcast({2}), "a -> a b c", {{"b", big}, {"c", big}}), "64 bits");
     CHECK_EINC_ERROR(repeat(broadcast({2}), "a -> a b", {{"b", int64_max}}), "64 bits");
@@ -251,15 +262,19 @@ TEST_CASE("hostile: sizes whose product overflows int64") {
     CHECK_EINC_ERROR(unpack(broadcast({6}), {{-1, big, big}}, "*"), "64 bits");
     CHECK_EINC_ERROR(unpack(broadcast({6}), {{big, big}, {-1}}, "*"), "64 bits");
     // Strides that would reach beyond 64 bits of offset.
-    CHECK_EINC_ERROR(rearrange(TensorView{&one, DType::f32, {3, 4}, {int64_max / 2, 1}}, "a (b c) -> c b a", {{"b", 2}}), "64 bits");
+    CHECK_EINC_ERROR(
+        rearrange(TensorView{&one, DType::f32, {3, 4}, {int64_max / 2, 1}}, "a (b c) -> c b a", {{"b", 2}}),
+        "64 bits");
     // Every operand fits, and so does the result (2^60 f32, 2^62 bytes), but the contraction's index space
     // (2^91) does not: planned (and costed) without overflow.
     const std::int64_t i = std::int64_t{1} << 30, j = std::int64_t{1} << 31;
-    const Program program = compile(Op::einsum, "i j, j k -> i k").bind({broadcast({i, j}), broadcast({j, i})});
+    const Program program =
+        compile(Op::einsum, "i j, j k -> i k").bind({broadcast({i, j}), broadcast({j, i})});
     CHECK(program.plan().total.flops > 0);
     CHECK(program.explain().find("gemm") != std::string::npos);
     // A result whose elements can be numbered in 64 bits but whose bytes cannot (2^62 f32 = 2^64 bytes).
-    CHECK_EINC_ERROR(compile(Op::einsum, "i j, j k -> i k").bind({broadcast({j, j}), broadcast({j, j})}), "beyond 64 bits");
+    CHECK_EINC_ERROR(compile(Op::einsum, "i j, j k -> i k").bind({broadcast({j, j}), broadcast({j, j})}),
+                     "beyond 64 bits");
     CHECK_EINC_ERROR(rearrange(TensorView{&one, DType::f32, {2}, {int64_max}}, "a -> a"), "beyond 64 bits");
     // Negative lengths are refused, wherever they come from.
     CHECK_EINC_ERROR(rearrange(broadcast({-2, 3}), "a b -> b a"), "negative");
@@ -285,11 +300,13 @@ TEST_CASE("hostile: integer sums and products that overflow wrap, as numpy's int
     const auto wrapped = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
     const std::int64_t big = std::int64_t{1} << 32, half = int64_max / 2;
     const Tensor x = i64({2, 2}, {big, big, half, 3});
-    CHECK(values(reduce(x, "a b -> a", einc::prod)) == std::vector<std::int64_t>{0, wrapped(std::uint64_t(half) * 3)});
+    CHECK(values(reduce(x, "a b -> a", einc::prod)) ==
+          std::vector<std::int64_t>{0, wrapped(std::uint64_t(half) * 3)});
     CHECK(values(reduce(x, "a b -> b", einc::sum)) == std::vector<std::int64_t>{big + half, big + 3});
-    CHECK(values(reduce(i64({2}, {int64_max, 1}), "a -> ", einc::sum)) == std::vector<std::int64_t>{std::numeric_limits<std::int64_t>::min()});
-    CHECK(values(einsum("i, i -> ", i64({2}, {std::int64_t{1} << 62, std::int64_t{1} << 62}), i64({2}, {2, 2}))) ==
-          std::vector<std::int64_t>{0});  // 2^64 wraps to 0
+    CHECK(values(reduce(i64({2}, {int64_max, 1}), "a -> ", einc::sum)) ==
+          std::vector<std::int64_t>{std::numeric_limits<std::int64_t>::min()});
+    CHECK(values(einsum("i, i -> ", i64({2}, {std::int64_t{1} << 62, std::int64_t{1} << 62}),
+                        i64({2}, {2, 2}))) == std::vector<std::int64_t>{0});  // 2^64 wraps to 0
     const Tensor twos = make_tensor(DType::i8, {2, 72}, std::vector<double>(144, 2));
     CHECK(values(reduce(twos, "a b -> a", einc::prod)) == std::vector<std::int64_t>{0, 0});  // 2^72
     // A GEMM of int64 whose dot products overflow.
@@ -327,12 +344,17 @@ TEST_CASE("hostile: zero-length axes give numpy's answers") {
     CHECK(values_of(sums.view()) == std::vector<double>{0, 0, 0, 0});
     CHECK(values_of(reduce(ints, "a b -> ", einc::sum).view()) == std::vector<double>{0});
     // einsum: a contracted axis of length 0 sums nothing (zeros); an empty output axis gives an empty result.
-    CHECK(values_of(einsum("i j, j k -> i k", Tensor::empty(DType::f32, {2, 0}), Tensor::empty(DType::f32, {0, 3})).view()) ==
-          std::vector<double>(6, 0.0));
-    CHECK(values_of(einsum("i, i -> ", Tensor::empty(DType::f64, {0}), Tensor::empty(DType::f64, {0})).view()) == std::vector<double>{0});
-    CHECK(einsum("i j, j k -> i k", Tensor::empty(DType::f32, {0, 2}), iota(DType::f32, {2, 3})).shape() == Shape{0, 3});
-    CHECK(values_of(einsum("i j, j k, k l -> i l", iota(DType::f32, {2, 2}), Tensor::empty(DType::f32, {2, 0}),
-                           Tensor::empty(DType::f32, {0, 2})).view()) == std::vector<double>(4, 0.0));
+    CHECK(values_of(
+              einsum("i j, j k -> i k", Tensor::empty(DType::f32, {2, 0}), Tensor::empty(DType::f32, {0, 3}))
+                  .view()) == std::vector<double>(6, 0.0));
+    CHECK(values_of(
+              einsum("i, i -> ", Tensor::empty(DType::f64, {0}), Tensor::empty(DType::f64, {0})).view()) ==
+          std::vector<double>{0});
+    CHECK(einsum("i j, j k -> i k", Tensor::empty(DType::f32, {0, 2}), iota(DType::f32, {2, 3})).shape() ==
+          Shape{0, 3});
+    CHECK(values_of(einsum("i j, j k, k l -> i l", iota(DType::f32, {2, 2}),
+                           Tensor::empty(DType::f32, {2, 0}), Tensor::empty(DType::f32, {0, 2}))
+                        .view()) == std::vector<double>(4, 0.0));
     // pack and unpack with empty parts.
     const std::vector<Input> parts{Tensor::empty(DType::f32, {2, 0}), iota(DType::f32, {2, 3})};
     const Packed packed = pack(std::span<const Input>(parts), "b *");
@@ -343,7 +365,8 @@ TEST_CASE("hostile: zero-length axes give numpy's answers") {
     CHECK(unpacked[1].shape() == Shape{2, 3});
     // Found by fuzzing: a pack of tensors that are all empty has no step to run, and the program took
     // that for "only views" and returned default-constructed results (shape `()`) instead of 0x19x5.
-    const std::vector<Input> all_empty{Tensor::empty(DType::f32, {0, 3, 4, 5}), Tensor::empty(DType::f32, {0, 7, 5})};
+    const std::vector<Input> all_empty{Tensor::empty(DType::f32, {0, 3, 4, 5}),
+                                       Tensor::empty(DType::f32, {0, 7, 5})};
     const Packed nothing = pack(std::span<const Input>(all_empty), "b * c");
     CHECK(nothing.tensor.shape() == Shape{0, 19, 5});
     CHECK(nothing.packed_shapes == std::vector<Shape>{{3, 4}, {7}});
@@ -383,7 +406,8 @@ TEST_CASE("hostile: zero-length axes give numpy's answers") {
                           Case{Op::repeat, "a b -> b r a", Reduction::none, {{"r", 2}}, {0, 2}},
                           Case{Op::einsum, "a b c -> c", Reduction::none, {}, {2, 0, 3}}}) {
         CAPTURE(c.pattern);
-        run_checked(Call{c.op, c.pattern, c.reduction, c.sizes, false, {}}, {Tensor::zeros(DType::f32, c.shape)});
+        run_checked(Call{c.op, c.pattern, c.reduction, c.sizes, false, {}},
+                    {Tensor::zeros(DType::f32, c.shape)});
     }
 }
 
@@ -392,11 +416,17 @@ TEST_CASE("hostile: ranks beyond 64") {
     Shape shape(100, 1);
     for (const std::size_t d : {0, 7, 33, 64, 65, 99}) shape[d] = 2;
     const Tensor x = iota(DType::f64, shape);
-    const Call reverse{Op::rearrange, names(100) + " -> " + [] {
-        std::string r;
-        for (int i = 99; i >= 0; --i) r += fmt::format("a{} ", i);
-        return r;
-    }(), Reduction::none, {}, false, {}};
+    const Call reverse{Op::rearrange,
+                       names(100) + " -> " +
+                           [] {
+                               std::string r;
+                               for (int i = 99; i >= 0; --i) r += fmt::format("a{} ", i);
+                               return r;
+                           }(),
+                       Reduction::none,
+                       {},
+                       false,
+                       {}};
     CHECK(run_checked(reverse, {x})[0].shape().size() == 100);
     Call contiguous = reverse;
     const Program copy = Expression(contiguous).bind({x.view()}, Options{.contiguous = true});
@@ -414,7 +444,8 @@ TEST_CASE("hostile: ranks beyond 64") {
 
 TEST_CASE("hostile: caller outputs that alias the inputs, or have the wrong shape, dtype, layout or memory") {
     const Tensor x = iota(DType::f32, {4, 4});
-    const Program transpose = compile(Op::rearrange, "a b -> b a").bind({x.view()}, Options{.contiguous = true});
+    const Program transpose =
+        compile(Op::rearrange, "a b -> b a").bind({x.view()}, Options{.contiguous = true});
     const std::vector<Input> inputs{x};
     const auto run_into = [&](const Program& program, TensorView out) {
         const std::vector<TensorView> outputs{std::move(out)};
@@ -422,30 +453,41 @@ TEST_CASE("hostile: caller outputs that alias the inputs, or have the wrong shap
     };
     // Aliasing: the same memory, a part of it, a view of it with other strides.
     CHECK_EINC_ERROR(run_into(transpose, x.view()), "overlaps input 0");
-    CHECK_EINC_ERROR(run_into(transpose, TensorView{x.data_as<float>() + 3, DType::f32, {4, 4}, {4, 1}}), "overlaps input 0");
+    CHECK_EINC_ERROR(run_into(transpose, TensorView{x.data_as<float>() + 3, DType::f32, {4, 4}, {4, 1}}),
+                     "overlaps input 0");
     const Tensor big = Tensor::zeros(DType::f32, {8, 4});
-    run_into(transpose, TensorView{big.data_as<float>() + 16, DType::f32, {4, 4}, {4, 1}});  // separate memory: fine
+    run_into(transpose,
+             TensorView{big.data_as<float>() + 16, DType::f32, {4, 4}, {4, 1}});  // separate memory: fine
     CHECK(values_of(big.view())[16 + 1] == 4);
     const Tensor y = Tensor::zeros(DType::f32, {4, 4});
     const TensorView twice{y.data(), DType::f32, {4, 4}, {0, 1}};  // writes each row onto the same memory
     CHECK_EINC_ERROR(run_into(transpose, twice), "error:");
     // Wrong shape, dtype, strides, device, count, memory.
-    CHECK_EINC_ERROR(run_into(transpose, Tensor::zeros(DType::f32, {4, 5}).view()), "not what the program writes");
-    CHECK_EINC_ERROR(run_into(transpose, Tensor::zeros(DType::f64, {4, 4}).view()), "not what the program writes");
-    CHECK_EINC_ERROR(run_into(transpose, TensorView{y.data(), DType::f32, {4, 4}, {1, 4}}), "not what the program writes");
-    CHECK_EINC_ERROR(run_into(transpose, TensorView{y.data(), DType::f32, {4, 4}, {4, 1}, Device::cuda}), "error:");
+    CHECK_EINC_ERROR(run_into(transpose, Tensor::zeros(DType::f32, {4, 5}).view()),
+                     "not what the program writes");
+    CHECK_EINC_ERROR(run_into(transpose, Tensor::zeros(DType::f64, {4, 4}).view()),
+                     "not what the program writes");
+    CHECK_EINC_ERROR(run_into(transpose, TensorView{y.data(), DType::f32, {4, 4}, {1, 4}}),
+                     "not what the program writes");
+    CHECK_EINC_ERROR(run_into(transpose, TensorView{y.data(), DType::f32, {4, 4}, {4, 1}, Device::cuda}),
+                     "error:");
     CHECK_EINC_ERROR(run_into(transpose, TensorView{nullptr, DType::f32, {4, 4}, {4, 1}}), "no data");
-    CHECK_EINC_ERROR(run_into(transpose, TensorView{static_cast<std::byte*>(y.data()) + 1, DType::f32, {4, 4}, {4, 1}}), "aligned");
-    CHECK_EINC_ERROR(transpose.run(inputs, std::vector<TensorView>{}), "the program has 1 result, got 0 outputs");
+    CHECK_EINC_ERROR(
+        run_into(transpose, TensorView{static_cast<std::byte*>(y.data()) + 1, DType::f32, {4, 4}, {4, 1}}),
+        "aligned");
+    CHECK_EINC_ERROR(transpose.run(inputs, std::vector<TensorView>{}),
+                     "the program has 1 result, got 0 outputs");
     // Two outputs of one program that overlap each other.
     const Tensor packed = iota(DType::f32, {6});
     const Program split = Expression(Call{Op::unpack, "*", Reduction::none, {}, false, {{2}, {4}}})
                               .bind({packed.view()}, Options{.contiguous = true});
     Tensor out = Tensor::zeros(DType::f32, {6});
     const std::vector<Input> packed_in{packed};
-    CHECK_EINC_ERROR(split.run(packed_in, std::vector<TensorView>{TensorView{out.data(), DType::f32, {2}, {1}},
-                                                                  TensorView{out.data_as<float>() + 1, DType::f32, {4}, {1}}}),
-                     "overlap");
+    CHECK_EINC_ERROR(
+        split.run(packed_in,
+                  std::vector<TensorView>{TensorView{out.data(), DType::f32, {2}, {1}},
+                                          TensorView{out.data_as<float>() + 1, DType::f32, {4}, {1}}}),
+        "overlap");
     // Inputs that lie: no data, wrong layout, wrong dtype.
     CHECK_EINC_ERROR(transpose.run({TensorView{nullptr, DType::f32, {4, 4}, {4, 1}}}), "no data");
     CHECK_EINC_ERROR(transpose.run({Tensor::zeros(DType::i32, {4, 4})}), "does not match");
@@ -461,15 +503,21 @@ TEST_CASE("hostile: require_view is honoured or refused, never quietly ignored")
     const Tensor x = iota(DType::f32, {4, 3});
     // Found by fuzzing: an einsum of one operand that sums an axis planned a Reduce under require_view.
     const Expression sum = compile(Op::einsum, "i j -> j");
-    CHECK_EINC_ERROR(sum.bind({x.view()}, Options{.require_view = true}), "einsum can't be a view of its input");
-    CHECK_EINC_ERROR(compile(Op::einsum, "i ->").bind({iota(DType::f32, {4}).view()}, Options{.require_view = true}), "can't be a view");
+    CHECK_EINC_ERROR(sum.bind({x.view()}, Options{.require_view = true}),
+                     "einsum can't be a view of its input");
+    CHECK_EINC_ERROR(
+        compile(Op::einsum, "i ->").bind({iota(DType::f32, {4}).view()}, Options{.require_view = true}),
+        "can't be a view");
     // What can be a view still is.
-    const Program transpose = compile(Op::einsum, "i j -> j i").bind({x.view()}, Options{.require_view = true});
+    const Program transpose =
+        compile(Op::einsum, "i j -> j i").bind({x.view()}, Options{.require_view = true});
     CHECK(transpose.plan().view_source(0).has_value());
     const Tensor square = iota(DType::f32, {3, 3});
-    const Program diagonal = compile(Op::einsum, "i i -> i").bind({square.view()}, Options{.require_view = true});
+    const Program diagonal =
+        compile(Op::einsum, "i i -> i").bind({square.view()}, Options{.require_view = true});
     CHECK(values_of(diagonal.run({square})[0].view()) == std::vector<double>{0, 4, 8});
-    CHECK(values_of(compile(Op::einsum, "i j -> j").bind({x.view()}).run({x})[0].view()) == std::vector<double>{18, 22, 26});
+    CHECK(values_of(compile(Op::einsum, "i j -> j").bind({x.view()}).run({x})[0].view()) ==
+          std::vector<double>{18, 22, 26});
 }
 
 // ---- resource bounds --------------------------------------------------------------------------------
@@ -491,8 +539,8 @@ TEST_CASE("hostile: pathological einsums plan in bounded time") {
     const Tensor v = make_tensor(DType::f64, {2, 3}, {1, 1, 1, 1, 1, 2});
     const std::vector<Input> same(40, v);
     std::vector<std::string> all_same(40, "i j");
-    CHECK(values_of(einsum(fmt::format("{} -> i j", fmt::join(all_same, ", ")), std::span<const Input>(same)).view()) ==
-          std::vector<double>{1, 1, 1, 1, 1, std::ldexp(1.0, 40)});
+    CHECK(values_of(einsum(fmt::format("{} -> i j", fmt::join(all_same, ", ")), std::span<const Input>(same))
+                        .view()) == std::vector<double>{1, 1, 1, 1, 1, std::ldexp(1.0, 40)});
     CHECK(seconds_since(start) < 10 * instrumented);
     // 200 operands, a star around one axis: greedy, whose every step once rebuilt, for each pair, the
     // axes the other operands need (n^3 set unions a step: 47 s under ASan, now 0.6 s).
@@ -504,13 +552,15 @@ TEST_CASE("hostile: pathological einsums plan in bounded time") {
                                 .bind(std::vector<TensorView>(200, ones.view()));
     CHECK(plan200.plan().path.has_value());
     CHECK_FALSE(plan200.plan().path->optimal);
-    CHECK(values_of(plan200.run(std::span<const Input>(many))[0].view()) == std::vector<double>(2, std::ldexp(1.0, 200)));
+    CHECK(values_of(plan200.run(std::span<const Input>(many))[0].view()) ==
+          std::vector<double>(2, std::ldexp(1.0, 200)));
     CHECK(seconds_since(start) < 10 * instrumented);
     // 10 000 axes shared by two operands, planned and run.
     start = std::chrono::steady_clock::now();
     const Shape ones_shape(10'000, 1);
     const Tensor x = make_tensor(DType::f32, ones_shape, {3});
-    CHECK(values_of(einsum(names(10'000) + ", " + names(10'000) + " -> ", x, x).view()) == std::vector<double>{9});
+    CHECK(values_of(einsum(names(10'000) + ", " + names(10'000) + " -> ", x, x).view()) ==
+          std::vector<double>{9});
     CHECK(seconds_since(start) < 10 * instrumented);
 }
 
@@ -519,7 +569,8 @@ TEST_CASE("hostile: the plan cache stays within its capacity, however many patte
     const Tensor x = iota(DType::f32, {2, 3});
     const std::vector<Input> inputs{x};
     for (int i = 0; i < 200; ++i) {
-        const std::string pattern = fmt::format("a b -> b a{}", std::string(static_cast<std::size_t>(i), ' '));
+        const std::string pattern =
+            fmt::format("a b -> b a{}", std::string(static_cast<std::size_t>(i), ' '));
         cache.get(CallRef{Op::rearrange, pattern}, inputs, {});
         CHECK(cache.stats().size <= 16);
     }
@@ -528,7 +579,8 @@ TEST_CASE("hostile: the plan cache stays within its capacity, however many patte
     PlanCache& shared = default_plan_cache();
     const std::size_t capacity = shared.stats().capacity;
     CHECK(capacity > 0);
-    for (std::size_t i = 0; i < capacity + 10; ++i) rearrange(x, fmt::format("a b -> b a{}", std::string(i % 2000, ' ')));
+    for (std::size_t i = 0; i < capacity + 10; ++i)
+        rearrange(x, fmt::format("a b -> b a{}", std::string(i % 2000, ' ')));
     CHECK(shared.stats().size <= capacity);
     // Long patterns are planned every time but not kept: a cache of 1 MB patterns would hold gigabytes.
     const std::size_t before = shared.stats().size;

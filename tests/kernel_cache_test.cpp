@@ -28,7 +28,8 @@ struct TempDir {
 };
 
 void write_raw(const fs::path& path, const std::vector<std::byte>& data) {
-    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
 }
 
 }  // namespace
@@ -36,11 +37,13 @@ void write_raw(const fs::path& path, const std::vector<std::byte>& data) {
 TEST_CASE("kernel cache: a file written is read back with its key, and only with it") {
     TempDir dir;
     const fs::path file = dir.path / "k.cubin";
-    const std::vector<std::byte> payload = bytes("\x7f" "ELF cubin bytes");
+    const std::vector<std::byte> payload = bytes("\x7f"
+                                                 "ELF cubin bytes");
     REQUIRE(cuda::write_cache_file(file, "key-1", payload));
     CHECK(cuda::read_cache_file(file, "key-1") == payload);
     CHECK_FALSE(cuda::read_cache_file(file, "key-2"));  // foreign: another kernel, option set or NVRTC
-    for (const auto& entry : fs::directory_iterator(dir.path)) CHECK(entry.path().extension() == ".cubin");  // no temporaries left
+    for (const auto& entry : fs::directory_iterator(dir.path))
+        CHECK(entry.path().extension() == ".cubin");  // no temporaries left
 }
 
 TEST_CASE("kernel cache: corrupt, truncated and foreign files are rejected, never loaded") {
@@ -52,7 +55,8 @@ TEST_CASE("kernel cache: corrupt, truncated and foreign files are rejected, neve
     write_raw(file, flipped);
     CHECK_FALSE(cuda::read_cache_file(file, "key"));  // checksum
     for (std::size_t cut = 0; cut < good.size(); ++cut) {
-        write_raw(file, std::vector<std::byte>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(cut)));
+        write_raw(file,
+                  std::vector<std::byte>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(cut)));
         REQUIRE_FALSE(cuda::read_cache_file(file, "key"));
     }
     std::vector<std::byte> longer = good;
@@ -95,7 +99,10 @@ TEST_CASE("kernel cache: the disk cache keeps the most recently written files, u
 }
 
 TEST_CASE("kernel cache: the directory follows EINC_CACHE_DIR, then XDG_CACHE_HOME, then HOME") {
-    const auto save = [](const char* name) { const char* v = std::getenv(name); return v ? std::optional<std::string>(v) : std::nullopt; };
+    const auto save = [](const char* name) {
+        const char* v = std::getenv(name);
+        return v ? std::optional<std::string>(v) : std::nullopt;
+    };
     const auto cache = save("EINC_CACHE_DIR"), xdg = save("XDG_CACHE_HOME"), home = save("HOME");
     setenv("EINC_CACHE_DIR", "/tmp/einc-a", 1);
     CHECK(cuda::kernel_cache_directory() == fs::path("/tmp/einc-a"));
@@ -106,8 +113,10 @@ TEST_CASE("kernel cache: the directory follows EINC_CACHE_DIR, then XDG_CACHE_HO
     setenv("HOME", "/home/someone", 1);
     CHECK(cuda::kernel_cache_directory() == fs::path("/home/someone/.cache/einc/kernels"));
     const auto restore = [](const char* name, const std::optional<std::string>& v) {
-        if (v) setenv(name, v->c_str(), 1);
-        else unsetenv(name);
+        if (v)
+            setenv(name, v->c_str(), 1);
+        else
+            unsetenv(name);
     };
     restore("EINC_CACHE_DIR", cache);
     restore("XDG_CACHE_HOME", xdg);

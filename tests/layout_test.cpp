@@ -23,7 +23,9 @@ std::vector<std::int64_t> unflatten(std::int64_t flat, std::span<const std::int6
     return index;
 }
 
-std::int64_t offset_at(const Layout& layout, std::int64_t flat) { return layout(unflatten(flat, layout.extents())); }
+std::int64_t offset_at(const Layout& layout, std::int64_t flat) {
+    return layout(unflatten(flat, layout.extents()));
+}
 
 // Random layouts: a permuted row-major tensor (possibly sliced), with some broadcast and unit modes.
 Layout random_layout(std::mt19937& rng, bool allow_broadcast = true) {
@@ -54,11 +56,16 @@ TEST_CASE("row_major: the last mode is contiguous") {
 }
 
 TEST_CASE("coalesce: examples") {
-    CHECK(to_string(coalesce(make_layout(std::vector<std::int64_t>{2, 3, 4}, std::vector<std::int64_t>{12, 4, 1}))) == "(24):(1)");
-    CHECK(to_string(coalesce(make_layout(std::vector<std::int64_t>{2, 1, 4}, std::vector<std::int64_t>{1, 7, 2}))) == "(2,4):(1,2)");
-    CHECK(to_string(coalesce(make_layout(std::vector<std::int64_t>{3, 4}, std::vector<std::int64_t>{0, 0}))) == "(12):(0)");
-    CHECK(to_string(coalesce(make_layout(std::vector<std::int64_t>{1, 1}, std::vector<std::int64_t>{5, 9}))) == "():()");
-    CHECK(to_string(coalesce(make_layout(std::vector<std::int64_t>{3, 0}, std::vector<std::int64_t>{1, 1}))) == "(0):(0)");
+    CHECK(to_string(coalesce(make_layout(std::vector<std::int64_t>{2, 3, 4},
+                                         std::vector<std::int64_t>{12, 4, 1}))) == "(24):(1)");
+    CHECK(to_string(coalesce(make_layout(std::vector<std::int64_t>{2, 1, 4},
+                                         std::vector<std::int64_t>{1, 7, 2}))) == "(2,4):(1,2)");
+    CHECK(to_string(coalesce(
+              make_layout(std::vector<std::int64_t>{3, 4}, std::vector<std::int64_t>{0, 0}))) == "(12):(0)");
+    CHECK(to_string(coalesce(
+              make_layout(std::vector<std::int64_t>{1, 1}, std::vector<std::int64_t>{5, 9}))) == "():()");
+    CHECK(to_string(coalesce(
+              make_layout(std::vector<std::int64_t>{3, 0}, std::vector<std::int64_t>{1, 1}))) == "(0):(0)");
 }
 
 TEST_CASE("coalesce: property - same offsets, no unit modes, no mergeable neighbours") {
@@ -67,9 +74,11 @@ TEST_CASE("coalesce: property - same offsets, no unit modes, no mergeable neighb
         const Layout layout = random_layout(rng);
         const Layout merged = coalesce(layout);
         REQUIRE(merged.size() == layout.size());
-        for (std::int64_t i = 0; i < layout.size(); ++i) REQUIRE(offset_at(merged, i) == offset_at(layout, i));
+        for (std::int64_t i = 0; i < layout.size(); ++i)
+            REQUIRE(offset_at(merged, i) == offset_at(layout, i));
         for (const Mode& m : merged.modes) CHECK(m.extent != 1);
-        for (std::size_t k = 1; k < merged.rank(); ++k) CHECK_FALSE(mergeable(merged.modes[k - 1], merged.modes[k]));
+        for (std::size_t k = 1; k < merged.rank(); ++k)
+            CHECK_FALSE(mergeable(merged.modes[k - 1], merged.modes[k]));
     }
 }
 
@@ -98,14 +107,16 @@ TEST_CASE("split: row-major sub-modes that merge back") {
 }
 
 TEST_CASE("permute: mode k of the result is mode order[k]") {
-    const Layout layout = make_layout(std::vector<std::int64_t>{2, 3, 4}, std::vector<std::int64_t>{12, 4, 1});
+    const Layout layout =
+        make_layout(std::vector<std::int64_t>{2, 3, 4}, std::vector<std::int64_t>{12, 4, 1});
     const std::vector<std::size_t> order{2, 0, 1};
     const Layout permuted = permute(layout, order);
     CHECK(to_string(permuted) == "(4,2,3):(1,12,4)");
     for (std::int64_t i = 0; i < 4; ++i)
         for (std::int64_t j = 0; j < 2; ++j)
             for (std::int64_t k = 0; k < 3; ++k)
-                CHECK(permuted(std::vector<std::int64_t>{i, j, k}) == layout(std::vector<std::int64_t>{j, k, i}));
+                CHECK(permuted(std::vector<std::int64_t>{i, j, k}) ==
+                      layout(std::vector<std::int64_t>{j, k, i}));
 }
 
 TEST_CASE("offset_range, may_overlap and distinct_elements against brute force") {
@@ -129,9 +140,11 @@ TEST_CASE("offset_range, may_overlap and distinct_elements against brute force")
         Layout without_broadcast;
         for (const Mode& m : layout.modes)
             if (m.stride != 0) without_broadcast.modes.push_back(m);
-        if (!may_overlap(without_broadcast)) CHECK(distinct_elements(layout) == static_cast<std::int64_t>(offsets.size()));
+        if (!may_overlap(without_broadcast))
+            CHECK(distinct_elements(layout) == static_cast<std::int64_t>(offsets.size()));
     }
-    CHECK(may_overlap(make_layout(std::vector<std::int64_t>{4, 4}, std::vector<std::int64_t>{1, 2})));  // interleaved
+    CHECK(may_overlap(
+        make_layout(std::vector<std::int64_t>{4, 4}, std::vector<std::int64_t>{1, 2})));  // interleaved
     CHECK_FALSE(may_overlap(make_layout(std::vector<std::int64_t>{4, 4}, std::vector<std::int64_t>{1, 4})));
 }
 
@@ -168,13 +181,15 @@ TEST_CASE("canonicalize: the same element tuples, in fewer modes") {
 }
 
 TEST_CASE("canonicalize: a transpose keeps two modes, a contiguous copy becomes one") {
-    std::vector<Layout> transpose{make_layout(std::vector<std::int64_t>{4, 8}, std::vector<std::int64_t>{8, 1}),
-                                  make_layout(std::vector<std::int64_t>{4, 8}, std::vector<std::int64_t>{1, 4})};
+    std::vector<Layout> transpose{
+        make_layout(std::vector<std::int64_t>{4, 8}, std::vector<std::int64_t>{8, 1}),
+        make_layout(std::vector<std::int64_t>{4, 8}, std::vector<std::int64_t>{1, 4})};
     canonicalize(transpose);
     CHECK(to_string(transpose[0]) == "(4,8):(8,1)");
     CHECK(to_string(transpose[1]) == "(4,8):(1,4)");
-    std::vector<Layout> copy{make_layout(std::vector<std::int64_t>{2, 3, 4}, std::vector<std::int64_t>{12, 4, 1}),
-                             make_layout(std::vector<std::int64_t>{2, 3, 4}, std::vector<std::int64_t>{24, 8, 2})};
+    std::vector<Layout> copy{
+        make_layout(std::vector<std::int64_t>{2, 3, 4}, std::vector<std::int64_t>{12, 4, 1}),
+        make_layout(std::vector<std::int64_t>{2, 3, 4}, std::vector<std::int64_t>{24, 8, 2})};
     canonicalize(copy);
     CHECK(to_string(copy[0]) == "(24):(1)");
     CHECK(to_string(copy[1]) == "(24):(2)");

@@ -289,12 +289,12 @@ TEST_CASE("npy: non-contiguous views are written in row-major order") {
         write_npy(dir.path / "view.npy", view);
         CHECK(values_of<float>(read_npy(dir.path / "view.npy")) == expected);
     };
-    check(TensorView{base.data(), DType::f32, {3, 2}, {1, 3}}, {0, 3, 1, 4, 2, 5});      // transposed
-    check(TensorView{base.data(), DType::f32, {2, 3}, {0, 1}}, {0, 1, 2, 0, 1, 2});      // stride 0
-    check(TensorView{base.data() + 5, DType::f32, {6}, {-1}}, {5, 4, 3, 2, 1, 0});       // reversed
+    check(TensorView{base.data(), DType::f32, {3, 2}, {1, 3}}, {0, 3, 1, 4, 2, 5});       // transposed
+    check(TensorView{base.data(), DType::f32, {2, 3}, {0, 1}}, {0, 1, 2, 0, 1, 2});       // stride 0
+    check(TensorView{base.data() + 5, DType::f32, {6}, {-1}}, {5, 4, 3, 2, 1, 0});        // reversed
     check(TensorView{base.data() + 3, DType::f32, {2, 3}, {-3, 1}}, {3, 4, 5, 0, 1, 2});  // rows flipped
-    check(TensorView{base.data() + 1, DType::f32, {2, 2}, {3, 1}}, {1, 2, 4, 5});        // a slice
-    check(TensorView{base.data(), DType::f32, {}, {}}, {0});                             // 0-d
+    check(TensorView{base.data() + 1, DType::f32, {2, 2}, {3, 1}}, {1, 2, 4, 5});         // a slice
+    check(TensorView{base.data(), DType::f32, {}, {}}, {0});                              // 0-d
 
     // Large enough for the tiled transpose.
     std::vector<std::int64_t> big(64 * 48);

@@ -26,7 +26,8 @@ void check_plans(Op op, DType dtype, int cases, unsigned seed) {
             REQUIRE(run.outputs.size() == expected.size());
             for (std::size_t k = 0; k < expected.size(); ++k) {
                 std::string difference;
-                CHECK_MESSAGE(testing::same_values(run.outputs[k], expected[k].view(), &difference), difference);
+                CHECK_MESSAGE(testing::same_values(run.outputs[k], expected[k].view(), &difference),
+                              difference);
             }
         } catch (const Error& e) {
             FAIL_CHECK(e.what());
@@ -40,7 +41,9 @@ TEST_CASE("planner property: rearrange") {
     check_plans(Op::rearrange, DType::f32, 400, 11);
     check_plans(Op::rearrange, DType::i8, 100, 12);
 }
-TEST_CASE("planner property: repeat") { check_plans(Op::repeat, DType::f64, 300, 13); }
+TEST_CASE("planner property: repeat") {
+    check_plans(Op::repeat, DType::f64, 300, 13);
+}
 TEST_CASE("planner property: reduce") {
     check_plans(Op::reduce, DType::f32, 400, 14);
     check_plans(Op::reduce, DType::i32, 200, 15);

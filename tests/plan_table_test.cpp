@@ -15,9 +15,8 @@
 //
 // Operands are written as the CLI reads them: `8x64x32` is row-major, `(4,8):(1,4)` gives the strides
 // (in elements), `scalar` is a 0-dim tensor.
-#include <doctest/doctest.h>
-
 #include <charconv>
+#include <doctest/doctest.h>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -524,7 +523,9 @@ const std::vector<Row> table = {
 // correct expectation; what einc does instead is in the comment.
 // clang-format on
 
-double intensity_of(const Row& row) { return plan_of(row).total.intensity(); }
+double intensity_of(const Row& row) {
+    return plan_of(row).total.intensity();
+}
 
 }  // namespace
 
@@ -618,17 +619,17 @@ TEST_CASE("plan table: contraction order of the chains") {
     const Plan left = plan_of({"einsum", "i j, j k, k l -> i l", {}, F32, {"8x64", "64x4", "4x64"}});
     REQUIRE(left.path.has_value());
     CHECK(left.path->pairs == std::vector<std::pair<std::size_t, std::size_t>>{{0, 1}, {0, 1}});
-    CHECK(left.path->optimized_flops == 8.*64*4 * 2 + 8.*4*64 * 2);
-    CHECK(left.path->naive_flops == 8.*64*4*64 * 3);  // (3 operands - 1) + 1 for the sum
+    CHECK(left.path->optimized_flops == 8. * 64 * 4 * 2 + 8. * 4 * 64 * 2);
+    CHECK(left.path->naive_flops == 8. * 64 * 4 * 64 * 3);  // (3 operands - 1) + 1 for the sum
     const Plan right = plan_of({"einsum", "i j, j k, k l -> i l", {}, F32, {"64x4", "4x64", "64x8"}});
     REQUIRE(right.path.has_value());
     CHECK(right.path->pairs == std::vector<std::pair<std::size_t, std::size_t>>{{1, 2}, {0, 1}});
-    CHECK(right.path->optimized_flops == 4.*64*8 * 2 + 64.*4*8 * 2);
+    CHECK(right.path->optimized_flops == 4. * 64 * 8 * 2 + 64. * 4 * 8 * 2);
     const Row chain{"einsum", "a b, b c, c d, d e -> a e", {}, F32, {"4x32", "32x4", "4x32", "32x4"}};
     const Plan four = plan_of(chain);
     REQUIRE(four.path.has_value());
     CHECK(four.path->pairs == std::vector<std::pair<std::size_t, std::size_t>>{{0, 1}, {0, 1}, {0, 1}});
-    CHECK(four.path->optimized_flops == 4.*32*4 * 2 * 2 + 4.*4*4 * 2);
+    CHECK(four.path->optimized_flops == 4. * 32 * 4 * 2 * 2 + 4. * 4 * 4 * 2);
 }
 
 // Reported, not yet fixed: doctest prints these failures without failing the run.

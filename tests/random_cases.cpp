@@ -18,8 +18,12 @@ struct AxisPick {
     std::int64_t size;
 };
 
-int uniform(std::mt19937& rng, int low, int high) { return std::uniform_int_distribution<int>(low, high)(rng); }
-bool chance(std::mt19937& rng, double p) { return std::bernoulli_distribution(p)(rng); }
+int uniform(std::mt19937& rng, int low, int high) {
+    return std::uniform_int_distribution<int>(low, high)(rng);
+}
+bool chance(std::mt19937& rng, double p) {
+    return std::bernoulli_distribution(p)(rng);
+}
 
 // Distinct axes with sizes 1..4 (size 1 often enough to exercise unit handling).
 std::vector<AxisPick> pick_axes(std::mt19937& rng, int count, const std::string& names = "abcdef") {
@@ -38,17 +42,19 @@ struct Side {
     std::vector<std::vector<AxisPick>> dims;  // the named dims, in order (the ellipsis is not in here)
     std::size_t ellipsis_at = 0;              // position of `...` among the dims, if any
     bool has_ellipsis = false;
-    std::vector<bool> units;                  // per dim in `text` order: is it a unit dim
+    std::vector<bool> units;  // per dim in `text` order: is it a unit dim
 };
 
-Side random_side(std::mt19937& rng, std::vector<AxisPick> axes, bool ellipsis, bool may_group_ellipsis, bool shuffle = true) {
+Side random_side(std::mt19937& rng, std::vector<AxisPick> axes, bool ellipsis, bool may_group_ellipsis,
+                 bool shuffle = true) {
     if (shuffle) std::shuffle(axes.begin(), axes.end(), rng);
     Side side;
     std::vector<std::string> parts;
     for (std::size_t i = 0; i < axes.size();) {
         if (chance(rng, 0.1)) parts.push_back(chance(rng, 0.5) ? "1" : "()");
         const std::size_t group = (i + 1 < axes.size() && chance(rng, 0.35)) ? 2 : 1;
-        std::vector<AxisPick> dim(axes.begin() + static_cast<std::ptrdiff_t>(i), axes.begin() + static_cast<std::ptrdiff_t>(i + group));
+        std::vector<AxisPick> dim(axes.begin() + static_cast<std::ptrdiff_t>(i),
+                                  axes.begin() + static_cast<std::ptrdiff_t>(i + group));
         parts.push_back(group == 1 ? dim[0].name : fmt::format("({} {})", dim[0].name, dim[1].name));
         side.dims.push_back(std::move(dim));
         i += group;
@@ -59,17 +65,22 @@ Side random_side(std::mt19937& rng, std::vector<AxisPick> axes, bool ellipsis, b
         // Insert among the parts at the position of the dim it precedes.
         std::size_t named = 0, at = parts.size();
         for (std::size_t p = 0; p < parts.size(); ++p) {
-            if (named == side.ellipsis_at) { at = p; break; }
+            if (named == side.ellipsis_at) {
+                at = p;
+                break;
+            }
             if (parts[p] != "1" && parts[p] != "()") ++named;
         }
-        parts.insert(parts.begin() + static_cast<std::ptrdiff_t>(at), may_group_ellipsis && chance(rng, 0.3) ? "(...)" : "...");
+        parts.insert(parts.begin() + static_cast<std::ptrdiff_t>(at),
+                     may_group_ellipsis && chance(rng, 0.3) ? "(...)" : "...");
     }
     side.text = fmt::format("{}", fmt::join(parts, " "));
     return side;
 }
 
 // The shape an input side describes, with `extra` dims for its ellipsis.
-Shape shape_of(const std::string& text, const std::map<std::string, std::int64_t>& sizes, const Shape& extra) {
+Shape shape_of(const std::string& text, const std::map<std::string, std::int64_t>& sizes,
+               const Shape& extra) {
     Shape shape;
     std::int64_t group = 1;
     bool in_group = false;
@@ -77,8 +88,10 @@ Shape shape_of(const std::string& text, const std::map<std::string, std::int64_t
     const auto flush = [&] {
         if (word.empty()) return;
         const std::int64_t n = word == "1" ? 1 : sizes.at(word);
-        if (in_group) group *= n;
-        else shape.push_back(n);
+        if (in_group)
+            group *= n;
+        else
+            shape.push_back(n);
         word.clear();
     };
     for (std::size_t i = 0; i < text.size(); ++i) {
@@ -108,7 +121,8 @@ AxisSizes sizes_for_groups(std::mt19937& rng, const Side& side) {
     AxisSizes given;
     for (const auto& dim : side.dims) {
         if (dim.size() < 2) continue;
-        const std::size_t unknown = static_cast<std::size_t>(uniform(rng, 0, static_cast<int>(dim.size()) - 1));
+        const std::size_t unknown =
+            static_cast<std::size_t>(uniform(rng, 0, static_cast<int>(dim.size()) - 1));
         for (std::size_t k = 0; k < dim.size(); ++k)
             if (k != unknown || chance(rng, 0.2)) given.push_back({dim[k].name, dim[k].size});
     }
@@ -146,20 +160,23 @@ void add_input(std::mt19937& rng, RandomCase& c, const Shape& shape) {
         stride *= std::max<std::int64_t>(shape[d], 1) + (chance(rng, 0.2) ? uniform(rng, 1, 2) : 0);
     }
     for (std::size_t d = 0; d < rank; ++d) {
-        if (shape[d] > 1 && chance(rng, 0.08)) strides[d] = 0;              // broadcast
-        else if (shape[d] > 1 && chance(rng, 0.08)) strides[d] = -strides[d];  // reversed
+        if (shape[d] > 1 && chance(rng, 0.08))
+            strides[d] = 0;  // broadcast
+        else if (shape[d] > 1 && chance(rng, 0.08))
+            strides[d] = -strides[d];  // reversed
     }
     const OffsetRange range = offset_range(make_layout(shape, strides));
     const std::int64_t span = std::max<std::int64_t>(range.end - range.begin, 1);
     std::vector<double> values;
     for (std::int64_t i = 0; i < span; ++i) values.push_back(random_value(rng, c.dtype));
     c.storage.push_back(reference::make_tensor(c.dtype, Shape{span}, values));
-    std::byte* origin = static_cast<std::byte*>(c.storage.back().data()) - range.begin * static_cast<std::int64_t>(size_of(c.dtype));
+    std::byte* origin = static_cast<std::byte*>(c.storage.back().data()) -
+                        range.begin * static_cast<std::int64_t>(size_of(c.dtype));
     c.inputs.push_back(TensorView{origin, c.dtype, shape, strides});
 }
 
-const std::vector<Reduction> reductions{Reduction::sum, Reduction::mean, Reduction::max, Reduction::min,
-                                        Reduction::prod, Reduction::any, Reduction::all};
+const std::vector<Reduction> reductions{Reduction::sum,  Reduction::mean, Reduction::max, Reduction::min,
+                                        Reduction::prod, Reduction::any,  Reduction::all};
 
 void random_movement(std::mt19937& rng, RandomCase& c, Op op) {
     const std::vector<AxisPick> axes = pick_axes(rng, uniform(rng, 1, 4));
@@ -187,7 +204,8 @@ void random_movement(std::mt19937& rng, RandomCase& c, Op op) {
         std::vector<Reduction> allowed;
         for (const Reduction r : reductions)
             if (r != Reduction::mean || is_floating(c.dtype)) allowed.push_back(r);
-        c.call.reduction = allowed[static_cast<std::size_t>(uniform(rng, 0, static_cast<int>(allowed.size()) - 1))];
+        c.call.reduction =
+            allowed[static_cast<std::size_t>(uniform(rng, 0, static_cast<int>(allowed.size()) - 1))];
     }
     add_input(rng, c, shape_of(in.text, size_map(axes), random_extra(rng)));
 }
@@ -203,14 +221,16 @@ void random_einsum(std::mt19937& rng, RandomCase& c) {
     for (int o = 0; o < operands; ++o) {
         std::vector<AxisPick> axes = pool;
         std::shuffle(axes.begin(), axes.end(), rng);
-        axes.resize(static_cast<std::size_t>(uniform(rng, 1, std::min<int>(3, static_cast<int>(pool.size())))));
+        axes.resize(
+            static_cast<std::size_t>(uniform(rng, 1, std::min<int>(3, static_cast<int>(pool.size())))));
         if (operands == 1 && chance(rng, 0.3)) axes.push_back(axes.front());  // a diagonal
         std::vector<std::string> names;
         Shape shape;
         for (const AxisPick& a : axes) {
             names.push_back(a.name);
             shape.push_back(a.size);
-            if (std::none_of(used.begin(), used.end(), [&](const AxisPick& u) { return u.name == a.name; })) used.push_back(a);
+            if (std::none_of(used.begin(), used.end(), [&](const AxisPick& u) { return u.name == a.name; }))
+                used.push_back(a);
         }
         if (ellipsis) {  // `...` first, broadcasting from the right with some dims of length 1
             names.insert(names.begin(), "...");
@@ -311,15 +331,19 @@ std::string RandomCase::describe() const {
 
 bool same_values(const TensorView& got, const TensorView& expected, std::string* difference) {
     if (got.shape != expected.shape || got.dtype != expected.dtype) {
-        if (difference) *difference = fmt::format("got {}, expected {}", einc::describe(got), einc::describe(expected));
+        if (difference)
+            *difference = fmt::format("got {}, expected {}", einc::describe(got), einc::describe(expected));
         return false;
     }
     const std::vector<double> a = reference::values_of(got), b = reference::values_of(expected);
-    const double tolerance = got.dtype == DType::f32 || got.dtype == DType::f64 ? 1e-6 : is_floating(got.dtype) ? 2e-2 : 0;
+    const double tolerance = got.dtype == DType::f32 || got.dtype == DType::f64 ? 1e-6
+                             : is_floating(got.dtype)                           ? 2e-2
+                                                                                : 0;
     for (std::size_t i = 0; i < a.size(); ++i) {
         if (a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i]))) continue;  // (infinities too)
         if (std::fabs(a[i] - b[i]) <= tolerance * std::max(1.0, std::fabs(b[i]))) continue;
-        if (difference) *difference = fmt::format("element {} (row-major): got {}, expected {}", i, a[i], b[i]);
+        if (difference)
+            *difference = fmt::format("element {} (row-major): got {}, expected {}", i, a[i], b[i]);
         return false;
     }
     return true;

@@ -4,10 +4,9 @@
 #pragma once
 
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
-
-#include <span>
 
 #include "compiler/bound.hpp"
 #include "compiler/call.hpp"

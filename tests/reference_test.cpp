@@ -336,7 +336,7 @@ TEST_CASE("reference einsum: a summed axis of length 0 gives zeros; f16 rounds o
 // ---- pack and unpack ---------------------------------------------------------------------------
 
 TEST_CASE("reference pack: three tensors along '*'") {
-    const Tensor a = make_tensor(DType::f32, {2}, {1, 2});              // part () : 1 column
+    const Tensor a = make_tensor(DType::f32, {2}, {1, 2});               // part () : 1 column
     const Tensor b = make_tensor(DType::f32, {2, 2}, {10, 11, 12, 13});  // part (2): 2 columns
     const Tensor c = make_tensor(DType::f32, {2, 2, 2}, {20, 21, 22, 23, 24, 25, 26, 27});  // part (2 2): 4
     CHECK(contents(pack("b *", {a, b, c})) == "2x7: 1 10 11 20 21 22 23 2 12 13 24 25 26 27");
@@ -369,7 +369,7 @@ TEST_CASE("reference unpack: the parts, and a round trip") {
 // ---- strided inputs ----------------------------------------------------------------------------
 
 TEST_CASE("reference: transposed, broadcast and reversed views are read element by element") {
-    const Tensor buffer = iota({6});  // 0 1 2 3 4 5
+    const Tensor buffer = iota({6});                                     // 0 1 2 3 4 5
     const TensorView transposed = view_into(buffer, 0, {3, 2}, {1, 3});  // [[0 3] [1 4] [2 5]]
     CHECK(contents(rearrange("a b -> a b", transposed)) == "3x2: 0 3 1 4 2 5");
     CHECK(contents(reduce("a b -> a", Reduction::sum, transposed)) == "3: 3 5 7");
@@ -428,13 +428,13 @@ TEST_CASE("reference: NaN payloads, signed zeros and fp8 encodings survive data 
 TEST_CASE("reference helpers: make_tensor converts, values_of reads every dtype") {
     for (const DType dtype : all_dtypes) {
         CAPTURE(name_of(dtype));
-        const std::string expected = dtype == DType::boolean ? "4: 1 1 0 1"  // v != 0
+        const std::string expected = dtype == DType::boolean ? "4: 1 1 0 1"   // v != 0
                                      : is_integer(dtype)     ? "4: 1 -2 0 0"  // truncated
                                                              : "4: 1 -2 0 0.5";
         CHECK(contents(make_tensor(dtype, {4}, {1, -2, 0, 0.5})) == expected);
     }
     CHECK(contents(make_tensor(DType::i8, {2}, {200, -129})) == "2: -56 127");  // wraps
-    CHECK(contents(make_tensor(DType::i32, {1}, {2.75})) == "1: 2");              // truncates
+    CHECK(contents(make_tensor(DType::i32, {1}, {2.75})) == "1: 2");            // truncates
     CHECK(raw_elements<std::uint16_t>(make_tensor(DType::bf16, {1}, {1 + 0x1p-8})) ==
           std::vector<std::uint16_t>{0x3F80});  // tie: to even (down)
     CHECK(raw_elements<std::uint16_t>(make_tensor(DType::f16, {1}, {1 + 3 * 0x1p-11})) ==
@@ -467,8 +467,9 @@ TEST_CASE("reference: inputs that do not match the bound expression are errors")
     const Tensor doubles = iota({3}, DType::f64), floats = iota({3});
     CHECK_THROWS_WITH_AS(einsum("i, i -> i", {floats, doubles}), doctest::Contains("share one dtype"), Error);
 
-    CHECK(error_kind([&] { reduce("a b -> a", Reduction::mean, iota({2, 3}, DType::i32)); }) ==
-          ErrorKind::unsupported);
+    CHECK(error_kind([&] {
+              reduce("a b -> a", Reduction::mean, iota({2, 3}, DType::i32));
+          }) == ErrorKind::unsupported);
 
     const Bound parsed = einc::bind(Call{Op::parse_shape, "a b", Reduction::none, {}, false, {}}, shapes);
     const std::vector<TensorView> one{x};

@@ -12,12 +12,12 @@
 #include <unistd.h>
 
 #include "cli/cli.hpp"
-#include "tests/cli_capture.hpp"
 #include "cli/measure.hpp"
 #include "cli/roofline_chart.hpp"
 #include "einc_build_info.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/program.hpp"
+#include "tests/cli_capture.hpp"
 #if EINC_HAS_CUDA
 #include "cuda/cuda.hpp"
 #endif

@@ -30,7 +30,8 @@ inline std::optional<std::vector<std::string>> shell_words(const std::string& li
             i = end;
         } else if (c == '"') {
             for (++i; i < line.size() && line[i] != '"'; ++i) {
-                if (line[i] == '\\' && i + 1 < line.size() && (line[i + 1] == '"' || line[i + 1] == '\\')) ++i;
+                if (line[i] == '\\' && i + 1 < line.size() && (line[i + 1] == '"' || line[i + 1] == '\\'))
+                    ++i;
                 word += line[i];
             }
             if (i >= line.size()) return std::nullopt;

@@ -5,9 +5,8 @@
 //   einc::Tensor s = einc::einsum("b i d, b j d -> b i j", q, k);  // one strided-batched GEMM
 #pragma once
 
-#include "einc_build_info.hpp"
-
 #include "compiler/plan.hpp"
+#include "einc_build_info.hpp"
 #include "grammar/diagnostic.hpp"
 #include "runtime/api.hpp"
 #include "runtime/calibration.hpp"

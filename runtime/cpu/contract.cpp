@@ -23,12 +23,15 @@ namespace einc::cpu::EINC_CPU_ISA {
 namespace {
 
 template <DType In, typename A>
-EINC_KERNEL void multiply_run(storage_t<In>* __restrict d, const storage_t<In>* __restrict x, const storage_t<In>* __restrict y,
-                              std::int64_t count, std::int64_t ds, std::int64_t xs, std::int64_t ys) {
+EINC_KERNEL void multiply_run(storage_t<In>* __restrict d, const storage_t<In>* __restrict x,
+                              const storage_t<In>* __restrict y, std::int64_t count, std::int64_t ds,
+                              std::int64_t xs, std::int64_t ys) {
     const auto product = [](storage_t<In> u, storage_t<In> v) {
-        return Element<In>::store(convert<compute_t<In>>(static_cast<A>(Element<In>::load(u)) * static_cast<A>(Element<In>::load(v))));
+        return Element<In>::store(convert<compute_t<In>>(static_cast<A>(Element<In>::load(u)) *
+                                                         static_cast<A>(Element<In>::load(v))));
     };
-    if (ds == 1 && xs == 1 && ys == 1) {  // the loops the compiler vectorises: contiguous, or one side broadcast
+    if (ds == 1 && xs == 1 &&
+        ys == 1) {  // the loops the compiler vectorises: contiguous, or one side broadcast
         for (std::int64_t i = 0; i < count; ++i) d[i] = product(x[i], y[i]);
     } else if (ds == 1 && xs == 1 && ys == 0) {
         const storage_t<In> v = *y;
@@ -44,24 +47,34 @@ EINC_KERNEL void multiply_run(storage_t<In>* __restrict d, const storage_t<In>* 
 #if defined(__SSE2__)
 #if defined(EINC_CPU_AVX2)
 using Floats = __m256;  // the vector streaming stores write: 8 floats (AVX2), or 4
-__attribute__((target("avx2"))) inline Floats floats_at(const float* p, std::int64_t stride) { return stride == 0 ? _mm256_set1_ps(*p) : _mm256_loadu_ps(p); }
-__attribute__((target("avx2"))) inline void stream_product(float* d, Floats u, Floats v) { _mm256_stream_ps(d, _mm256_mul_ps(u, v)); }
+__attribute__((target("avx2"))) inline Floats floats_at(const float* p, std::int64_t stride) {
+    return stride == 0 ? _mm256_set1_ps(*p) : _mm256_loadu_ps(p);
+}
+__attribute__((target("avx2"))) inline void stream_product(float* d, Floats u, Floats v) {
+    _mm256_stream_ps(d, _mm256_mul_ps(u, v));
+}
 #else
 using Floats = __m128;
-inline Floats floats_at(const float* p, std::int64_t stride) { return stride == 0 ? _mm_set1_ps(*p) : _mm_loadu_ps(p); }
-inline void stream_product(float* d, Floats u, Floats v) { _mm_stream_ps(d, _mm_mul_ps(u, v)); }
+inline Floats floats_at(const float* p, std::int64_t stride) {
+    return stride == 0 ? _mm_set1_ps(*p) : _mm_loadu_ps(p);
+}
+inline void stream_product(float* d, Floats u, Floats v) {
+    _mm_stream_ps(d, _mm_mul_ps(u, v));
+}
 #endif
 
 // f32 products into a contiguous run of the destination with streaming stores (the schedule's
 // streaming_stores), x and y each contiguous or one value (stride 0); the elements before the first
 // vector-aligned one, and after the last whole vector, stored as usual. false: a run it does not take.
-EINC_KERNEL bool multiply_streaming(float* d, const float* x, const float* y, std::int64_t count, std::int64_t ds, std::int64_t xs,
-                                    std::int64_t ys) {
+EINC_KERNEL bool multiply_streaming(float* d, const float* x, const float* y, std::int64_t count,
+                                    std::int64_t ds, std::int64_t xs, std::int64_t ys) {
     constexpr std::int64_t lanes = sizeof(Floats) / sizeof(float);
     if (ds != 1 || xs > 1 || ys > 1 || xs < 0 || ys < 0) return false;
     std::int64_t i = 0;
-    for (; i < count && reinterpret_cast<std::uintptr_t>(d + i) % sizeof(Floats) != 0; ++i) d[i] = x[i * xs] * y[i * ys];
-    for (; i + lanes <= count; i += lanes) stream_product(d + i, floats_at(x + i * xs, xs), floats_at(y + i * ys, ys));
+    for (; i < count && reinterpret_cast<std::uintptr_t>(d + i) % sizeof(Floats) != 0; ++i)
+        d[i] = x[i * xs] * y[i * ys];
+    for (; i + lanes <= count; i += lanes)
+        stream_product(d + i, floats_at(x + i * xs, xs), floats_at(y + i * ys, ys));
     for (; i < count; ++i) d[i] = x[i * xs] * y[i * ys];
     return true;
 }
@@ -71,25 +84,33 @@ template <DType In, typename A>
 void contract_elementwise(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1) {
     using S = storage_t<In>;
     const CpuNest& nest = step.nest;
-    const Nest<3> products = make_nest<3>({&nest.dst, &nest.src, &nest.src1}, {dst.base, src.base, src1.base}, {sizeof(S), sizeof(S), sizeof(S)});
+    const Nest<3> products = make_nest<3>({&nest.dst, &nest.src, &nest.src1}, {dst.base, src.base, src1.base},
+                                          {sizeof(S), sizeof(S), sizeof(S)});
     const auto run = [&](std::int64_t begin, std::int64_t end) {
-        for_each_run(products, begin, end, [&](std::array<std::byte*, 3> p, std::int64_t count, const std::array<std::int64_t, 3>& stride) {
-            constexpr auto size = static_cast<std::int64_t>(sizeof(S));
-            auto* d = reinterpret_cast<S*>(p[0]);
-            const auto *x = reinterpret_cast<const S*>(p[1]), *y = reinterpret_cast<const S*>(p[2]);
+        for_each_run(
+            products, begin, end,
+            [&](std::array<std::byte*, 3> p, std::int64_t count, const std::array<std::int64_t, 3>& stride) {
+                constexpr auto size = static_cast<std::int64_t>(sizeof(S));
+                auto* d = reinterpret_cast<S*>(p[0]);
+                const auto *x = reinterpret_cast<const S*>(p[1]), *y = reinterpret_cast<const S*>(p[2]);
 #if defined(__SSE2__)
-            if constexpr (In == DType::f32 && std::is_same_v<A, float>)
-                if (step.streaming_stores && multiply_streaming(d, x, y, count, stride[0] / size, stride[1] / size, stride[2] / size)) return;
+                if constexpr (In == DType::f32 && std::is_same_v<A, float>)
+                    if (step.streaming_stores && multiply_streaming(d, x, y, count, stride[0] / size,
+                                                                    stride[1] / size, stride[2] / size))
+                        return;
 #endif
-            multiply_run<In, A>(d, x, y, count, stride[0] / size, stride[1] / size, stride[2] / size);
-        });
+                multiply_run<In, A>(d, x, y, count, stride[0] / size, stride[1] / size, stride[2] / size);
+            });
 #if defined(__SSE2__)
-        if (step.streaming_stores) _mm_sfence();  // the streamed lines are visible before this thread says it is done
+        if (step.streaming_stores)
+            _mm_sfence();  // the streamed lines are visible before this thread says it is done
 #endif
     };
     const std::int64_t outer = products.rank() == 0 ? 1 : products.extents[0];
-    if (step.split == Split::outer) parallel_for(outer, run);
-    else run(0, outer);
+    if (step.split == Split::outer)
+        parallel_for(outer, run);
+    else
+        run(0, outer);
 }
 
 #if defined(EINC_CPU_AVX2)
@@ -100,7 +121,8 @@ void contract_elementwise(const ScheduledStep& step, const Data& dst, const Data
 // 64K-term row: 64 GB/s from L1 on one core, against 32). Where the products' sum is not finite (an
 // infinity or a NaN among the factors, or a product past f32's range) it is returned as it is, and the
 // caller sums the row again with both factors widened.
-__attribute__((target("avx2,fma"))) inline double dot_f32_in_f64(const float* x, const float* y, std::int64_t count) {
+__attribute__((target("avx2,fma"))) inline double dot_f32_in_f64(const float* x, const float* y,
+                                                                 std::int64_t count) {
     __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
     __m256 e0 = _mm256_setzero_ps(), e1 = e0;
     std::int64_t i = 0;
@@ -122,7 +144,8 @@ __attribute__((target("avx2,fma"))) inline double dot_f32_in_f64(const float* x,
     double sum = (products[0] + products[1]) + (products[2] + products[3]);
     for (; i < count; ++i) sum += static_cast<double>(x[i]) * static_cast<double>(y[i]);
     if (!std::isfinite(sum)) return sum;  // (not an exact sum: see above)
-    const float error = ((errors[0] + errors[1]) + (errors[2] + errors[3])) + ((errors[4] + errors[5]) + (errors[6] + errors[7]));
+    const float error = ((errors[0] + errors[1]) + (errors[2] + errors[3])) +
+                        ((errors[4] + errors[5]) + (errors[6] + errors[7]));
     return sum + static_cast<double>(error);
 }
 #endif
@@ -130,8 +153,8 @@ __attribute__((target("avx2,fma"))) inline double dot_f32_in_f64(const float* x,
 // One output's products, over a row of `count` terms, in four chains (which the compiler vectorises
 // without reassociating) where both sources are contiguous along it.
 template <DType In, typename A>
-EINC_KERNEL A dot_row(const storage_t<In>* __restrict x, const storage_t<In>* __restrict y, std::int64_t count, std::int64_t xs,
-                      std::int64_t ys) {
+EINC_KERNEL A dot_row(const storage_t<In>* __restrict x, const storage_t<In>* __restrict y,
+                      std::int64_t count, std::int64_t xs, std::int64_t ys) {
     const auto load = [](storage_t<In> v) { return static_cast<A>(Element<In>::load(v)); };
     if constexpr (In == DType::f32 && std::is_same_v<A, double>) {
         if (xs == 1 && ys == 1) {
@@ -179,60 +202,75 @@ void contract_rows(const ScheduledStep& step, const Data& dst, const Data& src, 
     using S = storage_t<In>;
     const CpuNest& nest = step.nest;
     const std::size_t rank = nest.src.rank();
-    const Layout dst_outer = outer_of(nest.dst), src_outer = outer_of(nest.src), src1_outer = outer_of(nest.src1);
+    const Layout dst_outer = outer_of(nest.dst), src_outer = outer_of(nest.src),
+                 src1_outer = outer_of(nest.src1);
     const std::int64_t rows = nest.src.modes[rank - 2].extent, terms = nest.src.modes[rank - 1].extent;
     const std::int64_t dst_row = nest.dst.modes[rank - 2].stride, x_row = nest.src.modes[rank - 2].stride,
                        y_row = nest.src1.modes[rank - 2].stride, x_term = nest.src.modes[rank - 1].stride,
                        y_term = nest.src1.modes[rank - 1].stride;
     const std::int64_t nest_extent = rank > 2 ? nest.src.modes[0].extent : 1;
-    const Nest<3> blocks = make_nest<3>({&dst_outer, &src_outer, &src1_outer}, {dst.base, src.base, src1.base}, {sizeof(S), sizeof(S), sizeof(S)});
-    const auto run = [&](std::int64_t nest_begin, std::int64_t nest_end, std::int64_t row_begin, std::int64_t row_end) {
-        for_each_run(blocks, nest_begin, nest_end, [&](std::array<std::byte*, 3> p, std::int64_t, const std::array<std::int64_t, 3>&) {
-            S* d = reinterpret_cast<S*>(p[0]);
-            const S* x = reinterpret_cast<const S*>(p[1]);
-            const S* y = reinterpret_cast<const S*>(p[2]);
-            for (std::int64_t r = row_begin; r < row_end; ++r)
-                store_at<S>(reinterpret_cast<std::byte*>(d + r * dst_row),
-                            Element<In>::store(convert<compute_t<In>>(dot_row<In, A>(x + r * x_row, y + r * y_row, terms, x_term, y_term))));
-        });
+    const Nest<3> blocks = make_nest<3>({&dst_outer, &src_outer, &src1_outer},
+                                        {dst.base, src.base, src1.base}, {sizeof(S), sizeof(S), sizeof(S)});
+    const auto run = [&](std::int64_t nest_begin, std::int64_t nest_end, std::int64_t row_begin,
+                         std::int64_t row_end) {
+        for_each_run(blocks, nest_begin, nest_end,
+                     [&](std::array<std::byte*, 3> p, std::int64_t, const std::array<std::int64_t, 3>&) {
+                         S* d = reinterpret_cast<S*>(p[0]);
+                         const S* x = reinterpret_cast<const S*>(p[1]);
+                         const S* y = reinterpret_cast<const S*>(p[2]);
+                         for (std::int64_t r = row_begin; r < row_end; ++r)
+                             store_at<S>(reinterpret_cast<std::byte*>(d + r * dst_row),
+                                         Element<In>::store(convert<compute_t<In>>(dot_row<In, A>(
+                                             x + r * x_row, y + r * y_row, terms, x_term, y_term))));
+                     });
     };
     switch (step.split) {
-    case Split::outer: return parallel_for(nest_extent, [&](std::int64_t b0, std::int64_t b1) { run(b0, b1, 0, rows); });
+    case Split::outer:
+        return parallel_for(nest_extent, [&](std::int64_t b0, std::int64_t b1) { run(b0, b1, 0, rows); });
     case Split::rows: return parallel_for(rows, [&](std::int64_t r0, std::int64_t r1) { run(0, 1, r0, r1); });
     default: return run(0, nest_extent, 0, rows);
     }
 }
 
 template <DType In, typename A>
-void contract_typed(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1, std::byte* scratch) {
+void contract_typed(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1,
+                    std::byte* scratch) {
     using S = storage_t<In>;
     using D = storage_t<In>;
     const CpuNest& nest = step.nest;
-    const auto array = [&](int k) { return reinterpret_cast<A*>(scratch + k * step.array_stride); };  // 0: the result
+    const auto array = [&](int k) {
+        return reinterpret_cast<A*>(scratch + k * step.array_stride);
+    };  // 0: the result
     std::fill(array(0), array(0) + step.accumulators, A{0});
-    const Nest<3> products = make_nest<3>({&nest.acc, &nest.src, &nest.src1}, {nullptr, src.base, src1.base}, {sizeof(A), sizeof(S), sizeof(S)});
+    const Nest<3> products = make_nest<3>({&nest.acc, &nest.src, &nest.src1}, {nullptr, src.base, src1.base},
+                                          {sizeof(A), sizeof(S), sizeof(S)});
     // Folds modes [begin, end) of the outermost mode into `accumulators`.
     const auto fold_range = [&](A* accumulators, std::int64_t begin, std::int64_t end) {
         Nest<3> local = products;
         local.base[0] = reinterpret_cast<std::byte*>(accumulators);
-        for_each_run(local, begin, end, [](std::array<std::byte*, 3> p, std::int64_t count, const std::array<std::int64_t, 3>& stride) {
-            A* a = reinterpret_cast<A*>(p[0]);
-            const std::int64_t acc_step = stride[0] / static_cast<std::int64_t>(sizeof(A));
-            if (acc_step == 0) {  // a run of one output's terms: a dot product in vectors
-                constexpr auto size = static_cast<std::int64_t>(sizeof(S));
-                *a += dot_row<In, A>(reinterpret_cast<const S*>(p[1]), reinterpret_cast<const S*>(p[2]), count, stride[1] / size, stride[2] / size);
-                return;
-            }
-            for (std::int64_t i = 0; i < count; ++i) {
-                const A x = static_cast<A>(Element<In>::load(load_at<S>(p[1] + i * stride[1])));
-                const A y = static_cast<A>(Element<In>::load(load_at<S>(p[2] + i * stride[2])));
-                a[i * acc_step] += x * y;
-            }
-        });
+        for_each_run(
+            local, begin, end,
+            [](std::array<std::byte*, 3> p, std::int64_t count, const std::array<std::int64_t, 3>& stride) {
+                A* a = reinterpret_cast<A*>(p[0]);
+                const std::int64_t acc_step = stride[0] / static_cast<std::int64_t>(sizeof(A));
+                if (acc_step == 0) {  // a run of one output's terms: a dot product in vectors
+                    constexpr auto size = static_cast<std::int64_t>(sizeof(S));
+                    *a += dot_row<In, A>(reinterpret_cast<const S*>(p[1]), reinterpret_cast<const S*>(p[2]),
+                                         count, stride[1] / size, stride[2] / size);
+                    return;
+                }
+                for (std::int64_t i = 0; i < count; ++i) {
+                    const A x = static_cast<A>(Element<In>::load(load_at<S>(p[1] + i * stride[1])));
+                    const A y = static_cast<A>(Element<In>::load(load_at<S>(p[2] + i * stride[2])));
+                    a[i * acc_step] += x * y;
+                }
+            });
     };
     const std::int64_t outer = products.rank() == 0 ? 1 : products.extents[0];
     switch (step.split) {
-    case Split::outer: parallel_for(outer, [&](std::int64_t begin, std::int64_t end) { fold_range(array(0), begin, end); }); break;
+    case Split::outer:
+        parallel_for(outer, [&](std::int64_t begin, std::int64_t end) { fold_range(array(0), begin, end); });
+        break;
     case Split::partials_outer: {
         const int threads = step.partial_arrays;
         parallel_for(threads, [&](std::int64_t first, std::int64_t last) {
@@ -250,7 +288,8 @@ void contract_typed(const ScheduledStep& step, const Data& dst, const Data& src,
         if (nest.dst.size() > 0) fold_range(array(0), 0, outer);
     }
     const auto [dst_kept, acc_kept] = kept_modes(nest.dst, nest.acc);
-    const Nest<2> out = make_nest<2>({&dst_kept, &acc_kept}, {dst.base, reinterpret_cast<std::byte*>(array(0))}, {sizeof(D), sizeof(A)});
+    const Nest<2> out = make_nest<2>(
+        {&dst_kept, &acc_kept}, {dst.base, reinterpret_cast<std::byte*>(array(0))}, {sizeof(D), sizeof(A)});
     const std::int64_t outer_out = out.rank() == 0 ? 1 : out.extents[0];
     if (step.epilogue.identity()) {
         for_each_run(
@@ -276,7 +315,8 @@ void contract_typed(const ScheduledStep& step, const Data& dst, const Data& src,
 
 }  // namespace
 
-void contract(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1, std::byte* scratch) {
+void contract(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1,
+              std::byte* scratch) {
     EINC_ASSERT(src.dtype == src1.dtype && dst.dtype == src.dtype);
     dispatch(src.dtype, [&](auto in) {
         constexpr DType I = decltype(in)::value;
@@ -289,7 +329,8 @@ void contract(const ScheduledStep& step, const Data& dst, const Data& src, const
                 switch (step.strategy) {
                 case Strategy::contract_elementwise: return contract_elementwise<I, A>(step, dst, src, src1);
                 case Strategy::contract_rows: return contract_rows<I, A>(step, dst, src, src1);
-                case Strategy::contract_accumulate: return contract_typed<I, A>(step, dst, src, src1, scratch);
+                case Strategy::contract_accumulate:
+                    return contract_typed<I, A>(step, dst, src, src1, scratch);
                 default: EINC_ASSERT(false);
                 }
             };

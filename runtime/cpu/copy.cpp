@@ -18,14 +18,28 @@ namespace einc::cpu::EINC_CPU_ISA {
 namespace {
 
 // Unsigned integers of each element size: data movement never looks at values.
-template <std::size_t Size> struct Bits;
-template <> struct Bits<1> { using type = std::uint8_t; };
-template <> struct Bits<2> { using type = std::uint16_t; };
-template <> struct Bits<4> { using type = std::uint32_t; };
-template <> struct Bits<8> { using type = std::uint64_t; };
+template <std::size_t Size>
+struct Bits;
+template <>
+struct Bits<1> {
+    using type = std::uint8_t;
+};
+template <>
+struct Bits<2> {
+    using type = std::uint16_t;
+};
+template <>
+struct Bits<4> {
+    using type = std::uint32_t;
+};
+template <>
+struct Bits<8> {
+    using type = std::uint64_t;
+};
 
 template <std::size_t Size>
-EINC_KERNEL void move_run(std::byte* dst, const std::byte* src, std::int64_t count, std::int64_t dst_stride, std::int64_t src_stride) {
+EINC_KERNEL void move_run(std::byte* dst, const std::byte* src, std::int64_t count, std::int64_t dst_stride,
+                          std::int64_t src_stride) {
     using T = typename Bits<Size>::type;
     if (dst_stride == Size && src_stride == Size) {
         std::memcpy(dst, src, static_cast<std::size_t>(count) * Size);
@@ -33,7 +47,8 @@ EINC_KERNEL void move_run(std::byte* dst, const std::byte* src, std::int64_t cou
         const T value = load_at<T>(src);
         for (std::int64_t i = 0; i < count; ++i) store_at<T>(dst + i * dst_stride, value);
     } else {
-        for (std::int64_t i = 0; i < count; ++i) store_at<T>(dst + i * dst_stride, load_at<T>(src + i * src_stride));
+        for (std::int64_t i = 0; i < count; ++i)
+            store_at<T>(dst + i * dst_stride, load_at<T>(src + i * src_stride));
     }
 }
 
@@ -51,16 +66,23 @@ void walk(const Nest<N>& nest, Split split, Run run) {
 #if defined(EINC_CPU_AVX2)
 // An 8x8 block of 4-byte elements transposed in registers: source rows s, s + ss, ... (8 elements each)
 // become destination rows d, d + ds, ... (strides in elements). Bits only move: any 4-byte dtype.
-__attribute__((target("avx2"))) inline void transpose_block(const std::uint32_t* s, std::int64_t ss, std::uint32_t* d, std::int64_t ds) {
+__attribute__((target("avx2"))) inline void transpose_block(const std::uint32_t* s, std::int64_t ss,
+                                                            std::uint32_t* d, std::int64_t ds) {
     // (No lambdas: they would not inherit the target attribute the intrinsics need.)
     const float* f = reinterpret_cast<const float*>(s);
-    const __m256 r0 = _mm256_loadu_ps(f), r1 = _mm256_loadu_ps(f + ss), r2 = _mm256_loadu_ps(f + 2 * ss), r3 = _mm256_loadu_ps(f + 3 * ss);
-    const __m256 r4 = _mm256_loadu_ps(f + 4 * ss), r5 = _mm256_loadu_ps(f + 5 * ss), r6 = _mm256_loadu_ps(f + 6 * ss), r7 = _mm256_loadu_ps(f + 7 * ss);
-    const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3);
-    const __m256 t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    const __m256 r0 = _mm256_loadu_ps(f), r1 = _mm256_loadu_ps(f + ss), r2 = _mm256_loadu_ps(f + 2 * ss),
+                 r3 = _mm256_loadu_ps(f + 3 * ss);
+    const __m256 r4 = _mm256_loadu_ps(f + 4 * ss), r5 = _mm256_loadu_ps(f + 5 * ss),
+                 r6 = _mm256_loadu_ps(f + 6 * ss), r7 = _mm256_loadu_ps(f + 7 * ss);
+    const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1),
+                 t2 = _mm256_unpacklo_ps(r2, r3);
+    const __m256 t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5),
+                 t5 = _mm256_unpackhi_ps(r4, r5);
     const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE), u2 = _mm256_shuffle_ps(t1, t3, 0x44);
-    const __m256 u3 = _mm256_shuffle_ps(t1, t3, 0xEE), u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE),
+                 u2 = _mm256_shuffle_ps(t1, t3, 0x44);
+    const __m256 u3 = _mm256_shuffle_ps(t1, t3, 0xEE), u4 = _mm256_shuffle_ps(t4, t6, 0x44),
+                 u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
     const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
     float* o = reinterpret_cast<float*>(d);
     _mm256_storeu_ps(o, _mm256_permute2f128_ps(u0, u4, 0x20));
@@ -74,14 +96,17 @@ __attribute__((target("avx2"))) inline void transpose_block(const std::uint32_t*
 }
 // One vector of 4-byte elements stored around the caches (`to` 32-byte aligned).
 __attribute__((target("avx2"))) inline void stream_vector(std::uint32_t* to, const std::uint32_t* from) {
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(to), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from)));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(to),
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from)));
 }
 constexpr std::int64_t register_block = 8;
 #elif defined(__SSE2__)
 // A 4x4 block of 4-byte elements transposed in registers (as the AVX2 version, with 4-wide vectors).
 inline void transpose_block(const std::uint32_t* s, std::int64_t ss, std::uint32_t* d, std::int64_t ds) {
-    __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(s)), r1 = _mm_loadu_ps(reinterpret_cast<const float*>(s + ss));
-    __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(s + 2 * ss)), r3 = _mm_loadu_ps(reinterpret_cast<const float*>(s + 3 * ss));
+    __m128 r0 = _mm_loadu_ps(reinterpret_cast<const float*>(s)),
+           r1 = _mm_loadu_ps(reinterpret_cast<const float*>(s + ss));
+    __m128 r2 = _mm_loadu_ps(reinterpret_cast<const float*>(s + 2 * ss)),
+           r3 = _mm_loadu_ps(reinterpret_cast<const float*>(s + 3 * ss));
     _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
     float* o = reinterpret_cast<float*>(d);
     _mm_storeu_ps(o, r0);
@@ -109,7 +134,8 @@ struct Tiling {
     Modes extent{}, src_stride{}, dst_stride{}, tile{}, buffer_stride{}, tiles_along{};
     Order read{}, write{}, walk{};
 
-    Tiling(const ScheduledStep& step, std::int64_t element_bytes) : p(step.transpose_mode), q(step.nest.dst.rank() - 1) {
+    Tiling(const ScheduledStep& step, std::int64_t element_bytes)
+        : p(step.transpose_mode), q(step.nest.dst.rank() - 1) {
         const TransposeTiles& t = step.tiles;
         for (std::size_t m = 0; m <= q; ++m) {
             extent[m] = step.nest.dst.modes[m].extent;
@@ -171,14 +197,16 @@ struct Odometer {
 // (a 4096x4096 transpose read its tiles in 2.5 ms prefetching into L1, in 1.3 ms into L2); and no whole
 // tiles ahead: runs a power of two apart share a few cache sets and evict each other before they are read.
 template <std::size_t Size>
-EINC_KERNEL void read_tile(const Tiling& t, const std::int64_t* n, const std::byte* src, const std::byte* next, std::byte* buffer) {
+EINC_KERNEL void read_tile(const Tiling& t, const std::int64_t* n, const std::byte* src,
+                           const std::byte* next, std::byte* buffer) {
     constexpr std::size_t ahead_bytes = 8 << 10;
     constexpr auto size = static_cast<std::int64_t>(Size);
     // A run is mode p, and the next read mode too where it continues p in both the source and the buffer.
     const bool longer = t.reads > 0 && n[t.p] == t.tile[t.p] && t.src_stride[t.read[0]] == n[t.p];
     const std::size_t first = longer ? 1 : 0;
     const auto run_bytes = static_cast<std::size_t>(n[t.p] * (longer ? n[t.read[0]] : 1)) * Size;
-    Odometer<2> runs{t.read.data() + first, t.reads - first, n, {t.src_stride.data(), t.buffer_stride.data()}};
+    Odometer<2> runs{
+        t.read.data() + first, t.reads - first, n, {t.src_stride.data(), t.buffer_stride.data()}};
     Odometer<1> soon{t.read.data() + first, t.reads - first, n, {t.src_stride.data()}};
     auto soon_base = reinterpret_cast<std::uintptr_t>(src);  // (an address only: it may lie past the tensor)
     const auto advance = [&] {
@@ -188,7 +216,8 @@ EINC_KERNEL void read_tile(const Tiling& t, const std::int64_t* n, const std::by
     do {
         if (soon_base != 0) {
             const std::uintptr_t at = soon_base + static_cast<std::uintptr_t>(soon.offset[0] * size);
-            for (std::size_t line = 0; line < run_bytes; line += 64) __builtin_prefetch(reinterpret_cast<const void*>(at + line), 0, 2);
+            for (std::size_t line = 0; line < run_bytes; line += 64)
+                __builtin_prefetch(reinterpret_cast<const void*>(at + line), 0, 2);
             advance();
         }
         const std::byte* from = src + runs.offset[0] * size;
@@ -203,19 +232,23 @@ EINC_KERNEL void read_tile(const Tiling& t, const std::int64_t* n, const std::by
 // height), each along the destination's contiguous modes, so that every destination line is finished by
 // the next block or two while it is still in L1.
 template <std::size_t Size, bool Registers>
-EINC_KERNEL void write_tile(const Tiling& t, const std::int64_t* n, const std::byte* buffer_bytes, std::byte* dst_bytes) {
+EINC_KERNEL void write_tile(const Tiling& t, const std::int64_t* n, const std::byte* buffer_bytes,
+                            std::byte* dst_bytes) {
     using T = typename Bits<Size>::type;
     const T* buffer = reinterpret_cast<const T*>(buffer_bytes);
     T* dst = reinterpret_cast<T*>(dst_bytes);
-    const std::int64_t np = n[t.p], nq = n[t.q], dst_row = t.dst_stride[t.p], buffer_row = t.buffer_stride[t.q];
+    const std::int64_t np = n[t.p], nq = n[t.q], dst_row = t.dst_stride[t.p],
+                       buffer_row = t.buffer_stride[t.q];
     constexpr std::int64_t block = Registers ? register_block : 1;
     // The innermost write mode is a plain loop (a 5-D tile had one register block per step of the odometer).
     const std::size_t inner = t.writes > 0 ? 1 : 0;
-    const std::int64_t lines_inner = inner ? n[t.write[0]] : 1, dst_line = inner ? t.dst_stride[t.write[0]] : 0,
+    const std::int64_t lines_inner = inner ? n[t.write[0]] : 1,
+                       dst_line = inner ? t.dst_stride[t.write[0]] : 0,
                        buffer_line = inner ? t.buffer_stride[t.write[0]] : 0;
     for (std::int64_t p0 = 0; p0 < np; p0 += std::max<std::int64_t>(block, 1)) {
         const std::int64_t rows = std::min(std::max<std::int64_t>(block, 1), np - p0);
-        Odometer<2> lines{t.write.data() + inner, t.writes - inner, n, {t.dst_stride.data(), t.buffer_stride.data()}};
+        Odometer<2> lines{
+            t.write.data() + inner, t.writes - inner, n, {t.dst_stride.data(), t.buffer_stride.data()}};
         do {
             for (std::int64_t line = 0; line < lines_inner; ++line) {
                 T* d = dst + lines.offset[0] + line * dst_line + p0 * dst_row;
@@ -225,8 +258,8 @@ EINC_KERNEL void write_tile(const Tiling& t, const std::int64_t* n, const std::b
                 if constexpr (Registers && Size == 4 && block > 0)
                     if (rows == block)
                         for (; q0 + block <= nq; q0 += block)
-                            transpose_block(reinterpret_cast<const std::uint32_t*>(b + q0 * buffer_row), buffer_row,
-                                            reinterpret_cast<std::uint32_t*>(d + q0), dst_row);
+                            transpose_block(reinterpret_cast<const std::uint32_t*>(b + q0 * buffer_row),
+                                            buffer_row, reinterpret_cast<std::uint32_t*>(d + q0), dst_row);
 #endif
                 for (std::int64_t r = 0; r < rows; ++r)
                     for (std::int64_t c = q0; c < nq; ++c) d[r * dst_row + c] = b[c * buffer_row + r];
@@ -241,7 +274,8 @@ EINC_KERNEL void write_tile(const Tiling& t, const std::int64_t* n, const std::b
 EINC_KERNEL void stream_run(std::uint32_t* to, const std::uint32_t* from, std::int64_t count) {
     constexpr auto vector_bytes = static_cast<std::uintptr_t>(register_block * 4);
     const std::uintptr_t offset = reinterpret_cast<std::uintptr_t>(to) % vector_bytes;
-    const std::int64_t head = offset == 0 ? 0 : std::min(count, static_cast<std::int64_t>((vector_bytes - offset) / 4));
+    const std::int64_t head =
+        offset == 0 ? 0 : std::min(count, static_cast<std::int64_t>((vector_bytes - offset) / 4));
     std::int64_t i = 0;
     for (; i < head; ++i) to[i] = from[i];
     for (; i + register_block <= count; i += register_block) stream_vector(to + i, from + i);
@@ -256,23 +290,28 @@ EINC_KERNEL void stream_run(std::uint32_t* to, const std::uint32_t* from, std::i
 // staged (writing 64 MB in runs of 512 bytes took 2.1 ms, in runs of 64 bytes 11). A run is mode q, with
 // the first write mode where the destination continues q (whole lines of a tile spanning several modes);
 // runs longer than a staged row go in pieces.
-EINC_KERNEL void stream_tile(const Tiling& t, const std::int64_t* n, const std::byte* buffer_bytes, std::byte* dst_bytes) {
+EINC_KERNEL void stream_tile(const Tiling& t, const std::int64_t* n, const std::byte* buffer_bytes,
+                             std::byte* dst_bytes) {
     constexpr std::int64_t block = register_block, staged_row = stage_bytes / (block * 4);
     alignas(64) std::uint32_t stage[block * staged_row];
     const auto* buffer = reinterpret_cast<const std::uint32_t*>(buffer_bytes);
     auto* dst = reinterpret_cast<std::uint32_t*>(dst_bytes);
-    const std::int64_t np = n[t.p], nq = n[t.q], dst_row = t.dst_stride[t.p], buffer_row = t.buffer_stride[t.q];
+    const std::int64_t np = n[t.p], nq = n[t.q], dst_row = t.dst_stride[t.p],
+                       buffer_row = t.buffer_stride[t.q];
     const bool longer = t.writes > 0 && t.dst_stride[t.write[0]] == nq;
     const std::size_t first = longer ? 1 : 0;
-    const std::int64_t segments = longer ? n[t.write[0]] : 1, segment_buffer = longer ? t.buffer_stride[t.write[0]] : 0;
+    const std::int64_t segments = longer ? n[t.write[0]] : 1,
+                       segment_buffer = longer ? t.buffer_stride[t.write[0]] : 0;
     for (std::int64_t p0 = 0; p0 < np; p0 += block) {
         const std::int64_t rows = std::min(block, np - p0);
-        Odometer<2> lines{t.write.data() + first, t.writes - first, n, {t.dst_stride.data(), t.buffer_stride.data()}};
+        Odometer<2> lines{
+            t.write.data() + first, t.writes - first, n, {t.dst_stride.data(), t.buffer_stride.data()}};
         do {
             std::uint32_t* run = dst + lines.offset[0] + p0 * dst_row;
             std::int64_t staged = 0, written = 0;  // elements of the run in the stage, and before it
             const auto flush = [&] {
-                for (std::int64_t r = 0; r < rows; ++r) stream_run(run + r * dst_row + written, stage + r * staged_row, staged);
+                for (std::int64_t r = 0; r < rows; ++r)
+                    stream_run(run + r * dst_row + written, stage + r * staged_row, staged);
                 written += staged;
                 staged = 0;
             };
@@ -281,10 +320,12 @@ EINC_KERNEL void stream_tile(const Tiling& t, const std::int64_t* n, const std::
                 for (std::int64_t q0 = 0; q0 < nq; q0 += block) {
                     if (staged + block > staged_row) flush();
                     const std::int64_t columns = std::min(block, nq - q0);
-                    if (rows == block && columns == block) transpose_block(b + q0 * buffer_row, buffer_row, stage + staged, staged_row);
+                    if (rows == block && columns == block)
+                        transpose_block(b + q0 * buffer_row, buffer_row, stage + staged, staged_row);
                     else
                         for (std::int64_t r = 0; r < rows; ++r)
-                            for (std::int64_t c = 0; c < columns; ++c) stage[r * staged_row + staged + c] = b[(q0 + c) * buffer_row + r];
+                            for (std::int64_t c = 0; c < columns; ++c)
+                                stage[r * staged_row + staged + c] = b[(q0 + c) * buffer_row + r];
                     staged += columns;
                 }
             }
@@ -296,11 +337,13 @@ EINC_KERNEL void stream_tile(const Tiling& t, const std::int64_t* n, const std::
 
 // Tiles [begin, end) of a tiled transpose, through a buffer on this thread's stack.
 template <std::size_t Size>
-void transpose_tiles(const ScheduledStep& step, const Tiling& t, std::byte* dst, const std::byte* src, std::int64_t begin, std::int64_t end) {
+void transpose_tiles(const ScheduledStep& step, const Tiling& t, std::byte* dst, const std::byte* src,
+                     std::int64_t begin, std::int64_t end) {
     alignas(64) std::byte buffer[transpose_buffer_bytes];
     constexpr auto size = static_cast<std::int64_t>(Size);
     const bool registers = step.transpose_kind == TransposeKind::registers;
-    [[maybe_unused]] const bool stream = registers && step.streaming_stores && register_block > 0 && Size == 4;
+    [[maybe_unused]] const bool stream =
+        registers && step.streaming_stores && register_block > 0 && Size == 4;
     Tiling::Modes origin{}, next_origin{};
     for (std::int64_t k = begin; k < end; ++k) {
         std::int64_t src_offset = 0, dst_offset = 0, next_src = 0, next_dst = 0;
@@ -308,7 +351,8 @@ void transpose_tiles(const ScheduledStep& step, const Tiling& t, std::byte* dst,
         if (k + 1 < end) t.locate(k + 1, next_origin, next_src, next_dst);
         std::array<std::int64_t, max_transpose_rank> n{};
         for (std::size_t m = 0; m <= t.q; ++m) n[m] = std::min(t.tile[m], t.extent[m] - origin[m]);
-        read_tile<Size>(t, n.data(), src + src_offset * size, k + 1 < end ? src + next_src * size : nullptr, buffer);
+        read_tile<Size>(t, n.data(), src + src_offset * size, k + 1 < end ? src + next_src * size : nullptr,
+                        buffer);
         std::byte* out = dst + dst_offset * size;
 #if defined(__SSE2__)
         if (stream) {
@@ -316,8 +360,10 @@ void transpose_tiles(const ScheduledStep& step, const Tiling& t, std::byte* dst,
             continue;
         }
 #endif
-        if (registers) write_tile<Size, true>(t, n.data(), buffer, out);
-        else write_tile<Size, false>(t, n.data(), buffer, out);
+        if (registers)
+            write_tile<Size, true>(t, n.data(), buffer, out);
+        else
+            write_tile<Size, false>(t, n.data(), buffer, out);
     }
 #if defined(__SSE2__)
     if (stream) _mm_sfence();  // the streamed lines are visible before this thread says it is done
@@ -328,8 +374,9 @@ void transpose_tiles(const ScheduledStep& step, const Tiling& t, std::byte* dst,
 // is read in order and written to a few destination rows, or the destination is written in order from a
 // few source rows; [begin, end) is a range of the long side.
 template <std::size_t Size>
-EINC_KERNEL void transpose_short(std::byte* d_bytes, const std::byte* s_bytes, std::int64_t begin, std::int64_t end, std::int64_t rows,
-                                 std::int64_t cols, std::int64_t src_col, std::int64_t dst_row) {
+EINC_KERNEL void transpose_short(std::byte* d_bytes, const std::byte* s_bytes, std::int64_t begin,
+                                 std::int64_t end, std::int64_t rows, std::int64_t cols, std::int64_t src_col,
+                                 std::int64_t dst_row) {
     using T = typename Bits<Size>::type;
     T* d = reinterpret_cast<T*>(d_bytes);
     const T* s = reinterpret_cast<const T*>(s_bytes);
@@ -350,17 +397,23 @@ template <std::size_t Size>
 void transpose(const ScheduledStep& step, const Data& dst, const Data& src) {
     if (step.transpose_kind != TransposeKind::short_side) {
         const Tiling tiling(step, static_cast<std::int64_t>(Size));
-        const auto tiles = [&](std::int64_t begin, std::int64_t end) { transpose_tiles<Size>(step, tiling, dst.base, src.base, begin, end); };
-        if (step.split == Split::tiles) parallel_for(step.tiles.count, tiles);
-        else tiles(0, step.tiles.count);
+        const auto tiles = [&](std::int64_t begin, std::int64_t end) {
+            transpose_tiles<Size>(step, tiling, dst.base, src.base, begin, end);
+        };
+        if (step.split == Split::tiles)
+            parallel_for(step.tiles.count, tiles);
+        else
+            tiles(0, step.tiles.count);
         return;
     }
     const Layout& src_layout = step.nest.src;
     const Layout& dst_layout = step.nest.dst;
     const std::size_t p = step.transpose_mode, last = dst_layout.rank() - 1;
     const std::int64_t rows = src_layout.modes[p].extent, cols = src_layout.modes[last].extent;
-    const std::int64_t src_col = src_layout.modes[last].stride;  // elements; the source is unit stride along rows
-    const std::int64_t dst_row = dst_layout.modes[p].stride;     // elements; the destination is unit stride along cols
+    const std::int64_t src_col =
+        src_layout.modes[last].stride;  // elements; the source is unit stride along rows
+    const std::int64_t dst_row =
+        dst_layout.modes[p].stride;  // elements; the destination is unit stride along cols
     // The other modes form an outer nest; each of its runs has length 1.
     Layout src_outer, dst_outer;
     for (std::size_t k = 0; k < last; ++k)
@@ -378,11 +431,13 @@ void transpose(const ScheduledStep& step, const Data& dst, const Data& src) {
     };
     switch (step.split) {
     case Split::outer:
-        parallel_for(outer.extents[0], [&](std::int64_t begin, std::int64_t end) { for_each_run(outer, begin, end, whole); });
+        parallel_for(outer.extents[0],
+                     [&](std::int64_t begin, std::int64_t end) { for_each_run(outer, begin, end, whole); });
         break;
     case Split::tiles:
         parallel_for((long_side + band - 1) / band, [&](std::int64_t begin, std::int64_t end) {
-            transpose_short<Size>(dst.base, src.base, begin * band, std::min(end * band, long_side), rows, cols, src_col, dst_row);
+            transpose_short<Size>(dst.base, src.base, begin * band, std::min(end * band, long_side), rows,
+                                  cols, src_col, dst_row);
         });
         break;
     default: for_each_run(outer, 0, outer.extents[0], whole);
@@ -393,13 +448,15 @@ template <std::size_t Size>
 void move(const ScheduledStep& step, const Data& dst, const Data& src) {
     if (step.strategy == Strategy::transpose) return transpose<Size>(step, dst, src);
     const Nest<2> nest = make_nest<2>({&step.nest.dst, &step.nest.src}, {dst.base, src.base}, {Size, Size});
-    walk(nest, step.split, [](std::array<std::byte*, 2> p, std::int64_t count, const std::array<std::int64_t, 2>& stride) {
-        move_run<Size>(p[0], p[1], count, stride[0], stride[1]);
-    });
+    walk(nest, step.split,
+         [](std::array<std::byte*, 2> p, std::int64_t count, const std::array<std::int64_t, 2>& stride) {
+             move_run<Size>(p[0], p[1], count, stride[0], stride[1]);
+         });
 }
 
 template <DType From, DType To>
-EINC_KERNEL void convert_run(std::byte* dst, const std::byte* src, std::int64_t count, std::int64_t dst_stride, std::int64_t src_stride) {
+EINC_KERNEL void convert_run(std::byte* dst, const std::byte* src, std::int64_t count,
+                             std::int64_t dst_stride, std::int64_t src_stride) {
     using S = storage_t<From>;
     using D = storage_t<To>;
     for (std::int64_t i = 0; i < count; ++i) {
@@ -412,10 +469,12 @@ template <DType From, DType To>
 void convert_copy(const ScheduledStep& step, const Data& dst, const Data& src) {
     using S = storage_t<From>;
     using D = storage_t<To>;
-    const Nest<2> nest = make_nest<2>({&step.nest.dst, &step.nest.src}, {dst.base, src.base}, {sizeof(D), sizeof(S)});
-    walk(nest, step.split, [](std::array<std::byte*, 2> p, std::int64_t count, const std::array<std::int64_t, 2>& stride) {
-        convert_run<From, To>(p[0], p[1], count, stride[0], stride[1]);
-    });
+    const Nest<2> nest =
+        make_nest<2>({&step.nest.dst, &step.nest.src}, {dst.base, src.base}, {sizeof(D), sizeof(S)});
+    walk(nest, step.split,
+         [](std::array<std::byte*, 2> p, std::int64_t count, const std::array<std::int64_t, 2>& stride) {
+             convert_run<From, To>(p[0], p[1], count, stride[0], stride[1]);
+         });
 }
 
 // A run of source elements as accumulator values, and a run of those stored with the epilogue: two
@@ -466,7 +525,9 @@ void copy(const ScheduledStep& step, const Data& dst, const Data& src) {
                                      [&](auto a) { scaled_copy<decltype(a)>(step, dst, src); });
     if (step.strategy == Strategy::convert) {
         dispatch(src.dtype, [&](auto from) {
-            dispatch(dst.dtype, [&](auto to) { convert_copy<decltype(from)::value, decltype(to)::value>(step, dst, src); });
+            dispatch(dst.dtype, [&](auto to) {
+                convert_copy<decltype(from)::value, decltype(to)::value>(step, dst, src);
+            });
         });
         return;
     }

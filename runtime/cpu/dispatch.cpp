@@ -24,7 +24,9 @@ bool use_avx2() {
 
 }  // namespace
 
-const char* kernel_isa() { return use_avx2() ? "avx2" : "baseline"; }
+const char* kernel_isa() {
+    return use_avx2() ? "avx2" : "baseline";
+}
 
 int kernel_vector_bytes() {
 #if defined(__SSE2__)
@@ -48,7 +50,8 @@ void reduce(const ScheduledStep& step, Reduction op, const Data& dst, const Data
     baseline::reduce(step, op, dst, src, scratch);
 }
 
-void contract(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1, std::byte* scratch) {
+void contract(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1,
+              std::byte* scratch) {
 #if EINC_HAS_AVX2_KERNELS
     if (use_avx2()) return avx2::contract(step, dst, src, src1, scratch);
 #endif

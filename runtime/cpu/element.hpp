@@ -13,70 +13,106 @@
 namespace einc::cpu {
 
 // Distinct storage types for the formats C++ has no type for.
-struct f16_t { std::uint16_t bits; };
-struct bf16_t { std::uint16_t bits; };
-struct f8e4m3_t { std::uint8_t bits; };
-struct f8e5m2_t { std::uint8_t bits; };
-struct bool_t { std::uint8_t value; };
+struct f16_t {
+    std::uint16_t bits;
+};
+struct bf16_t {
+    std::uint16_t bits;
+};
+struct f8e4m3_t {
+    std::uint8_t bits;
+};
+struct f8e5m2_t {
+    std::uint8_t bits;
+};
+struct bool_t {
+    std::uint8_t value;
+};
 
 // storage: the bytes in memory; compute: what arithmetic happens in (f16/bf16/fp8 in float, integers
 // and bool in int64); load/store convert between them (store rounds to nearest, wraps integers).
-template <DType D> struct Element;
-template <> struct Element<DType::f64> {
-    using storage = double; using compute = double;
+template <DType D>
+struct Element;
+template <>
+struct Element<DType::f64> {
+    using storage = double;
+    using compute = double;
     static compute load(storage x) { return x; }
     static storage store(compute x) { return x; }
 };
-template <> struct Element<DType::f32> {
-    using storage = float; using compute = float;
+template <>
+struct Element<DType::f32> {
+    using storage = float;
+    using compute = float;
     static compute load(storage x) { return x; }
     static storage store(compute x) { return x; }
 };
-template <> struct Element<DType::f16> {
-    using storage = f16_t; using compute = float;
+template <>
+struct Element<DType::f16> {
+    using storage = f16_t;
+    using compute = float;
     static compute load(storage x) { return f16_to_f32(x.bits); }
     static storage store(compute x) { return {f32_to_f16(x)}; }
 };
-template <> struct Element<DType::bf16> {
-    using storage = bf16_t; using compute = float;
+template <>
+struct Element<DType::bf16> {
+    using storage = bf16_t;
+    using compute = float;
     static compute load(storage x) { return bf16_to_f32(x.bits); }
     static storage store(compute x) { return {f32_to_bf16(x)}; }
 };
-template <> struct Element<DType::f8e4m3> {
-    using storage = f8e4m3_t; using compute = float;
+template <>
+struct Element<DType::f8e4m3> {
+    using storage = f8e4m3_t;
+    using compute = float;
     static compute load(storage x) { return f8e4m3_to_f32(x.bits); }
     static storage store(compute x) { return {f32_to_f8e4m3(x)}; }
 };
-template <> struct Element<DType::f8e5m2> {
-    using storage = f8e5m2_t; using compute = float;
+template <>
+struct Element<DType::f8e5m2> {
+    using storage = f8e5m2_t;
+    using compute = float;
     static compute load(storage x) { return f8e5m2_to_f32(x.bits); }
     static storage store(compute x) { return {f32_to_f8e5m2(x)}; }
 };
-template <> struct Element<DType::i8> {
-    using storage = std::int8_t; using compute = std::int64_t;
+template <>
+struct Element<DType::i8> {
+    using storage = std::int8_t;
+    using compute = std::int64_t;
     static compute load(storage x) { return x; }
     static storage store(compute x) { return static_cast<storage>(static_cast<std::uint64_t>(x)); }
 };
-template <> struct Element<DType::i32> {
-    using storage = std::int32_t; using compute = std::int64_t;
+template <>
+struct Element<DType::i32> {
+    using storage = std::int32_t;
+    using compute = std::int64_t;
     static compute load(storage x) { return x; }
     static storage store(compute x) { return static_cast<storage>(static_cast<std::uint64_t>(x)); }
 };
-template <> struct Element<DType::i64> {
-    using storage = std::int64_t; using compute = std::int64_t;
+template <>
+struct Element<DType::i64> {
+    using storage = std::int64_t;
+    using compute = std::int64_t;
     static compute load(storage x) { return x; }
     static storage store(compute x) { return x; }
 };
-template <> struct Element<DType::boolean> {
-    using storage = bool_t; using compute = std::int64_t;
+template <>
+struct Element<DType::boolean> {
+    using storage = bool_t;
+    using compute = std::int64_t;
     static compute load(storage x) { return x.value != 0; }
     static storage store(compute x) { return {static_cast<std::uint8_t>(x != 0)}; }
 };
 
-template <DType D> using storage_t = typename Element<D>::storage;
-template <DType D> using compute_t = typename Element<D>::compute;
+template <DType D>
+using storage_t = typename Element<D>::storage;
+template <DType D>
+using compute_t = typename Element<D>::compute;
 
-template <DType D> struct DTypeTag { static constexpr DType value = D; };
+template <DType D>
+struct DTypeTag {
+    static constexpr DType value = D;
+};
 
 // Calls f(DTypeTag<D>{}) for the runtime dtype.
 template <typename F>

@@ -22,7 +22,9 @@ namespace einc::cpu::EINC_CPU_ISA {
 // (signed overflow is undefined in C++); everything else folds in its compute type, or in the wider type
 // the schedule asked for (f64 for long sums of f32).
 template <Reduction Op, typename C>
-using wrapping_t = std::conditional_t<std::is_integral_v<C> && (Op == Reduction::sum || Op == Reduction::prod), std::uint64_t, C>;
+using wrapping_t =
+    std::conditional_t<std::is_integral_v<C> && (Op == Reduction::sum || Op == Reduction::prod),
+                       std::uint64_t, C>;
 
 template <typename A>
 A identity(Reduction op) {
@@ -30,11 +32,15 @@ A identity(Reduction op) {
     case Reduction::prod:
     case Reduction::all: return A{1};
     case Reduction::max:
-        if constexpr (std::is_floating_point_v<A>) return -std::numeric_limits<A>::infinity();
-        else return std::numeric_limits<A>::lowest();
+        if constexpr (std::is_floating_point_v<A>)
+            return -std::numeric_limits<A>::infinity();
+        else
+            return std::numeric_limits<A>::lowest();
     case Reduction::min:
-        if constexpr (std::is_floating_point_v<A>) return std::numeric_limits<A>::infinity();
-        else return std::numeric_limits<A>::max();
+        if constexpr (std::is_floating_point_v<A>)
+            return std::numeric_limits<A>::infinity();
+        else
+            return std::numeric_limits<A>::max();
     default: return A{0};
     }
 }
@@ -43,12 +49,18 @@ A identity(Reduction op) {
 // vectorises the short-circuit form twice as well as `(x > acc) | (x != x)`.)
 template <Reduction Op, typename A>
 inline A fold(A acc, A x) {
-    if constexpr (Op == Reduction::sum || Op == Reduction::mean) return acc + x;
-    else if constexpr (Op == Reduction::prod) return acc * x;
-    else if constexpr (Op == Reduction::max) return (x > acc || x != x) ? x : acc;
-    else if constexpr (Op == Reduction::min) return (x < acc || x != x) ? x : acc;
-    else if constexpr (Op == Reduction::any) return (acc != 0 || x != 0) ? A{1} : A{0};
-    else return (acc != 0 && x != 0) ? A{1} : A{0};  // all
+    if constexpr (Op == Reduction::sum || Op == Reduction::mean)
+        return acc + x;
+    else if constexpr (Op == Reduction::prod)
+        return acc * x;
+    else if constexpr (Op == Reduction::max)
+        return (x > acc || x != x) ? x : acc;
+    else if constexpr (Op == Reduction::min)
+        return (x < acc || x != x) ? x : acc;
+    else if constexpr (Op == Reduction::any)
+        return (acc != 0 || x != 0) ? A{1} : A{0};
+    else
+        return (acc != 0 && x != 0) ? A{1} : A{0};  // all
 }
 
 // The two innermost modes of a traversal, which each fold call walks as a 2-D block: `outer` rows of
@@ -70,7 +82,8 @@ inline T extreme_run(T value, const T* __restrict row, std::int64_t count) {
     using V [[gnu::vector_size(32)]] = T;
     constexpr std::int64_t lanes = 32 / sizeof(T);
     const V start = value - V{};
-    V extreme[4] = {start, start, start, start}, nan[4] = {};  // a lane of `nan` becomes NaN where one is seen
+    V extreme[4] = {start, start, start, start},
+      nan[4] = {};  // a lane of `nan` becomes NaN where one is seen
     std::int64_t i = 0;
     for (; i + 4 * lanes <= count; i += 4 * lanes)
         for (int j = 0; j < 4; ++j) {
@@ -106,7 +119,9 @@ inline void add_widened(F64x4& sum, const T* x) {
 #if defined(EINC_CPU_AVX2)
 // f32 in one vcvtps2pd: GCC 12 widens a vector of four f32 in two-element pieces, even for AVX2, each
 // loaded in two parts (64 MB of f32 summed in f64 on one thread: 2.2-3.0 ms, now 1.7-2.1).
-__attribute__((target("avx2"))) inline void add_widened(F64x4& sum, const float* x) { sum += F64x4(_mm256_cvtps_pd(_mm_loadu_ps(x))); }
+__attribute__((target("avx2"))) inline void add_widened(F64x4& sum, const float* x) {
+    sum += F64x4(_mm256_cvtps_pd(_mm_loadu_ps(x)));
+}
 #endif
 
 // The sums of a contiguous run x[0, count) of f32 (in f32 or f64) or f64 by lane, in four vectors of
@@ -166,9 +181,11 @@ inline A fold_row(A value, const storage_t<In>* row, std::int64_t inner, std::in
         for (int i = 0; i < K; ++i) value = fold<Op>(value, load(row[i * inner_src]));
         return value;
     } else {
-        if constexpr ((Op == Reduction::max || Op == Reduction::min) && std::is_same_v<A, storage_t<In>> && std::is_floating_point_v<A>)
+        if constexpr ((Op == Reduction::max || Op == Reduction::min) && std::is_same_v<A, storage_t<In>> &&
+                      std::is_floating_point_v<A>)
             if (inner_src == 1) return extreme_run<Op>(value, row, inner);
-        if constexpr ((Op == Reduction::sum || Op == Reduction::mean) && (In == DType::f32 || In == DType::f64) && std::is_floating_point_v<A> &&
+        if constexpr ((Op == Reduction::sum || Op == Reduction::mean) &&
+                      (In == DType::f32 || In == DType::f64) && std::is_floating_point_v<A> &&
                       sizeof(A) >= sizeof(storage_t<In>))
             if (inner_src == 1) return sum_run(value, row, inner);
         if (inner_src == 1 && inner >= 16) {
@@ -190,7 +207,8 @@ inline A fold_row(A value, const storage_t<In>* row, std::int64_t inner, std::in
 
 // Rows of K elements each folded into one accumulator.
 template <Reduction Op, DType In, typename A, int K>
-EINC_KERNEL void fold_short_rows(A* __restrict a, const storage_t<In>* __restrict x, const Block& b, std::int64_t begin, std::int64_t end) {
+EINC_KERNEL void fold_short_rows(A* __restrict a, const storage_t<In>* __restrict x, const Block& b,
+                                 std::int64_t begin, std::int64_t end) {
     const std::int64_t outer_src = b.outer_src, inner_src = b.inner_src, outer_acc = b.outer_acc;
     for (std::int64_t r = begin; r < end; ++r)
         a[r * outer_acc] = fold_row<Op, In, A, K>(a[r * outer_acc], x + r * outer_src, K, inner_src);
@@ -206,29 +224,36 @@ inline storage_t<Out> finish(A value, std::int64_t count) {
 // Rows [begin, end) of a block each reduced and stored straight into the destination (each output's
 // elements all lie in its row): no accumulator array, no second pass.
 template <Reduction Op, DType In, DType Out, typename A, int K>
-EINC_KERNEL void reduce_rows_to(storage_t<Out>* __restrict d, const storage_t<In>* __restrict x, const Block& b, std::int64_t dst_outer,
-                                std::int64_t begin, std::int64_t end) {
+EINC_KERNEL void reduce_rows_to(storage_t<Out>* __restrict d, const storage_t<In>* __restrict x,
+                                const Block& b, std::int64_t dst_outer, std::int64_t begin,
+                                std::int64_t end) {
     const std::int64_t inner = K > 0 ? K : b.inner, outer_src = b.outer_src, inner_src = b.inner_src;
     if constexpr (K > 0)
-        if (inner_src == 1 && outer_src == K && dst_outer == 1) {  // back-to-back rows: strides the compiler sees
+        if (inner_src == 1 && outer_src == K &&
+            dst_outer == 1) {  // back-to-back rows: strides the compiler sees
             for (std::int64_t r = begin; r < end; ++r)
                 d[r] = finish<Op, Out>(fold_row<Op, In, A, K>(identity<A>(Op), x + r * K, K, 1), K);
             return;
         }
     for (std::int64_t r = begin; r < end; ++r)
-        store_at<storage_t<Out>>(reinterpret_cast<std::byte*>(d + r * dst_outer),
-                                 finish<Op, Out>(fold_row<Op, In, A, K>(identity<A>(Op), x + r * outer_src, inner, inner_src), inner));
+        store_at<storage_t<Out>>(
+            reinterpret_cast<std::byte*>(d + r * dst_outer),
+            finish<Op, Out>(fold_row<Op, In, A, K>(identity<A>(Op), x + r * outer_src, inner, inner_src),
+                            inner));
 }
 
 // Contiguous rows [begin, end), `stride` apart, each folded into the one row of accumulators at `a`, row
 // after row: the source read in order (the schedule's rows_in_order).
 template <Reduction Op, DType In, typename A>
-EINC_KERNEL void fold_rows_in_order(A* __restrict a, const storage_t<In>* __restrict x, std::int64_t inner, std::int64_t stride, std::int64_t begin,
-                                    std::int64_t end) {
+EINC_KERNEL void fold_rows_in_order(A* __restrict a, const storage_t<In>* __restrict x, std::int64_t inner,
+                                    std::int64_t stride, std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
         const storage_t<In>* __restrict row = x + r * stride;
-        for (std::int64_t i = 0; i < inner; ++i) a[i] = fold<Op>(a[i], static_cast<A>(Element<In>::load(row[i])));
-        asm volatile("" ::: "memory");  // a fence for the compiler only: it would otherwise fold two rows per pass
+        for (std::int64_t i = 0; i < inner; ++i)
+            a[i] = fold<Op>(a[i], static_cast<A>(Element<In>::load(row[i])));
+        asm volatile(
+            "" ::
+                : "memory");  // a fence for the compiler only: it would otherwise fold two rows per pass
     }
 }
 
@@ -236,7 +261,8 @@ EINC_KERNEL void fold_rows_in_order(A* __restrict a, const storage_t<In>* __rest
 // locals first: the compiler cannot otherwise tell that stores to `a` leave them unchanged, and will
 // not vectorise.
 template <Reduction Op, DType In, typename A>
-EINC_KERNEL void fold_block(A* __restrict a, const storage_t<In>* __restrict x, const Block& b, std::int64_t begin, std::int64_t end) {
+EINC_KERNEL void fold_block(A* __restrict a, const storage_t<In>* __restrict x, const Block& b,
+                            std::int64_t begin, std::int64_t end) {
     const std::int64_t inner = b.inner, outer_src = b.outer_src, inner_src = b.inner_src;
     const std::int64_t outer_acc = b.outer_acc, inner_acc = b.inner_acc;
     const auto value = [](storage_t<In> v) { return Element<In>::load(v); };
@@ -251,22 +277,26 @@ EINC_KERNEL void fold_block(A* __restrict a, const storage_t<In>* __restrict x, 
             }
         }
     }
-    if (inner_acc == 0 && outer_acc == 0) {  // every row folds into the one accumulator: keep it in a register
+    if (inner_acc == 0 &&
+        outer_acc == 0) {  // every row folds into the one accumulator: keep it in a register
         A value = a[0];
-        for (std::int64_t r = begin; r < end; ++r) value = fold_row<Op, In, A>(value, x + r * outer_src, inner, inner_src);
+        for (std::int64_t r = begin; r < end; ++r)
+            value = fold_row<Op, In, A>(value, x + r * outer_src, inner, inner_src);
         a[0] = value;
         return;
     }
     if (inner_acc == 0) {  // each row folds into its own accumulator
-        for (std::int64_t r = begin; r < end; ++r) a[r * outer_acc] = fold_row<Op, In, A>(a[r * outer_acc], x + r * outer_src, inner, inner_src);
+        for (std::int64_t r = begin; r < end; ++r)
+            a[r * outer_acc] = fold_row<Op, In, A>(a[r * outer_acc], x + r * outer_src, inner, inner_src);
         return;
     }
     if (outer_acc == 0) {  // every row updates the same row of accumulators
         std::int64_t r = begin;
         if (inner_acc == 1 && inner_src == 1) {
             if (b.rows_in_order) return fold_rows_in_order<Op, In, A>(a, x, inner, outer_src, begin, end);
-            if constexpr ((Op == Reduction::sum || Op == Reduction::mean) && (In == DType::f32 || In == DType::f64) &&
-                          std::is_floating_point_v<A> && sizeof(A) >= sizeof(storage_t<In>))
+            if constexpr ((Op == Reduction::sum || Op == Reduction::mean) &&
+                          (In == DType::f32 || In == DType::f64) && std::is_floating_point_v<A> &&
+                          sizeof(A) >= sizeof(storage_t<In>))
                 if (outer_src == inner && (32 / static_cast<std::int64_t>(sizeof(A))) % inner == 0)
                     return sum_periodic(a, x + begin * inner, (end - begin) * inner, inner);
             // Eight rows per pass: two groups of four, each folded in the element's compute type before its
@@ -276,17 +306,20 @@ EINC_KERNEL void fold_block(A* __restrict a, const storage_t<In>* __restrict x, 
                 const storage_t<In>* __restrict x1 = x0 + outer_src;
                 const storage_t<In>* __restrict x2 = x1 + outer_src;
                 const storage_t<In>* __restrict x3 = x2 + outer_src;
-                return static_cast<A>(fold<Op>(fold<Op>(value(x0[i]), value(x1[i])), fold<Op>(value(x2[i]), value(x3[i]))));
+                return static_cast<A>(
+                    fold<Op>(fold<Op>(value(x0[i]), value(x1[i])), fold<Op>(value(x2[i]), value(x3[i]))));
             };
             for (; r + 8 <= end; r += 8) {
                 const storage_t<In>* __restrict x0 = x + r * outer_src;
                 const storage_t<In>* __restrict x4 = x0 + 4 * outer_src;
-                for (std::int64_t i = 0; i < inner; ++i) a[i] = fold<Op>(a[i], fold<Op>(group(x0, i), group(x4, i)));
+                for (std::int64_t i = 0; i < inner; ++i)
+                    a[i] = fold<Op>(a[i], fold<Op>(group(x0, i), group(x4, i)));
             }
         }
         for (; r < end; ++r) {
             const storage_t<In>* row = x + r * outer_src;
-            for (std::int64_t i = 0; i < inner; ++i) a[i * inner_acc] = fold<Op>(a[i * inner_acc], load(row[i * inner_src]));
+            for (std::int64_t i = 0; i < inner; ++i)
+                a[i * inner_acc] = fold<Op>(a[i * inner_acc], load(row[i * inner_src]));
         }
         return;
     }
@@ -300,8 +333,9 @@ EINC_KERNEL void fold_block(A* __restrict a, const storage_t<In>* __restrict x, 
 // Runs of outputs, each folding its window (offsets in source elements) and storing the result.
 // (K > 0: the window's size, known at compile time, so the loop over it unrolls.)
 template <Reduction Op, DType In, DType Out, typename A, int K>
-EINC_KERNEL void fold_windows(storage_t<Out>* __restrict d, const storage_t<In>* __restrict x, std::int64_t count, std::int64_t dst_stride,
-                              std::int64_t src_stride, const std::int64_t* offsets, std::int64_t window) {
+EINC_KERNEL void fold_windows(storage_t<Out>* __restrict d, const storage_t<In>* __restrict x,
+                              std::int64_t count, std::int64_t dst_stride, std::int64_t src_stride,
+                              const std::int64_t* offsets, std::int64_t window) {
     const std::int64_t size = K > 0 ? K : window;
     const auto load = [](storage_t<In> v) { return static_cast<A>(Element<In>::load(v)); };
     if (count < 16) {  // short runs: one window at a time
@@ -325,7 +359,8 @@ EINC_KERNEL void fold_windows(storage_t<Out>* __restrict d, const storage_t<In>*
             const storage_t<In>* element = row + offsets[k];
             for (std::int64_t i = 0; i < n; ++i) acc[i] = fold<Op>(acc[i], load(element[i * src_stride]));
         }
-        for (std::int64_t i = 0; i < n; ++i) store_at(reinterpret_cast<std::byte*>(d + (i0 + i) * dst_stride), finish<Op, Out>(acc[i], size));
+        for (std::int64_t i = 0; i < n; ++i)
+            store_at(reinterpret_cast<std::byte*>(d + (i0 + i) * dst_stride), finish<Op, Out>(acc[i], size));
     }
 }
 
@@ -356,15 +391,19 @@ __attribute__((target("avx2"))) inline __m256 fold_row_pairs(const float* p) {
 // (so to the same bits). GCC's code for that loop, with S = 2, ran at 17 GB/s from L2. Returns how many
 // outputs it wrote: the whole vectors of `count`.
 template <Reduction Op>
-__attribute__((target("avx2"))) inline std::int64_t fold_pair_windows(float* d, const float* x, std::int64_t count, const std::int64_t* rows,
-                                                                     std::int64_t row_count) {
+__attribute__((target("avx2"))) inline std::int64_t
+fold_pair_windows(float* d, const float* x, std::int64_t count, const std::int64_t* rows,
+                  std::int64_t row_count) {
     std::int64_t i = 0;
     for (; i + 8 <= count; i += 8) {
         const float* run = x + 2 * i;
         __m256 acc = fold_row_pairs<Op>(run + rows[0]);
-        for (std::int64_t g = 1; g < row_count; ++g) acc = fold_lanes<Op>(acc, fold_row_pairs<Op>(run + rows[g]));
-        if constexpr (Op == Reduction::mean) acc = _mm256_div_ps(acc, _mm256_set1_ps(static_cast<float>(2 * row_count)));
-        _mm256_storeu_ps(d + i, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(acc), 0xD8)));  // outputs in order
+        for (std::int64_t g = 1; g < row_count; ++g)
+            acc = fold_lanes<Op>(acc, fold_row_pairs<Op>(run + rows[g]));
+        if constexpr (Op == Reduction::mean)
+            acc = _mm256_div_ps(acc, _mm256_set1_ps(static_cast<float>(2 * row_count)));
+        _mm256_storeu_ps(
+            d + i, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(acc), 0xD8)));  // outputs in order
     }
     return i;
 }
@@ -376,11 +415,13 @@ __attribute__((target("avx2"))) inline std::int64_t fold_pair_windows(float* d, 
 // contiguous loads and a shuffle where the gathering loop above does not. `rows` holds each window row's
 // offset.
 template <Reduction Op, DType In, DType Out, typename A, int S>
-EINC_KERNEL void fold_adjacent_windows(storage_t<Out>* __restrict d, const storage_t<In>* __restrict x, std::int64_t count,
-                                       const std::int64_t* rows, std::int64_t row_count) {
+EINC_KERNEL void fold_adjacent_windows(storage_t<Out>* __restrict d, const storage_t<In>* __restrict x,
+                                       std::int64_t count, const std::int64_t* rows, std::int64_t row_count) {
 #if defined(EINC_CPU_AVX2)
-    constexpr bool folds_lanes = Op == Reduction::sum || Op == Reduction::mean || Op == Reduction::max || Op == Reduction::min;
-    if constexpr (S == 2 && In == DType::f32 && Out == DType::f32 && std::is_same_v<A, float> && folds_lanes) {
+    constexpr bool folds_lanes =
+        Op == Reduction::sum || Op == Reduction::mean || Op == Reduction::max || Op == Reduction::min;
+    if constexpr (S == 2 && In == DType::f32 && Out == DType::f32 && std::is_same_v<A, float> &&
+                  folds_lanes) {
         const std::int64_t done = fold_pair_windows<Op>(d, x, count, rows, row_count);
         d += done, x += 2 * done, count -= done;
     }
@@ -410,8 +451,8 @@ EINC_KERNEL void fold_adjacent_windows(storage_t<Out>* __restrict d, const stora
 // elements of the accumulator (acc) and of the source (src).
 inline Block block_of(const Layout& src, const Layout& acc) {
     const std::size_t r = src.rank();
-    return Block{src.modes[r - 2].extent, src.modes[r - 1].extent, acc.modes[r - 2].stride, acc.modes[r - 1].stride,
-                 src.modes[r - 2].stride, src.modes[r - 1].stride};
+    return Block{src.modes[r - 2].extent, src.modes[r - 1].extent, acc.modes[r - 2].stride,
+                 acc.modes[r - 1].stride, src.modes[r - 2].stride, src.modes[r - 1].stride};
 }
 
 // The modes of a nest but its innermost two, and one of extent 1: the nest of blocks, each run one block.

@@ -22,13 +22,14 @@ namespace {
 
 // Matrix (rows x cols) of a GemmMatrix, batch b, copied into a dense row-major array of compute values.
 template <DType D, typename T>
-void pack(const std::byte* base, const GemmMatrix& m, std::int64_t b, std::int64_t rows, std::int64_t cols, T* out) {
+void pack(const std::byte* base, const GemmMatrix& m, std::int64_t b, std::int64_t rows, std::int64_t cols,
+          T* out) {
     using S = storage_t<D>;
     const std::byte* matrix = base + b * m.batch_stride * static_cast<std::int64_t>(sizeof(S));
     for (std::int64_t r = 0; r < rows; ++r)
         for (std::int64_t c = 0; c < cols; ++c)
-            out[r * cols + c] = static_cast<T>(Element<D>::load(load_at<S>(matrix + (r * m.row_stride + c * m.col_stride) *
-                                                                                         static_cast<std::int64_t>(sizeof(S)))));
+            out[r * cols + c] = static_cast<T>(Element<D>::load(load_at<S>(
+                matrix + (r * m.row_stride + c * m.col_stride) * static_cast<std::int64_t>(sizeof(S)))));
 }
 
 template <DType D, typename T>
@@ -101,7 +102,9 @@ struct Blas<double> {
     static constexpr auto gemv = cblas_dgemv;
 };
 
-blasint blas_int(std::int64_t value) { return static_cast<blasint>(value); }
+blasint blas_int(std::int64_t value) {
+    return static_cast<blasint>(value);
+}
 
 // OpenBLAS on one thread while it lives, for GEMMs run side by side on einc's threads. OpenBLAS's thread
 // count is the process's: the first of the runs that overlap lowers it, the last restores what it was.
@@ -172,8 +175,9 @@ void packed_gemm(const Gemm& g, const std::byte* a, const std::byte* b, std::byt
 #if EINC_HAS_BLAS
         if constexpr (std::is_same_v<T, float>) {
             if (g.k > 0) {
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(g.m), static_cast<blasint>(g.n),
-                            static_cast<blasint>(g.k), 1.0f, pa, static_cast<blasint>(g.k), pb, static_cast<blasint>(g.n), 0.0f, pc,
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(g.m),
+                            static_cast<blasint>(g.n), static_cast<blasint>(g.k), 1.0f, pa,
+                            static_cast<blasint>(g.k), pb, static_cast<blasint>(g.n), 0.0f, pc,
                             static_cast<blasint>(g.n));
             } else {
                 std::fill(pc, pc + g.m * g.n, T{0});
@@ -190,20 +194,22 @@ void packed_gemm(const Gemm& g, const std::byte* a, const std::byte* b, std::byt
 
 }  // namespace
 
-void gemm(const ScheduledStep& step, const Gemm& g, DType dtype, const std::byte* a, const std::byte* b, std::byte* c, std::byte* scratch) {
+void gemm(const ScheduledStep& step, const Gemm& g, DType dtype, const std::byte* a, const std::byte* b,
+          std::byte* c, std::byte* scratch) {
     if (g.outer == 0 || g.batch == 0 || g.m == 0 || g.n == 0) return;
     const auto size = static_cast<std::int64_t>(size_of(dtype));
 #if EINC_HAS_BLAS
     // CBLAS for f32 and f64: the GEMMs (or matrix-vector products) of `one` at its operands' offsets.
     const auto library = [&](const Gemm& one, std::int64_t a_at, std::int64_t b_at, std::int64_t c_at) {
         if (dtype == DType::f32)
-            return blas_gemm(step.strategy, one, reinterpret_cast<const float*>(a) + a_at, reinterpret_cast<const float*>(b) + b_at,
-                             reinterpret_cast<float*>(c) + c_at);
+            return blas_gemm(step.strategy, one, reinterpret_cast<const float*>(a) + a_at,
+                             reinterpret_cast<const float*>(b) + b_at, reinterpret_cast<float*>(c) + c_at);
         EINC_ASSERT(dtype == DType::f64);
-        blas_gemm(step.strategy, one, reinterpret_cast<const double*>(a) + a_at, reinterpret_cast<const double*>(b) + b_at,
-                  reinterpret_cast<double*>(c) + c_at);
+        blas_gemm(step.strategy, one, reinterpret_cast<const double*>(a) + a_at,
+                  reinterpret_cast<const double*>(b) + b_at, reinterpret_cast<double*>(c) + c_at);
     };
-    if (step.split == Split::gemms) {  // GEMM i = (outer index i / batch, batch index i % batch), whole on a thread
+    if (step.split ==
+        Split::gemms) {  // GEMM i = (outer index i / batch, batch index i % batch), whole on a thread
         EINC_ASSERT(step.strategy != Strategy::packed_gemm);
         Gemm one = g;
         one.outer = one.batch = 1;
@@ -211,7 +217,8 @@ void gemm(const ScheduledStep& step, const Gemm& g, DType dtype, const std::byte
         parallel_for(g.outer * g.batch, [&](std::int64_t begin, std::int64_t end) {
             for (std::int64_t i = begin; i < end; ++i) {
                 const std::int64_t o = i / g.batch, n = i % g.batch;
-                library(one, o * g.a.outer_stride + n * g.a.batch_stride, o * g.b.outer_stride + n * g.b.batch_stride,
+                library(one, o * g.a.outer_stride + n * g.a.batch_stride,
+                        o * g.b.outer_stride + n * g.b.batch_stride,
                         o * g.c.outer_stride + n * g.c.batch_stride);
             }
         });
@@ -222,8 +229,8 @@ void gemm(const ScheduledStep& step, const Gemm& g, DType dtype, const std::byte
         Gemm one = g;
         one.outer = 1;
         for (std::int64_t o = 0; o < g.outer; ++o)
-            gemm(step, one, dtype, a + o * g.a.outer_stride * size, b + o * g.b.outer_stride * size, c + o * g.c.outer_stride * size,
-                 scratch);
+            gemm(step, one, dtype, a + o * g.a.outer_stride * size, b + o * g.b.outer_stride * size,
+                 c + o * g.c.outer_stride * size, scratch);
         return;
     }
 #if EINC_HAS_BLAS
@@ -235,9 +242,12 @@ void gemm(const ScheduledStep& step, const Gemm& g, DType dtype, const std::byte
         if constexpr (D == DType::f8e4m3 || D == DType::f8e5m2 || D == DType::boolean) {
             throw Error(ErrorKind::unsupported, fmt::format("einsum of {} is not supported", name_of(D)));
         } else {
-            // The accumulator the schedule chose: the compute type, integers wrapping modulo 2^64 as numpy's int64.
+            // The accumulator the schedule chose: the compute type, integers wrapping modulo 2^64 as numpy's
+            // int64.
             using T = std::conditional_t<std::is_floating_point_v<compute_t<D>>, compute_t<D>, std::uint64_t>;
-            EINC_ASSERT(step.accumulator == (std::is_integral_v<T> ? DType::i64 : sizeof(T) == 8 ? DType::f64 : DType::f32));
+            EINC_ASSERT(step.accumulator == (std::is_integral_v<T> ? DType::i64
+                                             : sizeof(T) == 8      ? DType::f64
+                                                                   : DType::f32));
             packed_gemm<D, T>(g, a, b, c, scratch);
         }
     });

@@ -23,11 +23,13 @@
 namespace einc::cpu {
 
 // One set of kernels, for one instruction set.
-#define EINC_DECLARE_KERNELS(isa)                                                                                    \
-    namespace isa {                                                                                                  \
-    void copy(const ScheduledStep& step, const Data& dst, const Data& src);                                          \
-    void reduce(const ScheduledStep& step, Reduction op, const Data& dst, const Data& src, std::byte* scratch);      \
-    void contract(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1, std::byte* scratch); \
+#define EINC_DECLARE_KERNELS(isa)                                                                            \
+    namespace isa {                                                                                          \
+    void copy(const ScheduledStep& step, const Data& dst, const Data& src);                                  \
+    void reduce(const ScheduledStep& step, Reduction op, const Data& dst, const Data& src,                   \
+                std::byte* scratch);                                                                         \
+    void contract(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1,             \
+                  std::byte* scratch);                                                                       \
     }
 EINC_DECLARE_KERNELS(baseline)
 EINC_DECLARE_KERNELS(avx2)
@@ -38,7 +40,8 @@ EINC_DECLARE_KERNELS(avx2)
 // fold exactly, so the grouping does not change their values, and compiling every variant of them twice
 // cost minutes of every build, for calls that are rarely hot and that SSE2 still vectorises.
 constexpr bool tuned_reduction(DType input, Reduction op) {
-    const bool floating = input == DType::f64 || input == DType::f32 || input == DType::f16 || input == DType::bf16;
+    const bool floating =
+        input == DType::f64 || input == DType::f32 || input == DType::f16 || input == DType::bf16;
     return floating && op != Reduction::any && op != Reduction::all;
 }
 

@@ -26,15 +26,17 @@ void reduce(const ScheduledStep& step, Reduction op, const Data& dst, const Data
 
 // Strategy contract_accumulate: dst[i] = sum over the modes with dst stride 0 of src[i] * src1[i].
 // @pre scratch holds step.scratch_bytes
-void contract(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1, std::byte* scratch);
+void contract(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1,
+              std::byte* scratch);
 
 // Strategy route: dst = the gradient of reducing src by `op` (max, min, prod) given grad, the reduction's
 // output gradient; the nest's first `kept` modes index the groups (compiler/plan.hpp, Route).
-void route(const ScheduledStep& step, Reduction op, std::uint32_t kept, const Data& dst, const Data& src, const Data& grad);
+void route(const ScheduledStep& step, Reduction op, std::uint32_t kept, const Data& dst, const Data& src,
+           const Data& grad);
 
 // Strategy library_gemm or packed_gemm, on matrices at a, b, c (each already offset by its
 // GemmMatrix::offset). @pre scratch holds step.scratch_bytes
-void gemm(const ScheduledStep& step, const Gemm& gemm, DType dtype, const std::byte* a, const std::byte* b, std::byte* c,
-          std::byte* scratch);
+void gemm(const ScheduledStep& step, const Gemm& gemm, DType dtype, const std::byte* a, const std::byte* b,
+          std::byte* c, std::byte* scratch);
 
 }  // namespace einc::cpu

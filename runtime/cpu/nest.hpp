@@ -27,7 +27,8 @@ Nest<N> make_nest(const std::array<const Layout*, N>& layouts, const std::array<
     nest.extents = layouts[0]->extents();
     for (std::size_t a = 0; a < N; ++a) {
         nest.base[a] = bases[a];
-        for (const Mode& m : layouts[a]->modes) nest.strides[a].push_back(m.stride * static_cast<std::int64_t>(element_sizes[a]));
+        for (const Mode& m : layouts[a]->modes)
+            nest.strides[a].push_back(m.stride * static_cast<std::int64_t>(element_sizes[a]));
     }
     return nest;
 }

@@ -26,8 +26,10 @@ void reduce_rows(const ScheduledStep& step, const Data& dst, const Data& src) {
     const std::size_t rank = nest.src.rank();
     const Block block = block_of(nest.src, nest.acc);
     const Layout src_outer = outer_of(nest.src), dst_outer = outer_of(nest.dst);
-    const std::int64_t dst_row = nest.dst.modes[rank - 2].stride, nest_extent = rank > 2 ? nest.src.modes[0].extent : 1;
-    const Nest<2> direct = make_nest<2>({&dst_outer, &src_outer}, {dst.base, src.base}, {sizeof(D), sizeof(S)});
+    const std::int64_t dst_row = nest.dst.modes[rank - 2].stride,
+                       nest_extent = rank > 2 ? nest.src.modes[0].extent : 1;
+    const Nest<2> direct =
+        make_nest<2>({&dst_outer, &src_outer}, {dst.base, src.base}, {sizeof(D), sizeof(S)});
     const auto rows = [&](std::byte* d, const std::byte* x, std::int64_t begin, std::int64_t end) {
         D* out = reinterpret_cast<D*>(d);
         const S* in = reinterpret_cast<const S*>(x);
@@ -41,14 +43,19 @@ void reduce_rows(const ScheduledStep& step, const Data& dst, const Data& src) {
         reduce_rows_to<Op, In, Out, A, 0>(out, in, block, dst_row, begin, end);
     };
     // Blocks [nest_begin, nest_end) of the nest, and of each, rows [row_begin, row_end).
-    const auto run = [&](std::int64_t nest_begin, std::int64_t nest_end, std::int64_t row_begin, std::int64_t row_end) {
-        for_each_run(direct, nest_begin, nest_end, [&](std::array<std::byte*, 2> p, std::int64_t, const std::array<std::int64_t, 2>&) {
-            rows(p[0], p[1], row_begin, row_end);
-        });
+    const auto run = [&](std::int64_t nest_begin, std::int64_t nest_end, std::int64_t row_begin,
+                         std::int64_t row_end) {
+        for_each_run(direct, nest_begin, nest_end,
+                     [&](std::array<std::byte*, 2> p, std::int64_t, const std::array<std::int64_t, 2>&) {
+                         rows(p[0], p[1], row_begin, row_end);
+                     });
     };
     switch (step.split) {
-    case Split::outer: return parallel_for(nest_extent, [&](std::int64_t b0, std::int64_t b1) { run(b0, b1, 0, block.outer); });
-    case Split::rows: return parallel_for(block.outer, [&](std::int64_t r0, std::int64_t r1) { run(0, 1, r0, r1); });
+    case Split::outer:
+        return parallel_for(nest_extent,
+                            [&](std::int64_t b0, std::int64_t b1) { run(b0, b1, 0, block.outer); });
+    case Split::rows:
+        return parallel_for(block.outer, [&](std::int64_t r0, std::int64_t r1) { run(0, 1, r0, r1); });
     default: return run(0, nest_extent, 0, block.outer);
     }
 }
@@ -61,7 +68,8 @@ void reduce_windows(const ScheduledStep& step, const Data& dst, const Data& src)
     // The reduced modes give the window's offsets; the kept ones form the nest of outputs.
     Layout reduced, kept_src, kept_dst;
     for (std::size_t k = 0; k < dst_layout.rank(); ++k) {
-        if (dst_layout.modes[k].stride == 0) reduced.modes.push_back(src_layout.modes[k]);
+        if (dst_layout.modes[k].stride == 0)
+            reduced.modes.push_back(src_layout.modes[k]);
         else {
             kept_src.modes.push_back(src_layout.modes[k]);
             kept_dst.modes.push_back(dst_layout.modes[k]);
@@ -84,33 +92,40 @@ void reduce_windows(const ScheduledStep& step, const Data& dst, const Data& src)
     // Windows whose innermost reduced mode is 2 or 3 adjacent elements (pooling along the rows of a
     // row-major image) go a window row at a time, where a run steps that many elements along them;
     // `rows` holds each window row's first offset.
-    const std::int64_t adjacent = !reduced.modes.empty() && reduced.modes.back().stride == 1 ? reduced.modes.back().extent : 0;
+    const std::int64_t adjacent =
+        !reduced.modes.empty() && reduced.modes.back().stride == 1 ? reduced.modes.back().extent : 0;
     std::int64_t rows[16];
     for (std::int64_t g = 0; adjacent > 0 && g < window / adjacent; ++g) rows[g] = offsets[g * adjacent];
     using S = storage_t<In>;
     using D = storage_t<Out>;
     const Nest<2> nest = make_nest<2>({&kept_dst, &kept_src}, {dst.base, src.base}, {sizeof(D), sizeof(S)});
     const auto run = [&](std::int64_t begin, std::int64_t end) {
-        for_each_run(nest, begin, end, [&](std::array<std::byte*, 2> p, std::int64_t count, const std::array<std::int64_t, 2>& stride) {
-            D* out = reinterpret_cast<D*>(p[0]);
-            const S* in = reinterpret_cast<const S*>(p[1]);
-            const std::int64_t ds = stride[0] / static_cast<std::int64_t>(sizeof(D)), ss = stride[1] / static_cast<std::int64_t>(sizeof(S));
-            if constexpr (tuned_reduction(In, Op)) {
-                if ((adjacent == 2 || adjacent == 3) && ds == 1 && ss == adjacent && count >= 16) {
-                    if (adjacent == 2) return fold_adjacent_windows<Op, In, Out, A, 2>(out, in, count, rows, window / 2);
-                    return fold_adjacent_windows<Op, In, Out, A, 3>(out, in, count, rows, window / 3);
+        for_each_run(
+            nest, begin, end,
+            [&](std::array<std::byte*, 2> p, std::int64_t count, const std::array<std::int64_t, 2>& stride) {
+                D* out = reinterpret_cast<D*>(p[0]);
+                const S* in = reinterpret_cast<const S*>(p[1]);
+                const std::int64_t ds = stride[0] / static_cast<std::int64_t>(sizeof(D)),
+                                   ss = stride[1] / static_cast<std::int64_t>(sizeof(S));
+                if constexpr (tuned_reduction(In, Op)) {
+                    if ((adjacent == 2 || adjacent == 3) && ds == 1 && ss == adjacent && count >= 16) {
+                        if (adjacent == 2)
+                            return fold_adjacent_windows<Op, In, Out, A, 2>(out, in, count, rows, window / 2);
+                        return fold_adjacent_windows<Op, In, Out, A, 3>(out, in, count, rows, window / 3);
+                    }
+                    switch (window) {
+                    case 2: return fold_windows<Op, In, Out, A, 2>(out, in, count, ds, ss, offsets, window);
+                    case 4: return fold_windows<Op, In, Out, A, 4>(out, in, count, ds, ss, offsets, window);
+                    case 8: return fold_windows<Op, In, Out, A, 8>(out, in, count, ds, ss, offsets, window);
+                    }
                 }
-                switch (window) {
-                case 2: return fold_windows<Op, In, Out, A, 2>(out, in, count, ds, ss, offsets, window);
-                case 4: return fold_windows<Op, In, Out, A, 4>(out, in, count, ds, ss, offsets, window);
-                case 8: return fold_windows<Op, In, Out, A, 8>(out, in, count, ds, ss, offsets, window);
-                }
-            }
-            fold_windows<Op, In, Out, A, 0>(out, in, count, ds, ss, offsets, window);
-        });
+                fold_windows<Op, In, Out, A, 0>(out, in, count, ds, ss, offsets, window);
+            });
     };
-    if (step.split == Split::outer) parallel_for(nest.extents[0], run);
-    else run(0, nest.extents[0]);
+    if (step.split == Split::outer)
+        parallel_for(nest.extents[0], run);
+    else
+        run(0, nest.extents[0]);
 }
 
 template <Reduction Op, DType In, DType Out, typename A>
@@ -123,25 +138,33 @@ void reduce_accumulate(const ScheduledStep& step, const Data& dst, const Data& s
     block.rows_in_order = step.rows_in_order;
     const Layout src_outer = outer_of(nest.src), acc_outer = outer_of(nest.acc);
     const std::int64_t nest_extent = rank > 2 ? nest.src.modes[0].extent : 1;
-    const auto array = [&](int k) { return reinterpret_cast<A*>(scratch + k * step.array_stride); };  // 0: the result
+    const auto array = [&](int k) {
+        return reinterpret_cast<A*>(scratch + k * step.array_stride);
+    };  // 0: the result
     const A init = identity<A>(Op);
     std::fill(array(0), array(0) + step.accumulators, init);
 
-    const Nest<2> blocks = make_nest<2>({&acc_outer, &src_outer}, {nullptr, src.base}, {sizeof(A), sizeof(S)});
+    const Nest<2> blocks =
+        make_nest<2>({&acc_outer, &src_outer}, {nullptr, src.base}, {sizeof(A), sizeof(S)});
     // Folds blocks [nest_begin, nest_end) and, of each, rows [row_begin, row_end), into `accumulators`.
-    const auto fold_range = [&](A* accumulators, std::int64_t nest_begin, std::int64_t nest_end, std::int64_t row_begin, std::int64_t row_end) {
+    const auto fold_range = [&](A* accumulators, std::int64_t nest_begin, std::int64_t nest_end,
+                                std::int64_t row_begin, std::int64_t row_end) {
         Nest<2> local = blocks;
         local.base[0] = reinterpret_cast<std::byte*>(accumulators);
-        for_each_run(local, nest_begin, nest_end, [&](std::array<std::byte*, 2> p, std::int64_t, const std::array<std::int64_t, 2>&) {
-            fold_block<Op, In>(reinterpret_cast<A*>(p[0]), reinterpret_cast<const S*>(p[1]), block, row_begin, row_end);
-        });
+        for_each_run(local, nest_begin, nest_end,
+                     [&](std::array<std::byte*, 2> p, std::int64_t, const std::array<std::int64_t, 2>&) {
+                         fold_block<Op, In>(reinterpret_cast<A*>(p[0]), reinterpret_cast<const S*>(p[1]),
+                                            block, row_begin, row_end);
+                     });
     };
     switch (step.split) {
     case Split::outer:
-        parallel_for(nest_extent, [&](std::int64_t b0, std::int64_t b1) { fold_range(array(0), b0, b1, 0, block.outer); });
+        parallel_for(nest_extent,
+                     [&](std::int64_t b0, std::int64_t b1) { fold_range(array(0), b0, b1, 0, block.outer); });
         break;
     case Split::rows:
-        parallel_for(block.outer, [&](std::int64_t r0, std::int64_t r1) { fold_range(array(0), 0, nest_extent, r0, r1); });
+        parallel_for(block.outer,
+                     [&](std::int64_t r0, std::int64_t r1) { fold_range(array(0), 0, nest_extent, r0, r1); });
         break;
     case Split::partials_outer:
     case Split::partials_rows: {
@@ -153,12 +176,15 @@ void reduce_accumulate(const ScheduledStep& step, const Data& dst, const Data& s
                 A* partial = array(static_cast<int>(th) + 1);
                 std::fill(partial, partial + step.accumulators, init);
                 const std::int64_t b0 = range * th / threads, b1 = range * (th + 1) / threads;
-                if (by_outer) fold_range(partial, b0, b1, 0, block.outer);
-                else fold_range(partial, 0, nest_extent, b0, b1);
+                if (by_outer)
+                    fold_range(partial, b0, b1, 0, block.outer);
+                else
+                    fold_range(partial, 0, nest_extent, b0, b1);
             }
         });
         for (int th = 1; th <= threads; ++th)
-            for (std::int64_t i = 0; i < step.accumulators; ++i) array(0)[i] = fold<Op>(array(0)[i], array(th)[i]);
+            for (std::int64_t i = 0; i < step.accumulators; ++i)
+                array(0)[i] = fold<Op>(array(0)[i], array(th)[i]);
         break;
     }
     default:
@@ -168,7 +194,8 @@ void reduce_accumulate(const ScheduledStep& step, const Data& dst, const Data& s
     // Write out: mean divides by the number of terms folded into each accumulator.
     const std::int64_t count = step.accumulators == 0 ? 0 : nest.src.size() / step.accumulators;
     const auto [dst_kept, acc_kept] = kept_modes(nest.dst, nest.acc);
-    const Nest<2> out = make_nest<2>({&dst_kept, &acc_kept}, {dst.base, reinterpret_cast<std::byte*>(array(0))}, {sizeof(D), sizeof(A)});
+    const Nest<2> out = make_nest<2>(
+        {&dst_kept, &acc_kept}, {dst.base, reinterpret_cast<std::byte*>(array(0))}, {sizeof(D), sizeof(A)});
     const std::int64_t outer = out.rank() == 0 ? 1 : out.extents[0];
     if (step.epilogue.identity()) {
         for_each_run(
@@ -211,9 +238,12 @@ void reduce_typed(const ScheduledStep& step, const Data& dst, const Data& src, s
 template <Reduction Op, DType In, typename F>
 void with_accumulator(DType accumulator, F&& f) {
     using Natural = wrapping_t<Op, compute_t<In>>;
-    if constexpr (In == DType::f32 && (Op == Reduction::sum || Op == Reduction::mean || Op == Reduction::prod))
+    if constexpr (In == DType::f32 &&
+                  (Op == Reduction::sum || Op == Reduction::mean || Op == Reduction::prod))
         if (accumulator == DType::f64) return f(double{});
-    EINC_ASSERT(accumulator == (std::is_integral_v<Natural> ? DType::i64 : sizeof(Natural) == 8 ? DType::f64 : DType::f32));
+    EINC_ASSERT(accumulator == (std::is_integral_v<Natural> ? DType::i64
+                                : sizeof(Natural) == 8      ? DType::f64
+                                                            : DType::f32));
     f(Natural{});
 }
 
@@ -222,9 +252,12 @@ void with_accumulator(DType accumulator, F&& f) {
 // result dtype for every op tripled this file's build time.
 template <Reduction Op, DType In>
 constexpr DType reduced_dtype() {
-    if constexpr (Op == Reduction::any || Op == Reduction::all) return DType::boolean;
-    else if constexpr ((Op == Reduction::sum || Op == Reduction::prod) && std::is_integral_v<compute_t<In>>) return DType::i64;
-    else return In;
+    if constexpr (Op == Reduction::any || Op == Reduction::all)
+        return DType::boolean;
+    else if constexpr ((Op == Reduction::sum || Op == Reduction::prod) && std::is_integral_v<compute_t<In>>)
+        return DType::i64;
+    else
+        return In;
 }
 
 #if defined(EINC_CPU_AVX2)
@@ -237,9 +270,11 @@ template <Reduction Op>
 void reduce_op(const ScheduledStep& step, const Data& dst, const Data& src, std::byte* scratch) {
     dispatch(src.dtype, [&](auto in) {
         constexpr DType I = decltype(in)::value;
-        if constexpr ((Op == Reduction::mean && !(I == DType::f64 || I == DType::f32 || I == DType::f16 || I == DType::bf16)) ||
+        if constexpr ((Op == Reduction::mean &&
+                       !(I == DType::f64 || I == DType::f32 || I == DType::f16 || I == DType::bf16)) ||
                       I == DType::f8e4m3 || I == DType::f8e5m2) {
-            throw Error(ErrorKind::unsupported, fmt::format("{} of {} is not supported", name_of(Op), name_of(I)));
+            throw Error(ErrorKind::unsupported,
+                        fmt::format("{} of {} is not supported", name_of(Op), name_of(I)));
         } else if constexpr (avx2_build && !tuned_reduction(I, Op)) {
             EINC_ASSERT(false);  // the baseline's kernels run these (dispatch.cpp)
         } else {

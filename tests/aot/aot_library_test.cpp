@@ -63,8 +63,11 @@ TEST_CASE("aot library: every registered binary is the file NVRTC wrote, byte fo
     std::set<const void*> distinct;
     for (const AheadOfTimeKernel& k : registered_here()) {
         const std::string bytes(reinterpret_cast<const char*>(k.binary.data()), k.binary.size());
-        const std::string suffix = k.format == BinaryFormat::cubin ? fmt::format(".sm_{}.cubin", k.arch) : fmt::format(".compute_{}.ptx", k.arch);
-        const bool found = std::any_of(files.begin(), files.end(), [&](const auto& f) { return f.first.ends_with(suffix) && f.second == bytes; });
+        const std::string suffix = k.format == BinaryFormat::cubin ? fmt::format(".sm_{}.cubin", k.arch)
+                                                                   : fmt::format(".compute_{}.ptx", k.arch);
+        const bool found = std::any_of(files.begin(), files.end(), [&](const auto& f) {
+            return f.first.ends_with(suffix) && f.second == bytes;
+        });
         CHECK_MESSAGE(found, k.name, suffix);
         distinct.insert(k.binary.data());
     }
@@ -80,7 +83,8 @@ TEST_CASE("aot library: it registers exactly the kernels the corpus needs, for s
     CHECK(expected.size() == einc_aot::test_kernels::kernel_count);
     std::map<std::string, std::set<std::string>> binaries;  // kernel -> "cubin 80", ...
     for (const AheadOfTimeKernel& k : registered_here())
-        binaries[k.name].insert(fmt::format("{} {}", k.format == BinaryFormat::cubin ? "cubin" : "ptx", k.arch));
+        binaries[k.name].insert(
+            fmt::format("{} {}", k.format == BinaryFormat::cubin ? "cubin" : "ptx", k.arch));
     const std::set<std::string> every_format{"cubin 80", "cubin 90", "ptx 90"};
     std::set<std::string> registered;
     for (const auto& [name, formats] : binaries) {
@@ -93,7 +97,8 @@ TEST_CASE("aot library: it registers exactly the kernels the corpus needs, for s
 
 TEST_CASE("aot library: the cubins are for the architectures asked for, as cuobjdump reads them") {
     if (std::string(EINC_CUOBJDUMP).empty()) {
-        fmt::print("SKIP aot cuobjdump: cuobjdump not found (it comes with the CUDA toolkit, or pip install nvidia-cuda-cuobjdump)\n");
+        fmt::print("SKIP aot cuobjdump: cuobjdump not found (it comes with the CUDA toolkit, or pip install "
+                   "nvidia-cuda-cuobjdump)\n");
         return;
     }
     std::size_t checked = 0;
@@ -105,9 +110,12 @@ TEST_CASE("aot library: the cubins are for the architectures asked for, as cuobj
             continue;
         }
         const std::string arch = name.substr(name.find(".sm_") + 4, 2);
-        const std::string listing = output_of(fmt::format("'{}' -elf '{}' 2>&1", EINC_CUOBJDUMP, entry.path().string()));
-        CHECK_MESSAGE(listing.find("ELF: type=ET_EXEC") != std::string::npos, name, ": ", listing.substr(0, 300));
-        CHECK_MESSAGE(listing.find("sm=" + arch + ",") != std::string::npos, name, ": ", listing.substr(0, 300));
+        const std::string listing =
+            output_of(fmt::format("'{}' -elf '{}' 2>&1", EINC_CUOBJDUMP, entry.path().string()));
+        CHECK_MESSAGE(listing.find("ELF: type=ET_EXEC") != std::string::npos, name, ": ",
+                      listing.substr(0, 300));
+        CHECK_MESSAGE(listing.find("sm=" + arch + ",") != std::string::npos, name, ": ",
+                      listing.substr(0, 300));
         ++checked;
     }
     CHECK(checked == 2 * (einc_aot::test_kernels::binary_count / 3));
@@ -133,13 +141,18 @@ TEST_CASE("aot library: calls of the corpus, at sizes it never named, find every
             for (const int arch : {80, 86, 90, 100})  // 86: the sm_80 cubin; 100: the compute_90 PTX
                 for (const int multiprocessors : {132, 108, 46}) {
                     CAPTURE(c.call.pattern);
-                    const Schedule gpu = schedule(plan_of(c.call, c.shapes, c.dtype, contiguous), Target::gpu(multiprocessors));
+                    const Schedule gpu = schedule(plan_of(c.call, c.shapes, c.dtype, contiguous),
+                                                  Target::gpu(multiprocessors));
                     const std::vector<KernelSignature> missing = missing_ahead_of_time(gpu, arch);
-                    CHECK_MESSAGE(missing.empty(), "sm_", arch, " misses ", missing.empty() ? "" : missing[0].name());
+                    CHECK_MESSAGE(missing.empty(), "sm_", arch, " misses ",
+                                  missing.empty() ? "" : missing[0].name());
                 }
     const Call outside{Op::rearrange, "a b c -> c b a", Reduction::none, {}, false, {}};
-    CHECK_FALSE(missing_ahead_of_time(schedule(plan_of(outside, {{40, 50, 60}}, DType::f64, true), Target::gpu(132)), 90).empty());
+    CHECK_FALSE(missing_ahead_of_time(
+                    schedule(plan_of(outside, {{40, 50, 60}}, DType::f64, true), Target::gpu(132)), 90)
+                    .empty());
     const Call in_corpus{Op::rearrange, "b c h w -> b h w c", Reduction::none, {}, false, {}};
-    CHECK_FALSE(missing_ahead_of_time(schedule(plan_of(in_corpus, {{5, 3, 37, 41}}, DType::f32, true), Target::gpu(132)), 75)
+    CHECK_FALSE(missing_ahead_of_time(
+                    schedule(plan_of(in_corpus, {{5, 3, 37, 41}}, DType::f32, true), Target::gpu(132)), 75)
                     .empty());  // older than sm_80
 }

@@ -8,11 +8,11 @@
 #include <barrier>
 #include <cmath>
 #include <condition_variable>
-#include <mutex>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -51,7 +51,9 @@ T* shared(std::size_t count) {
     return reinterpret_cast<T*>(current.block_state->shared + offset);
 }
 
-inline void sync() { current.block_state->barrier.arrive_and_wait(); }
+inline void sync() {
+    current.block_state->barrier.arrive_and_wait();
+}
 
 template <typename T>
 T shfl_down(T value, int delta) {
@@ -61,7 +63,8 @@ T shfl_down(T value, int delta) {
     std::memcpy(warp.slots[lane], &value, sizeof value);
     warp.barrier.arrive_and_wait();
     T result = value;
-    if (lane + static_cast<unsigned>(delta) < 32) std::memcpy(&result, warp.slots[lane + static_cast<unsigned>(delta)], sizeof result);
+    if (lane + static_cast<unsigned>(delta) < 32)
+        std::memcpy(&result, warp.slots[lane + static_cast<unsigned>(delta)], sizeof result);
     warp.barrier.arrive_and_wait();
     return result;
 }
@@ -95,7 +98,8 @@ inline float einc_f16_to_f32(einc_u16 h) {
         const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
         return sign ? -magnitude : magnitude;
     }
-    bits = exponent == 31 ? (sign | 0x7F800000u | (mantissa << 13)) : (sign | ((exponent + 112) << 23) | (mantissa << 13));
+    bits = exponent == 31 ? (sign | 0x7F800000u | (mantissa << 13))
+                          : (sign | ((exponent + 112) << 23) | (mantissa << 13));
     float f;
     std::memcpy(&f, &bits, 4);
     return f;
@@ -131,8 +135,12 @@ inline einc_u16 einc_f32_to_bf16(float value) {
     if ((f & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<einc_u16>((f >> 16) | 0x0040u);
     return static_cast<einc_u16>((f + 0x7FFFu + ((f >> 16) & 1u)) >> 16);
 }
-inline float einc_inf_f32() { return INFINITY; }
-inline double einc_inf_f64() { return static_cast<double>(INFINITY); }
+inline float einc_inf_f32() {
+    return INFINITY;
+}
+inline double einc_inf_f64() {
+    return static_cast<double>(INFINITY);
+}
 
 namespace einc_emu {
 
@@ -183,7 +191,13 @@ private:
             }
             if (t >= job.threads) continue;
             for (unsigned b = 0; b < job.grid; ++b) {
-                current = ThreadState{{t % job.block_x, t / job.block_x, 0}, {b, 0, 0}, {job.block_x, job.block_y, 1}, {job.grid, 1, 1}, job.block, 0, t};
+                current = ThreadState{{t % job.block_x, t / job.block_x, 0},
+                                      {b, 0, 0},
+                                      {job.block_x, job.block_y, 1},
+                                      {job.grid, 1, 1},
+                                      job.block,
+                                      0,
+                                      t};
                 job.invoke(job.arguments);
                 job.block->barrier.arrive_and_wait();  // the block's shared memory is the next block's
             }
@@ -205,11 +219,13 @@ private:
 
 // Runs `invoke(arguments)` as a launch of grid x block threads: one thread per CUDA thread of a block,
 // the blocks one after the other.
-extern "C" void einc_emu_run(void (*invoke)(void**), unsigned grid, unsigned block_x, unsigned block_y, void** arguments) {
+extern "C" void einc_emu_run(void (*invoke)(void**), unsigned grid, unsigned block_x, unsigned block_y,
+                             void** arguments) {
     static einc_emu::Pool pool;
     const unsigned threads = block_x * block_y;
     einc_emu::Block block(threads);
     for (unsigned w = 0; w < (threads + 31) / 32; ++w)
-        block.warps.push_back(std::make_unique<einc_emu::Warp>(std::min<std::ptrdiff_t>(32, threads - 32 * w)));
+        block.warps.push_back(
+            std::make_unique<einc_emu::Warp>(std::min<std::ptrdiff_t>(32, threads - 32 * w)));
     pool.run(einc_emu::Job{invoke, arguments, grid, block_x, block_y, threads, &block});
 }

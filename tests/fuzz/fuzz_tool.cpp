@@ -33,7 +33,9 @@ namespace {
 
 using Bytes = std::vector<std::uint8_t>;
 
-Bytes bytes_of(std::string_view text) { return Bytes(text.begin(), text.end()); }
+Bytes bytes_of(std::string_view text) {
+    return Bytes(text.begin(), text.end());
+}
 
 // `einc explain <op> [options] <pattern> [reduction] <shapes>` in the fuzz case format: the words go
 // where the case format reads them (options the format has no line for are dropped).
@@ -43,16 +45,26 @@ std::string pattern_seed(const std::vector<std::string>& words) {
     for (std::size_t i = 2; i < words.size(); ++i) {
         const std::string& w = words[i];
         const bool has_value = i + 1 < words.size();
-        if ((w == "-a" || w == "--axis") && has_value) sizes += words[++i] + " ";
-        else if (w == "--packed" && has_value) packed += words[++i] + " ";
-        else if (w == "--dtype" && has_value) head += " " + words[++i];
-        else if (w == "--compact") head += " compact";
-        else if ((w == "--print" || w == "--device" || w == "--backend" || w == "-o") && has_value) ++i;
-        else if (w.starts_with("--")) continue;
-        else if (positional++ == 0) head = w + head;
-        else if (positional == 2) pattern = w;
-        else if (reduction_named(w)) head += " " + w;
-        else shapes += w + " ";
+        if ((w == "-a" || w == "--axis") && has_value)
+            sizes += words[++i] + " ";
+        else if (w == "--packed" && has_value)
+            packed += words[++i] + " ";
+        else if (w == "--dtype" && has_value)
+            head += " " + words[++i];
+        else if (w == "--compact")
+            head += " compact";
+        else if ((w == "--print" || w == "--device" || w == "--backend" || w == "-o") && has_value)
+            ++i;
+        else if (w.starts_with("--"))
+            continue;
+        else if (positional++ == 0)
+            head = w + head;
+        else if (positional == 2)
+            pattern = w;
+        else if (reduction_named(w))
+            head += " " + w;
+        else
+            shapes += w + " ";
     }
     return fmt::format("{}\n{}\n{}\n{}\n{}\n", head, pattern, shapes, sizes, packed);
 }
@@ -67,15 +79,18 @@ std::vector<Bytes> pattern_seeds(const fs::path& corpus) {
         std::ifstream in(file);
         for (std::string line; std::getline(in, line);) {
             if (!line.starts_with("$ einc explain ")) continue;
-            const std::vector<std::string> words = testing::shell_words(line.substr(2)).value_or(std::vector<std::string>{});
+            const std::vector<std::string> words =
+                testing::shell_words(line.substr(2)).value_or(std::vector<std::string>{});
             if (words.size() >= 4) seeds.push_back(bytes_of(pattern_seed(words)));
         }
     }
     // A few the corpus has no line for: other dtypes run, many operands, deep groups, big sizes.
-    for (const char* extra : {"reduce mean f16\nb (h 2) w -> b h\n2x4x3\n\n\n", "einsum i64\na b, b c, c d, d e -> a e\n2x3 3x2 2x2 2x3\n\n\n",
-                              "repeat bool\na -> a b 2\n3\nb=2\n\n", "einsum bf16 compact\n...ij,jk->...ik\n2x2x3 3x2\n\n\n",
-                              "rearrange\n(a b c) -> c b a\n4611686018427387904\nb=2 c=2\n\n",
-                              "pack i8\n* c\n2x3 3 4x1x3\n\n\n", "unpack f64\nb * c\n2x7x3\n\n2x2 -1\n"})
+    for (const char* extra :
+         {"reduce mean f16\nb (h 2) w -> b h\n2x4x3\n\n\n",
+          "einsum i64\na b, b c, c d, d e -> a e\n2x3 3x2 2x2 2x3\n\n\n",
+          "repeat bool\na -> a b 2\n3\nb=2\n\n", "einsum bf16 compact\n...ij,jk->...ik\n2x2x3 3x2\n\n\n",
+          "rearrange\n(a b c) -> c b a\n4611686018427387904\nb=2 c=2\n\n", "pack i8\n* c\n2x3 3 4x1x3\n\n\n",
+          "unpack f64\nb * c\n2x7x3\n\n2x2 -1\n"})
         seeds.push_back(bytes_of(extra));
     return seeds;
 }
@@ -84,19 +99,22 @@ std::vector<Bytes> pattern_seeds(const fs::path& corpus) {
 std::vector<Bytes> npy_seeds() {
     std::vector<Bytes> seeds;
     const auto add = [&](const std::vector<std::byte>& bytes) {
-        seeds.emplace_back(reinterpret_cast<const std::uint8_t*>(bytes.data()), reinterpret_cast<const std::uint8_t*>(bytes.data()) + bytes.size());
+        seeds.emplace_back(reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                           reinterpret_cast<const std::uint8_t*>(bytes.data()) + bytes.size());
     };
     for (const DType dtype : all_dtypes)
         for (const Shape& shape : {Shape{}, Shape{0}, Shape{3}, Shape{2, 3}, Shape{1, 2, 1, 2}}) {
             Tensor tensor = Tensor::zeros(dtype, shape);
-            for (std::size_t i = 0; i < tensor.nbytes(); ++i) static_cast<std::uint8_t*>(tensor.data())[i] = static_cast<std::uint8_t>(i % 2);
+            for (std::size_t i = 0; i < tensor.nbytes(); ++i)
+                static_cast<std::uint8_t*>(tensor.data())[i] = static_cast<std::uint8_t>(i % 2);
             add(npy_bytes(tensor.view()));
         }
     const auto by_hand = [&](std::string header, std::string data, int major) {
         std::string file = "\x93NUMPY";
         file += static_cast<char>(major);
         file += '\0';
-        for (int i = 0; i < (major == 1 ? 2 : 4); ++i) file += static_cast<char>((header.size() >> (8 * i)) & 0xFF);
+        for (int i = 0; i < (major == 1 ? 2 : 4); ++i)
+            file += static_cast<char>((header.size() >> (8 * i)) & 0xFF);
         seeds.push_back(bytes_of(file + header + data));
     };
     const std::string six(24, '\x01');
@@ -113,7 +131,8 @@ std::vector<Bytes> npy_seeds() {
 std::vector<Bytes> corpus_seeds(const fs::path& corpus) {
     const fs::path tests = fs::weakly_canonical(corpus).parent_path();
     std::vector<Bytes> seeds;
-    for (const fs::path& file : {tests / "aot" / "kernels.txt", tests.parent_path() / "examples" / "aot" / "kernels.txt"}) {
+    for (const fs::path& file :
+         {tests / "aot" / "kernels.txt", tests.parent_path() / "examples" / "aot" / "kernels.txt"}) {
         std::ifstream in(file);
         std::string together;
         for (std::string line; std::getline(in, line);) {
@@ -123,10 +142,12 @@ std::vector<Bytes> corpus_seeds(const fs::path& corpus) {
             together += line + "\n";
         }
     }
-    for (const char* bad : {"rearrange \"a b -> b c\" 3x4\n", "rearrange \"a b -> b a\" 3x4 --frobnicate\n", "rearrange \"a b -> b a 3x4\n",
-                            "einsum \"i j, j k -> i k\" 2x3 4x5 --dtype f32,bogus\n", "reduce \"(a 17) b -> a\" sum ?x5\n",
-                            "rearrange \"a b -> b a\" ?x4 (3,4):(1,3)\n", "rearrange \"a b -> b a\" x.npy\n",
-                            "# a comment\n\n   \nrepeat \"h w -> h w c\" ?x? -a c=3 --dtype bool\r\n"})
+    for (const char* bad :
+         {"rearrange \"a b -> b c\" 3x4\n", "rearrange \"a b -> b a\" 3x4 --frobnicate\n",
+          "rearrange \"a b -> b a 3x4\n", "einsum \"i j, j k -> i k\" 2x3 4x5 --dtype f32,bogus\n",
+          "reduce \"(a 17) b -> a\" sum ?x5\n", "rearrange \"a b -> b a\" ?x4 (3,4):(1,3)\n",
+          "rearrange \"a b -> b a\" x.npy\n",
+          "# a comment\n\n   \nrepeat \"h w -> h w c\" ?x? -a c=3 --dtype bool\r\n"})
         seeds.push_back(bytes_of(bad));
     return seeds;
 }
@@ -140,12 +161,14 @@ void write_all(const fs::path& dir, const std::vector<Bytes>& seeds) {
     fs::create_directories(dir);
     for (std::size_t i = 0; i < seeds.size(); ++i) {
         std::ofstream out(dir / fmt::format("seed-{:04}", i), std::ios::binary);
-        out.write(reinterpret_cast<const char*>(seeds[i].data()), static_cast<std::streamsize>(seeds[i].size()));
+        out.write(reinterpret_cast<const char*>(seeds[i].data()),
+                  static_cast<std::streamsize>(seeds[i].size()));
     }
 }
 
 int usage() {
-    std::cerr << "usage: fuzz_tool seeds <corpus-dir> <out-dir> | check-seeds <corpus-dir> | replay pattern|npy|corpus <path>...\n";
+    std::cerr << "usage: fuzz_tool seeds <corpus-dir> <out-dir> | check-seeds <corpus-dir> | replay "
+                 "pattern|npy|corpus <path>...\n";
     return 2;
 }
 
@@ -154,31 +177,37 @@ int usage() {
 int main(int argc, char** argv) {
     const std::vector<std::string> args(argv + 1, argv + argc);
     if (args.size() == 3 && args[0] == "seeds") {
-        const std::vector<Bytes> patterns = pattern_seeds(args[1]), npys = npy_seeds(), corpora = corpus_seeds(args[1]);
+        const std::vector<Bytes> patterns = pattern_seeds(args[1]), npys = npy_seeds(),
+                                 corpora = corpus_seeds(args[1]);
         write_all(fs::path(args[2]) / "pattern", patterns);
         write_all(fs::path(args[2]) / "npy", npys);
         write_all(fs::path(args[2]) / "corpus", corpora);
-        std::cout << fmt::format("fuzz seeds: {} pattern cases, {} .npy files, {} aot corpora in {}\n", patterns.size(), npys.size(),
-                                 corpora.size(), args[2]);
+        std::cout << fmt::format("fuzz seeds: {} pattern cases, {} .npy files, {} aot corpora in {}\n",
+                                 patterns.size(), npys.size(), corpora.size(), args[2]);
         return 0;
     }
     if (args.size() == 2 && args[0] == "check-seeds") {
-        const std::vector<Bytes> patterns = pattern_seeds(args[1]), npys = npy_seeds(), corpora = corpus_seeds(args[1]);
+        const std::vector<Bytes> patterns = pattern_seeds(args[1]), npys = npy_seeds(),
+                                 corpora = corpus_seeds(args[1]);
         for (const Bytes& seed : patterns) fuzz::check_pattern_case(seed);
         for (const Bytes& seed : npys) fuzz::check_npy_case(seed);
         for (const Bytes& seed : corpora) fuzz::check_corpus_case(seed);
-        std::cout << fmt::format("fuzz seeds: {} pattern cases, {} .npy files and {} aot corpora checked\n", patterns.size(), npys.size(),
-                                 corpora.size());
+        std::cout << fmt::format("fuzz seeds: {} pattern cases, {} .npy files and {} aot corpora checked\n",
+                                 patterns.size(), npys.size(), corpora.size());
         return patterns.size() > 300 && corpora.size() > 40 ? 0 : 1;  // the corpora were found and read
     }
-    if (args.size() >= 3 && args[0] == "replay" && (args[1] == "pattern" || args[1] == "npy" || args[1] == "corpus")) {
-        const auto check = args[1] == "pattern" ? fuzz::check_pattern_case : args[1] == "npy" ? fuzz::check_npy_case : fuzz::check_corpus_case;
+    if (args.size() >= 3 && args[0] == "replay" &&
+        (args[1] == "pattern" || args[1] == "npy" || args[1] == "corpus")) {
+        const auto check = args[1] == "pattern" ? fuzz::check_pattern_case
+                           : args[1] == "npy"   ? fuzz::check_npy_case
+                                                : fuzz::check_corpus_case;
         std::size_t count = 0;
         for (std::size_t i = 2; i < args.size(); ++i) {
             std::vector<fs::path> files;
             if (fs::is_directory(args[i])) {
                 for (const auto& entry : fs::directory_iterator(args[i]))
-                    if (entry.is_regular_file() && !entry.path().filename().string().starts_with(".") && entry.path().extension() != ".md")
+                    if (entry.is_regular_file() && !entry.path().filename().string().starts_with(".") &&
+                        entry.path().extension() != ".md")
                         files.push_back(entry.path());
             } else if (fs::is_regular_file(args[i])) {
                 files.push_back(args[i]);

@@ -32,7 +32,8 @@ constexpr std::size_t max_operands = 64;
 constexpr std::size_t max_rank = 128;
 
 [[noreturn]] void bug(std::string_view what, std::string_view detail, std::string_view input) {
-    const std::string head = fmt::format("\n*** einc fuzz: {}\n{}\n--- input ({} bytes) ---\n", what, detail, input.size());
+    const std::string head =
+        fmt::format("\n*** einc fuzz: {}\n{}\n--- input ({} bytes) ---\n", what, detail, input.size());
     std::fwrite(head.data(), 1, head.size(), stderr);
     std::fwrite(input.data(), 1, input.size(), stderr);
     std::fputs("\n---\n", stderr);
@@ -87,7 +88,9 @@ struct Operands {
     std::vector<Input> inputs;
 };
 
-int uniform(std::mt19937_64& rng, int low, int high) { return std::uniform_int_distribution<int>(low, high)(rng); }
+int uniform(std::mt19937_64& rng, int low, int high) {
+    return std::uniform_int_distribution<int>(low, high)(rng);
+}
 
 // Each operand at a random place in its own buffer: dims permuted, padded, broadcast or reversed.
 Operands make_operands(const PatternCase& c, std::mt19937_64& rng) {
@@ -114,15 +117,18 @@ Operands make_operands(const PatternCase& c, std::mt19937_64& rng) {
         for (std::int64_t i = 0; i < span; ++i)
             values.push_back(c.dtype == DType::boolean ? uniform(rng, 0, 1) : uniform(rng, -2, 2));
         out.storage.push_back(reference::make_tensor(c.dtype, Shape{span}, values));
-        std::byte* origin = static_cast<std::byte*>(out.storage.back().data()) - range.begin * static_cast<std::int64_t>(size_of(c.dtype));
+        std::byte* origin = static_cast<std::byte*>(out.storage.back().data()) -
+                            range.begin * static_cast<std::int64_t>(size_of(c.dtype));
         out.views.push_back(TensorView{origin, c.dtype, shape, strides});
         out.inputs.emplace_back(out.views.back());
     }
     return out;
 }
 
-void compare(std::string_view how, const std::vector<TensorView>& got, const std::vector<Tensor>& expected, std::string_view input) {
-    if (got.size() != expected.size()) bug(how, fmt::format("{} results, the reference has {}", got.size(), expected.size()), input);
+void compare(std::string_view how, const std::vector<TensorView>& got, const std::vector<Tensor>& expected,
+             std::string_view input) {
+    if (got.size() != expected.size())
+        bug(how, fmt::format("{} results, the reference has {}", got.size(), expected.size()), input);
     for (std::size_t k = 0; k < got.size(); ++k) {
         std::string difference;
         if (!testing::same_values(got[k], expected[k].view(), &difference))
@@ -178,24 +184,26 @@ void run_small(const PatternCase& c, const Expression& expression, std::string_v
     // 3. A contiguous program writing into caller outputs.
     const Program contiguous = expression.bind(operands.views, Options{.contiguous = true});
     std::vector<Tensor> outputs;
-    for (const TensorSpec& spec : contiguous.plan().outputs) outputs.push_back(Tensor::zeros(spec.dtype, spec.shape));
+    for (const TensorSpec& spec : contiguous.plan().outputs)
+        outputs.push_back(Tensor::zeros(spec.dtype, spec.shape));
     const std::vector<TensorView> output_views = views_of(outputs);
     contiguous.run(operands.inputs, output_views);
     compare("Program::run into outputs", output_views, expected, input);
     // 4. The plan cache the one-line calls use.
-    const CallRef ref{c.call.op, c.call.pattern, c.call.reduction, &c.call.sizes, c.call.compact, &c.call.packed_shapes};
+    const CallRef ref{c.call.op,     c.call.pattern, c.call.reduction,
+                      &c.call.sizes, c.call.compact, &c.call.packed_shapes};
     const Program cached = default_plan_cache().get(ref, operands.inputs, {});
     compare("the default plan cache", views_of(cached.run(operands.inputs)), expected, input);
     // 5. Zero-copy, when the planner says it can.
     std::optional<Program> viewing;
     try {
         viewing = expression.bind(operands.views, Options{.require_view = true});
-    } catch (const Error&) {
-    }
+    } catch (const Error&) {}
     if (viewing) {
         const std::vector<Tensor> results = viewing->run(operands.inputs);
         for (std::size_t k = 0; k < results.size(); ++k)
-            if (!viewing->plan().view_source(k)) bug("require_view gave a result that is not a view", viewing->explain(), input);
+            if (!viewing->plan().view_source(k))
+                bug("require_view gave a result that is not a view", viewing->explain(), input);
         compare("require_view", views_of(results), expected, input);
     }
 }
@@ -204,8 +212,10 @@ void run_small(const PatternCase& c, const Expression& expression, std::string_v
 void plan_only(const PatternCase& c, const Expression& expression) {
     std::vector<TensorView> views;
     for (const Shape& shape : c.shapes) {
-        const bool valid = std::none_of(shape.begin(), shape.end(), [](std::int64_t e) { return e < 0; }) && checked_product(shape);
-        views.push_back(TensorView{nullptr, c.dtype, shape, valid ? row_major_strides(shape) : Shape(shape.size(), 0)});
+        const bool valid = std::none_of(shape.begin(), shape.end(), [](std::int64_t e) { return e < 0; }) &&
+                           checked_product(shape);
+        views.push_back(
+            TensorView{nullptr, c.dtype, shape, valid ? row_major_strides(shape) : Shape(shape.size(), 0)});
     }
     for (const Options& options : {Options{}, Options{.contiguous = true}}) {
         const Program program = expression.bind(views, options);
@@ -243,14 +253,19 @@ PatternCase read_pattern_case(std::span<const std::uint8_t> bytes) {
     const auto line = [&](std::size_t i) { return i < lines.size() ? lines[i] : std::string_view{}; };
     PatternCase c;
     for (const std::string_view word : split(line(0), ' ')) {
-        if (const auto op = op_named(word)) c.call.op = *op;
-        else if (const auto reduction = reduction_named(word)) c.call.reduction = *reduction;
-        else if (const auto dtype = dtype_named(word)) c.dtype = *dtype;
-        else if (word == "compact") c.call.compact = true;
+        if (const auto op = op_named(word))
+            c.call.op = *op;
+        else if (const auto reduction = reduction_named(word))
+            c.call.reduction = *reduction;
+        else if (const auto dtype = dtype_named(word))
+            c.dtype = *dtype;
+        else if (word == "compact")
+            c.call.compact = true;
     }
     c.call.pattern = std::string(line(1));
     for (const std::string_view word : split(line(2), ' '))
-        if (const auto shape = shape_literal(word); shape && c.shapes.size() < max_operands) c.shapes.push_back(*shape);
+        if (const auto shape = shape_literal(word); shape && c.shapes.size() < max_operands)
+            c.shapes.push_back(*shape);
     for (const std::string_view word : split(line(3), ' ')) {
         const std::size_t equals = word.find('=');
         if (equals == std::string_view::npos) continue;
@@ -270,12 +285,14 @@ std::string write_pattern_case(const PatternCase& c) {
     if (c.call.compact) text += " compact";
     const auto shapes = [](const std::vector<Shape>& list) {
         std::vector<std::string> words;
-        for (const Shape& shape : list) words.push_back(shape.empty() ? "scalar" : fmt::format("{}", fmt::join(shape, "x")));
+        for (const Shape& shape : list)
+            words.push_back(shape.empty() ? "scalar" : fmt::format("{}", fmt::join(shape, "x")));
         return fmt::format("{}", fmt::join(words, " "));
     };
     std::vector<std::string> sizes;
     for (const AxisSize& s : c.call.sizes) sizes.push_back(fmt::format("{}={}", s.name, s.size));
-    return fmt::format("{}\n{}\n{}\n{}\n{}\n", text, c.call.pattern, shapes(c.shapes), fmt::join(sizes, " "), shapes(c.call.packed_shapes));
+    return fmt::format("{}\n{}\n{}\n{}\n{}\n", text, c.call.pattern, shapes(c.shapes), fmt::join(sizes, " "),
+                       shapes(c.call.packed_shapes));
 }
 
 void check_pattern_case(std::span<const std::uint8_t> bytes) {
@@ -283,8 +300,10 @@ void check_pattern_case(std::span<const std::uint8_t> bytes) {
     const PatternCase c = read_pattern_case(bytes);
     guard(input, [&] {
         const Expression expression(c.call);
-        if (small_enough(c)) run_small(c, expression, input);
-        else plan_only(c, expression);
+        if (small_enough(c))
+            run_small(c, expression, input);
+        else
+            plan_only(c, expression);
     });
 }
 
@@ -293,14 +312,16 @@ void check_npy_case(std::span<const std::uint8_t> bytes) {
     const std::span<const std::byte> file(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size());
     try {
         const Tensor tensor = read_npy_bytes(file, "fuzz.npy");
-        if (tensor.nbytes() > bytes.size()) bug("read_npy_bytes made a tensor larger than its file", describe(tensor.view()), input);
+        if (tensor.nbytes() > bytes.size())
+            bug("read_npy_bytes made a tensor larger than its file", describe(tensor.view()), input);
         const Tensor again = read_npy_bytes(npy_bytes(tensor.view()), "again.npy");
         if (again.dtype() != tensor.dtype() || again.shape() != tensor.shape() ||
             (tensor.nbytes() > 0 && std::memcmp(again.data(), tensor.data(), tensor.nbytes()) != 0))
             bug("a tensor read from a .npy file does not survive writing and reading again",
                 fmt::format("{} became {}", describe(tensor.view()), describe(again.view())), input);
     } catch (const Error& error) {
-        if (error.kind() != ErrorKind::file) bug("read_npy_bytes threw an einc::Error not of kind file", error.what(), input);
+        if (error.kind() != ErrorKind::file)
+            bug("read_npy_bytes threw an einc::Error not of kind file", error.what(), input);
         (void)error.what();
     } catch (const std::exception& error) {
         bug("read_npy_bytes threw an exception that is not einc::Error", error.what(), input);
@@ -312,13 +333,18 @@ void check_corpus_case(std::span<const std::uint8_t> bytes) {
     // planned for up to 256 sizes, so longer inputs only slow the fuzzer down.
     const std::string text(as_text(bytes.first(std::min<std::size_t>(bytes.size(), 2048))));
     std::size_t lines = 0;
-    for (const std::string_view line : split(text, '\n')) lines += line.find_first_not_of(" \t\r") != std::string_view::npos;
+    for (const std::string_view line : split(text, '\n'))
+        lines += line.find_first_not_of(" \t\r") != std::string_view::npos;
     try {
         const cli::Corpus corpus = cli::read_corpus_text(text, "fuzz.txt");
         if (corpus.entries.size() + corpus.errors.size() > lines)
-            bug("read_corpus_text found more calls than lines", fmt::format("{} entries, {} errors, {} lines", corpus.entries.size(), corpus.errors.size(), lines), text);
+            bug("read_corpus_text found more calls than lines",
+                fmt::format("{} entries, {} errors, {} lines", corpus.entries.size(), corpus.errors.size(),
+                            lines),
+                text);
         for (const Error& error : corpus.errors)
-            if (!std::string_view(error.what()).starts_with("fuzz.txt:")) bug("a corpus error does not say where it is", error.what(), text);
+            if (!std::string_view(error.what()).starts_with("fuzz.txt:"))
+                bug("a corpus error does not say where it is", error.what(), text);
         (void)cli::corpus_kernels(corpus);
     } catch (const std::exception& error) {
         bug("read_corpus_text threw instead of reporting the line", error.what(), text);

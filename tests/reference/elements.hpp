@@ -132,12 +132,18 @@ inline void store_integer(std::byte* element, DType dtype, std::int64_t value) {
 
 template <typename T>
 T load(const std::byte* element, DType dtype) {
-    if constexpr (std::is_same_v<T, double>) return load_real(element, dtype);
-    else return load_integer(element, dtype);
+    if constexpr (std::is_same_v<T, double>)
+        return load_real(element, dtype);
+    else
+        return load_integer(element, dtype);
 }
 
-inline void store(std::byte* element, DType dtype, double value) { store_real(element, dtype, value); }
-inline void store(std::byte* element, DType dtype, std::int64_t value) { store_integer(element, dtype, value); }
+inline void store(std::byte* element, DType dtype, double value) {
+    store_real(element, dtype, value);
+}
+inline void store(std::byte* element, DType dtype, std::int64_t value) {
+    store_integer(element, dtype, value);
+}
 
 // Integers wrap around as two's complement, without the undefined behaviour of signed overflow.
 inline std::int64_t add(std::int64_t a, std::int64_t b) {
@@ -146,11 +152,19 @@ inline std::int64_t add(std::int64_t a, std::int64_t b) {
 inline std::int64_t multiply(std::int64_t a, std::int64_t b) {
     return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
 }
-inline double add(double a, double b) { return a + b; }
-inline double multiply(double a, double b) { return a * b; }
+inline double add(double a, double b) {
+    return a + b;
+}
+inline double multiply(double a, double b) {
+    return a * b;
+}
 
-inline bool is_nan(double value) { return std::isnan(value); }
-inline bool is_nan(std::int64_t) { return false; }
+inline bool is_nan(double value) {
+    return std::isnan(value);
+}
+inline bool is_nan(std::int64_t) {
+    return false;
+}
 
 // One reduction over the values of a reduced set (which may be empty, except for max and min).
 template <typename T>

@@ -75,7 +75,8 @@ void run_contract(const Memory& m, const Contract& c) {
     for_each_index(kept, [&](const std::vector<std::int64_t>& i) { sums[c.dst.offset + kept(i)] = T{0}; });
     for_each_index(c.dst.layout, [&](const std::vector<std::int64_t>& i) {
         T product{1};
-        for (const Access& src : c.srcs) product = multiply(product, load<T>(m.element(src, i), m.dtype(src.buffer)));
+        for (const Access& src : c.srcs)
+            product = multiply(product, load<T>(m.element(src, i), m.dtype(src.buffer)));
         T& sum = sums[c.dst.offset + c.dst.layout(i)];
         sum = add(sum, product);
     });
@@ -86,17 +87,19 @@ template <typename T>
 void run_gemm(const Memory& m, const Gemm& g) {
     std::int64_t o = 0;
     const auto at = [&](const GemmMatrix& x, std::int64_t b, std::int64_t row, std::int64_t col) {
-        return m.element(x.buffer, x.offset + o * x.outer_stride + b * x.batch_stride + row * x.row_stride + col * x.col_stride);
+        return m.element(x.buffer, x.offset + o * x.outer_stride + b * x.batch_stride + row * x.row_stride +
+                                       col * x.col_stride);
     };
     for (; o < g.outer; ++o)
-    for (std::int64_t b = 0; b < g.batch; ++b)
-        for (std::int64_t i = 0; i < g.m; ++i)
-            for (std::int64_t j = 0; j < g.n; ++j) {
-                T sum{0};
-                for (std::int64_t p = 0; p < g.k; ++p)
-                    sum = add(sum, multiply(load<T>(at(g.a, b, i, p), m.dtype(g.a.buffer)), load<T>(at(g.b, b, p, j), m.dtype(g.b.buffer))));
-                store(at(g.c, b, i, j), m.dtype(g.c.buffer), sum);
-            }
+        for (std::int64_t b = 0; b < g.batch; ++b)
+            for (std::int64_t i = 0; i < g.m; ++i)
+                for (std::int64_t j = 0; j < g.n; ++j) {
+                    T sum{0};
+                    for (std::int64_t p = 0; p < g.k; ++p)
+                        sum = add(sum, multiply(load<T>(at(g.a, b, i, p), m.dtype(g.a.buffer)),
+                                                load<T>(at(g.b, b, p, j), m.dtype(g.b.buffer))));
+                    store(at(g.c, b, i, j), m.dtype(g.c.buffer), sum);
+                }
 }
 
 // Each group (an index of the kept modes) in full: its terms, then every term's share of the gradient.
@@ -109,7 +112,8 @@ void run_route(const Memory& m, const Route& r) {
     for_each_index(r.dst.layout, [&](const std::vector<std::int64_t>& i) {
         Group& group = groups[std::vector<std::int64_t>(i.begin(), i.begin() + r.kept)];
         group.gradient = load<double>(m.element(r.grad, i), m.dtype(r.grad.buffer));
-        group.terms.emplace_back(load<double>(m.element(r.src, i), m.dtype(r.src.buffer)), r.dst.offset + r.dst.layout(i));
+        group.terms.emplace_back(load<double>(m.element(r.src, i), m.dtype(r.src.buffer)),
+                                 r.dst.offset + r.dst.layout(i));
     });
     const DType dtype = m.dtype(r.dst.buffer);
     for (const auto& [key, group] : groups) {
@@ -131,7 +135,9 @@ void run_route(const Memory& m, const Route& r) {
     }
 }
 
-bool integral(DType dtype) { return !is_floating(dtype); }
+bool integral(DType dtype) {
+    return !is_floating(dtype);
+}
 
 }  // namespace
 
@@ -146,7 +152,8 @@ PlanRun run_plan(const Plan& plan, std::span<const TensorView> inputs) {
         run.storage.push_back(Tensor::empty(spec.dtype, spec.shape));
         run.outputs[k] = run.storage.back().view();
     }
-    for (const TensorSpec& spec : plan.temporaries) temporaries.push_back(Tensor::empty(spec.dtype, spec.shape));
+    for (const TensorSpec& spec : plan.temporaries)
+        temporaries.push_back(Tensor::empty(spec.dtype, spec.shape));
     const Memory m{inputs, run.outputs, temporaries};
 
     for (const PlanStep& planned : plan.steps) {
@@ -154,31 +161,41 @@ PlanRun run_plan(const Plan& plan, std::span<const TensorView> inputs) {
         std::visit(Overloaded{
                        [&](const View& view) {
                            const TensorView& source = m.of(view.source.buffer);
-                           run.outputs[view.output] = TensorView{m.element(view.source.buffer, view.source.offset), source.dtype,
-                                                                 plan.outputs[view.output].shape, view.source.layout.strides()};
+                           run.outputs[view.output] =
+                               TensorView{m.element(view.source.buffer, view.source.offset), source.dtype,
+                                          plan.outputs[view.output].shape, view.source.layout.strides()};
                        },
                        [&](const Copy& copy) {
                            const DType from = m.dtype(copy.src.buffer), to = m.dtype(copy.dst.buffer);
                            for_each_index(copy.dst.layout, [&](const std::vector<std::int64_t>& i) {
                                std::byte* dst = m.element(copy.dst, i);
                                const std::byte* src = m.element(copy.src, i);
-                               if (from == to) copy_element(dst, src, from);
-                               else if (integral(from)) store(dst, to, load_integer(src, from));
-                               else store(dst, to, load_real(src, from));
+                               if (from == to)
+                                   copy_element(dst, src, from);
+                               else if (integral(from))
+                                   store(dst, to, load_integer(src, from));
+                               else
+                                   store(dst, to, load_real(src, from));
                            });
                        },
                        [&](const Reduce& reduce) {
-                           if (integral(m.dtype(reduce.src.buffer))) run_reduce<std::int64_t>(m, reduce);
-                           else run_reduce<double>(m, reduce);
+                           if (integral(m.dtype(reduce.src.buffer)))
+                               run_reduce<std::int64_t>(m, reduce);
+                           else
+                               run_reduce<double>(m, reduce);
                        },
                        [&](const Contract& contract) {
-                           if (integral(m.dtype(contract.srcs.front().buffer))) run_contract<std::int64_t>(m, contract);
-                           else run_contract<double>(m, contract);
+                           if (integral(m.dtype(contract.srcs.front().buffer)))
+                               run_contract<std::int64_t>(m, contract);
+                           else
+                               run_contract<double>(m, contract);
                        },
                        [&](const Route& route) { run_route(m, route); },
                        [&](const Gemm& gemm) {
-                           if (integral(m.dtype(gemm.a.buffer))) run_gemm<std::int64_t>(m, gemm);
-                           else run_gemm<double>(m, gemm);
+                           if (integral(m.dtype(gemm.a.buffer)))
+                               run_gemm<std::int64_t>(m, gemm);
+                           else
+                               run_gemm<double>(m, gemm);
                        },
                    },
                    step);

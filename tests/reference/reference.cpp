@@ -241,7 +241,8 @@ std::vector<Tensor> evaluate(const Bound& bound, std::span<const TensorView> inp
         if (bound.reduced.empty()) return {move_data(bound, inputs.front())};  // einops: nothing to reduce
         return {real ? reduce<double>(bound, inputs.front(), result_type)
                      : reduce<std::int64_t>(bound, inputs.front(), result_type)};
-    case Op::einsum: return {real ? einsum<double>(bound, inputs, result_type)
+    case Op::einsum:
+        return {real ? einsum<double>(bound, inputs, result_type)
                      : einsum<std::int64_t>(bound, inputs, result_type)};
     case Op::pack: return {pack(bound, inputs)};
     case Op::unpack: return unpack(bound, inputs.front());
