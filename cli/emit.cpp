@@ -27,17 +27,25 @@ int emit(const CallArgs& args, std::ostream& out) {
     for (std::size_t s = 0; s < planned.steps.size(); ++s) {
         const ScheduledStep& step = scheduled.steps[s];
         fmt::print(out, "// step {}: {}\n", s + 1, planned.steps[s].why);
-        if (step.strategy == Strategy::view) fmt::print(out, "//   a view: no kernel\n");
-        if (const auto* gemm = std::get_if<Gemm>(&planned.steps[s].step);
-            gemm && step.strategy == Strategy::library_gemm)
-            fmt::print(out, "//   cublasGemmStridedBatchedEx: batch {} m {} n {} k {}\n", gemm->batch,
-                       gemm->m, gemm->n, gemm->k);
-        for (const KernelLaunch& launch : step.launches)
-            fmt::print(out, "//   {}<<<{}, ({}, {})>>>  outputs {}  terms {}  split {}\n",
-                       launch.signature.name(), launch.grid.x, launch.block.x, launch.block.y,
-                       launch.params.kept_count, launch.params.reduced_count, launch.params.split);
-        for (const KernelLaunch& launch : step.unaligned_launches)
-            fmt::print(out, "//   with unaligned buffers: {}\n", launch.signature.name());
+        std::visit(Overloaded{
+                       [&](const strategy::View&) { fmt::print(out, "//   a view: no kernel\n"); },
+                       [&](const strategy::LibraryGemm& library) {
+                           const Gemm& gemm = library.gemm;
+                           fmt::print(out, "//   cublasGemmStridedBatchedEx: batch {} m {} n {} k {}\n",
+                                      gemm.batch, gemm.m, gemm.n, gemm.k);
+                       },
+                       [&](const strategy::Kernels& kernels) {
+                           for (const KernelLaunch& launch : kernels.launches)
+                               fmt::print(out, "//   {}<<<{}, ({}, {})>>>  outputs {}  terms {}  split {}\n",
+                                          launch.signature.name(), launch.grid.x, launch.block.x,
+                                          launch.block.y, launch.params.kept_count,
+                                          launch.params.reduced_count, launch.params.split);
+                           for (const KernelLaunch& launch : kernels.unaligned_launches)
+                               fmt::print(out, "//   with unaligned buffers: {}\n", launch.signature.name());
+                       },
+                       [](const CpuOnly auto&) {},  // (a GPU schedule has none)
+                   },
+                   step.strategy);
         if (step.scratch_bytes > 0) fmt::print(out, "//   scratch {} bytes\n", step.scratch_bytes);
     }
     const std::vector<KernelSignature> kernels = kernels_of(scheduled);

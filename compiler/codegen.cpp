@@ -264,7 +264,7 @@ struct Text {
 
     // Rows of the innermost kept mode, contiguous on both sides, as 16-byte vectors.
     std::string vector_copy() const {
-        const std::size_t lanes = 16 / size_of(s.destination);
+        const std::size_t lanes = kernel_vector_bytes / size_of(s.destination);
         std::string body = fmt::format("    const {0} per_row = ({0})(p.kept_extent[{1}] / {2});\n", idx(),
                                        s.kept_rank - 1, lanes);
         body += fmt::format("    const {0} count = ({0})(p.kept_count / p.kept_extent[{1}]) * per_row;\n",
@@ -285,13 +285,17 @@ struct Text {
     }
 
     // Tiles between the last kept mode (L, unit stride in the destination) and the one before it (P,
-    // unit stride in the source); the modes before those batch the tiles. Blocks are 32 x 8 threads.
+    // unit stride in the source); the modes before those batch the tiles. Tiles are transpose_tile square,
+    // padded by a column against bank conflicts; blocks have transpose_tile x transpose_block_rows threads.
     std::string transpose() const {
         const int l = s.kept_rank - 1, q = s.kept_rank - 2;
-        std::string body = fmt::format("    EINC_SHARED({}, tile, 32 * 33);\n", storage(s.destination));
+        constexpr int t = transpose_tile;
+        std::string body =
+            fmt::format("    EINC_SHARED({}, tile, {} * {});\n", storage(s.destination), t, t + 1);
         body += fmt::format("    const {0} el = ({0})p.kept_extent[{1}], ep = ({0})p.kept_extent[{2}];\n",
                             idx(), l, q);
-        body += fmt::format("    const {0} tiles_l = (el + 31) / 32, tiles_p = (ep + 31) / 32;\n", idx());
+        body += fmt::format("    const {0} tiles_l = (el + {1}) / {2}, tiles_p = (ep + {1}) / {2};\n", idx(),
+                            t - 1, t);
         body += fmt::format("    const {0} tiles = tiles_l * tiles_p * ({0})p.batch_count;\n", idx());
         body += fmt::format(
             "    const einc_i64 src_l = p.kept_stride[1][{}], dst_p = p.kept_stride[0][{}];\n", l, q);
@@ -300,18 +304,22 @@ struct Text {
         if (s.kept_rank > 2) body += fmt::format("        const {0} batch = t / tiles_l / tiles_p;\n", idx());
         body += "        einc_i64 o0 = 0, o1 = 0;\n";
         body += decompose("batch", "kept_extent", "kept_stride", s.kept_rank - 2, kept_accesses(true), idx());
-        body += fmt::format("        const {0} l0 = x * 32, p0 = y * 32;\n", idx());
-        body +=
-            fmt::format("        for ({0} j = ({0})threadIdx.y; j < 32; j += ({0})blockDim.y) {{\n", idx());
+        body += fmt::format("        const {0} l0 = x * {1}, p0 = y * {1};\n", idx(), t);
+        body += fmt::format("        for ({0} j = ({0})threadIdx.y; j < {1}; j += ({0})blockDim.y) {{\n",
+                            idx(), t);
         body += fmt::format("            const {0} l = l0 + j, q = p0 + ({0})threadIdx.x;\n", idx());
-        body += "            if (l < el && q < ep) tile[j * 33 + threadIdx.x] = src0[o1 + (einc_i64)l * "
-                "src_l + q];\n        }\n";
+        body += fmt::format(
+            "            if (l < el && q < ep) tile[j * {} + threadIdx.x] = src0[o1 + (einc_i64)l * "
+            "src_l + q];\n        }}\n",
+            t + 1);
         body += "        EINC_SYNC();\n";
-        body +=
-            fmt::format("        for ({0} j = ({0})threadIdx.y; j < 32; j += ({0})blockDim.y) {{\n", idx());
+        body += fmt::format("        for ({0} j = ({0})threadIdx.y; j < {1}; j += ({0})blockDim.y) {{\n",
+                            idx(), t);
         body += fmt::format("            const {0} q = p0 + j, l = l0 + ({0})threadIdx.x;\n", idx());
-        body += "            if (q < ep && l < el) dst[o0 + (einc_i64)q * dst_p + l] = tile[threadIdx.x * 33 "
-                "+ j];\n        }\n";
+        body += fmt::format(
+            "            if (q < ep && l < el) dst[o0 + (einc_i64)q * dst_p + l] = tile[threadIdx.x * {} "
+            "+ j];\n        }}\n",
+            t + 1);
         body += "        EINC_SYNC();\n    }\n";
         return fmt::format("EINC_KERNEL_ENTRY {}({}) {{\n{}}}\n", s.name(), parameters(false), body);
     }
@@ -343,16 +351,17 @@ struct Text {
 
     // A warp per output (or per chunk of one): lanes read consecutive terms, then fold by shuffles.
     std::string reduce_rows() const {
+        static_assert(kernel_warp == 32);  // (a warp's lanes are threadIdx.x's low 5 bits)
         std::string body = fmt::format("    const {0} lane = ({0})threadIdx.x & 31;\n", idx());
         body += fmt::format(
             "    const {0} warp = (({0})blockIdx.x * ({0})blockDim.x + ({0})threadIdx.x) >> 5;\n", idx());
         body += fmt::format("    const {0} warps = (({0})gridDim.x * ({0})blockDim.x) >> 5;\n", idx());
         body += reduce_prologue("warp", "warps");
-        body += fold_terms("begin + lane", "end", "32");
-        body += fmt::format("        for (int delta = 16; delta > 0; delta >>= 1) {{\n            const {} "
+        body += fold_terms("begin + lane", "end", std::to_string(kernel_warp));
+        body += fmt::format("        for (int delta = {}; delta > 0; delta >>= 1) {{\n            const {} "
                             "other = EINC_SHFL_DOWN(acc, delta);\n"
                             "            acc = {};\n        }}\n",
-                            acc(), fold(s.op, "acc", "other"));
+                            kernel_warp / 2, acc(), fold(s.op, "acc", "other"));
         body += "        if (lane == 0) {\n" + result("            ") + "        }\n    }\n";
         return fmt::format("EINC_KERNEL_ENTRY {}({}) {{\n{}}}\n", s.name(), parameters(s.partials), body);
     }

@@ -41,6 +41,14 @@ enum class KernelKind : std::uint8_t {
 };
 std::string_view name_of(KernelKind kind);
 
+// The launch geometry of the generated kernels, decided here once: the schedule sizes its grids by it,
+// codegen writes it into the kernels' source, and the executor checks buffers against it.
+inline constexpr int kernel_block_threads = 256;  // threads of a block (elementwise, reductions, route)
+inline constexpr int kernel_warp = 32;            // reduce_rows: a warp per output
+inline constexpr int kernel_vector_bytes = 16;    // vector_copy: 16-byte words, on buffers aligned to them
+inline constexpr int transpose_tile = 32;         // transpose: square tiles of 32 x 32 elements,
+inline constexpr int transpose_block_rows = 8;    // moved by blocks of 32 x 8 threads
+
 inline constexpr int max_kernel_rank = 12;  // modes of kept or of reduced axes, after canonicalization
 inline constexpr int max_kernel_sources =
     2;  // an elementwise product reads two; route reads x and the gradient

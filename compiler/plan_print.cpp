@@ -288,9 +288,10 @@ std::string plan_to_json(const Plan& plan, const Schedule& schedule, const Devic
         json.key("scratch_bytes").value(scheduled.scratch_bytes);
         if (const Epilogue e = epilogue_of(step.step); !e.identity())
             json.key("epilogue").open('{').key("alpha").value(e.alpha).key("beta").value(e.beta).close('}');
-        if (!scheduled.launches.empty()) {
+        if (const auto* kernels = std::get_if<strategy::Kernels>(&scheduled.strategy);
+            kernels && !kernels->launches.empty()) {
             json.key("kernels").open('[');
-            for (const KernelLaunch& launch : scheduled.launches) json.value(launch.signature.name());
+            for (const KernelLaunch& launch : kernels->launches) json.value(launch.signature.name());
             json.close(']');
         }
         std::visit(Overloaded{

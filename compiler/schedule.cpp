@@ -12,33 +12,39 @@ std::string_view name_of(Backend backend) {
     return backend == Backend::cpu ? "cpu" : "cuda";
 }
 
-std::string_view name_of(Strategy strategy) {
-    static constexpr std::string_view names[] = {"view",
-                                                 "move",
-                                                 "convert",
-                                                 "transpose",
-                                                 "reduce_rows",
-                                                 "reduce_windows",
-                                                 "reduce_accumulate",
-                                                 "contract_elementwise",
-                                                 "contract_rows",
-                                                 "contract_accumulate",
-                                                 "library_gemm",
-                                                 "library_gemv",
-                                                 "packed_gemm",
-                                                 "route",
-                                                 "kernels"};
-    return names[static_cast<std::size_t>(strategy)];
+std::string_view name_of(const StepStrategy& strategy) {
+    return std::visit([](const auto& s) { return std::decay_t<decltype(s)>::name; }, strategy);
 }
+
+Split split_of(const StepStrategy& strategy) {
+    return std::visit(
+        [](const auto& s) {
+            if constexpr (requires { s.split; })
+                return s.split;
+            else
+                return Split::none;
+        },
+        strategy);
+}
+
+namespace strategy {
+std::string_view name_of(GemmCompute compute) {
+    static constexpr std::string_view names[] = {"f64", "f32", "tf32"};
+    static_assert(std::size(names) == static_cast<std::size_t>(GemmCompute::tf32) + 1);
+    return names[static_cast<std::size_t>(compute)];
+}
+}  // namespace strategy
 
 std::string_view name_of(Split split) {
     static constexpr std::string_view names[] = {"none",           "outer",         "rows", "tiles",
                                                  "partials_outer", "partials_rows", "gemms"};
+    static_assert(std::size(names) == static_cast<std::size_t>(Split::gemms) + 1);
     return names[static_cast<std::size_t>(split)];
 }
 
 std::string_view name_of(TransposeKind kind) {
     static constexpr std::string_view names[] = {"registers", "tiles", "short_side"};
+    static_assert(std::size(names) == static_cast<std::size_t>(TransposeKind::short_side) + 1);
     return names[static_cast<std::size_t>(kind)];
 }
 
@@ -51,10 +57,11 @@ Target Target::cpu(int threads, int vector_bytes, bool blas) {
     return target;
 }
 
-Target Target::gpu(int multiprocessors) {
+Target Target::gpu(int multiprocessors, bool allow_tf32) {
     Target target;
     target.backend = Backend::cuda;
     target.multiprocessors = std::max(multiprocessors, 1);
+    target.allow_tf32 = allow_tf32;
     return target;
 }
 
@@ -62,8 +69,7 @@ DType accumulator_dtype(Reduction op, DType input, std::int64_t terms, Backend b
     if (!is_floating(input)) return DType::i64;
     if (input == DType::f64) return DType::f64;
     const bool sums = op == Reduction::sum || op == Reduction::mean || op == Reduction::prod;
-    if (backend == Backend::cpu && input == DType::f32 && sums && terms > detail::max_window)
-        return DType::f64;
+    if (backend == Backend::cpu && input == DType::f32 && sums && terms > max_window) return DType::f64;
     return DType::f32;
 }
 
@@ -131,7 +137,8 @@ Schedule schedule(const Plan& plan, const Target& target) {
     std::int64_t scratch = 0, own_scratch = 0;
     for (const ScheduledStep& step : result.steps) {
         scratch = std::max(scratch, step.scratch_bytes);
-        if (step.strategy != Strategy::library_gemm) own_scratch = std::max(own_scratch, step.scratch_bytes);
+        if (!std::holds_alternative<strategy::LibraryGemm>(step.strategy))
+            own_scratch = std::max(own_scratch, step.scratch_bytes);
     }
     result.workspace_bytes = saturating_add(offset, aligned(scratch));
     result.own_workspace_bytes = own_scratch == 0 ? offset : saturating_add(offset, aligned(own_scratch));
@@ -141,10 +148,11 @@ Schedule schedule(const Plan& plan, const Target& target) {
 std::vector<KernelSignature> kernels_of(const Schedule& schedule) {
     std::vector<KernelSignature> kernels;
     for (const ScheduledStep& step : schedule.steps)
-        for (const auto* launches : {&step.launches, &step.unaligned_launches})
-            for (const KernelLaunch& launch : *launches)
-                if (std::find(kernels.begin(), kernels.end(), launch.signature) == kernels.end())
-                    kernels.push_back(launch.signature);
+        if (const auto* gpu = std::get_if<strategy::Kernels>(&step.strategy))
+            for (const auto* launches : {&gpu->launches, &gpu->unaligned_launches})
+                for (const KernelLaunch& launch : *launches)
+                    if (std::find(kernels.begin(), kernels.end(), launch.signature) == kernels.end())
+                        kernels.push_back(launch.signature);
     return kernels;
 }
 

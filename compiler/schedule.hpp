@@ -2,13 +2,16 @@
 // bound, how every step runs, and records all of it, so that the executors (runtime/ on the CPU, cuda/ on
 // a GPU) only interpret:
 //   the strategy, or on a GPU the kernels and their launches; the loop nests as Layouts; the dtype values
-//   are folded in (one policy: accumulator_dtype); whether a GEMM goes to BLAS / cuBLAS; how the work is
-//   split across threads or blocks; and every scratch buffer, so that the workspace of a run is known
-//   before it runs.
+//   are folded in (one policy: accumulator_dtype); whether a GEMM goes to BLAS / cuBLAS, and in which
+//   precision; how the work is split across threads or blocks; and every scratch buffer, so that the
+//   workspace of a run is known before it runs.
+// Each step's strategy is one alternative of a std::variant holding only its own fields; every executor
+// and printer visits it exhaustively, so that a new strategy fails to compile until each handles it
+// (tests/compile_fail checks this).
 // `einc explain --print schedule` prints it, `einc emit` prints its kernels, and `einc aot` asks its rules
 // for every kernel they can choose (possible_kernels).
 //
-//   strategy             backend  what runs
+//   strategy             backend  what runs (an alternative of StepStrategy, strategy::View ... Kernels)
 //   view                 both     nothing: the output is an input's memory (pointer arithmetic)
 //   move                 cpu      elements moved by size along the nest (bit-exact, any dtype)
 //   convert              cpu      elements converted between dtypes along the nest
@@ -29,6 +32,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "kernel_abi.hpp"
@@ -46,31 +51,13 @@ struct Target {
     int vector_bytes = 0;  // cpu: the register width of in-register transposes (32 AVX2, 16 SSE2, 0 none)
     bool blas = false;     // cpu: a CBLAS is linked, for f32 and f64 GEMMs
     int multiprocessors = 132;  // cuda: 32 blocks of 256 threads per multiprocessor keep it busy
+    bool allow_tf32 = false;    // cuda: f32 GEMMs may run in TF32 (Options::allow_tf32)
 
     static Target cpu(int threads, int vector_bytes, bool blas);
-    static Target gpu(int multiprocessors);
+    static Target gpu(int multiprocessors, bool allow_tf32 = false);
     int max_blocks() const { return multiprocessors * 32; }
     friend bool operator==(const Target&, const Target&) = default;
 };
-
-enum class Strategy : std::uint8_t {
-    view,
-    move,
-    convert,
-    transpose,
-    reduce_rows,
-    reduce_windows,
-    reduce_accumulate,
-    contract_elementwise,
-    contract_rows,
-    contract_accumulate,
-    library_gemm,
-    library_gemv,
-    packed_gemm,
-    route,
-    kernels,
-};
-std::string_view name_of(Strategy strategy);
 
 // How a CPU step shares its work between threads.
 enum class Split : std::uint8_t {
@@ -111,48 +98,191 @@ struct TransposeTiles {
     std::int64_t count = 0;  // tiles in all
 };
 
-// The loop nest of a CPU step, every access over one index space in traversal order (outermost first).
-//   move, convert, transpose: dst, src (the plan's canonical layouts)
-//   reduce_rows:              dst, src; at least two modes, the last two the block (rows, terms of a row)
-//   reduce_windows:           dst, src as planned; dst stride 0 marks the window's modes
-//   reduce_accumulate:        dst, src, acc; at least two modes, the last two the block; acc's strides are
-//                             in accumulator elements (0 for a reduced mode)
-//   contract_elementwise:     dst, src, src1 as planned
-//   contract_rows:            dst, src, src1, acc, as reduce_rows
-//   contract_accumulate:      dst, src, src1, acc
-//   route:                    dst, src, src1 (the output's gradient) as planned; the Route's `kept` modes
-//   first (a Gemm scheduled as a contraction - dot products - has the nest of gemm_as_contraction(),
-//   canonical)
-struct CpuNest {
-    Layout dst, src, src1, acc;
+// Pooling windows and tiny reduced dims: up to this many terms per output, a CPU reduction folds each
+// output's window directly (its kernel keeps the window's offsets on the stack).
+inline constexpr std::int64_t max_window = 16;
+
+// The schedule's alternatives, one per strategy: each holds what its strategy needs to run and nothing
+// else, so that an executor, a printer or a cost that visits a StepStrategy without handling one of them
+// fails to compile. Every Layout is a loop nest over the step's index space, in traversal order (outermost
+// first); `name` is what `einc explain --print schedule` prints.
+namespace strategy {
+
+// Nothing runs: the output is an input's memory (pointer arithmetic).
+struct View {
+    static constexpr std::string_view name = "view";
+    einc::View view;  // the plan's: which output, and where in which input
 };
 
+// Elements moved by size along the nest: bit-exact, any dtype (the plan's canonical layouts).
+struct Move {
+    static constexpr std::string_view name = "move";
+    Layout dst, src;
+    Split split = Split::none;  // none or outer
+};
+
+// Elements converted between dtypes along the nest, with the step's epilogue where it has one.
+struct Convert {
+    static constexpr std::string_view name = "convert";
+    Layout dst, src;
+    Split split = Split::none;  // none or outer
+};
+
+// Tiles between the source-contiguous mode and the destination-contiguous (last) one.
+struct Transpose {
+    static constexpr std::string_view name = "transpose";
+    Layout dst, src;
+    std::size_t source_mode = 0;  // the mode unit-stride in the source
+    TransposeKind kind = TransposeKind::tiles;
+    TransposeTiles tiles{};  // kinds registers and tiles
+    // Kind short_side: whether the source-contiguous mode is the short one (each run of the long side read
+    // in order and written to a few destination rows), or else the destination's (written in order).
+    bool short_source_mode = false;
+    Split split = Split::none;  // none, outer (short_side) or tiles (bands of the long side for short_side)
+    bool streaming_stores = false;  // kind registers: the destination written around the caches
+};
+
+// Each output's terms are one row of the innermost block: folded in place. At least two modes, the last
+// two the block (rows, terms of a row); acc marks the reduced modes with stride 0.
+struct ReduceRows {
+    static constexpr std::string_view name = "reduce_rows";
+    Reduction op = Reduction::sum;
+    Layout dst, src, acc;
+    Split split = Split::none;  // none, outer or rows
+};
+
+// Few terms per output (pooling): each output folds its window of offsets. dst stride 0 marks the window's
+// modes (the plan's layouts).
+struct ReduceWindows {
+    static constexpr std::string_view name = "reduce_windows";
+    Reduction op = Reduction::sum;
+    Layout dst, src;
+    std::int64_t window = 0;    // terms per output, at most max_window
+    Split split = Split::none;  // none or outer
+};
+
+// The array of accumulators a step folds into, in its scratch: dense over the kept modes, in the step's
+// accumulator dtype; with partials, one more array per thread, combined at the end.
+struct Accumulators {
+    Layout layout;                  // over the nest, in accumulator elements: stride 0 along reduced modes
+    std::int64_t count = 0;         // elements of an array
+    int partial_arrays = 0;         // Split::partials_*: one per thread
+    std::int64_t array_stride = 0;  // bytes from one array to the next (128-byte multiples)
+};
+
+// The source, read in memory order, folded into an accumulator array. At least two modes, the last two the
+// block.
+struct ReduceAccumulate {
+    static constexpr std::string_view name = "reduce_accumulate";
+    Reduction op = Reduction::sum;
+    Layout dst, src;
+    Accumulators acc{};
+    // Every row of a block into one row of accumulators: row after row (else four rows per pass).
+    bool rows_in_order = false;
+    Split split = Split::none;  // none, outer, rows, partials_outer or partials_rows
+};
+
+// Products of the sources, no sum: each written straight to its place (the plan's layouts).
+struct ContractElementwise {
+    static constexpr std::string_view name = "contract_elementwise";
+    Layout dst, src, src1;
+    Split split = Split::none;      // none or outer
+    bool streaming_stores = false;  // f32: the destination written around the caches
+};
+
+// Each output's terms are one row: its products folded straight into it (the block as ReduceRows').
+struct ContractRows {
+    static constexpr std::string_view name = "contract_rows";
+    Layout dst, src, src1;
+    Split split = Split::none;  // none, outer or rows
+};
+
+// Products of the sources folded into an accumulator array.
+struct ContractAccumulate {
+    static constexpr std::string_view name = "contract_accumulate";
+    Layout dst, src, src1;
+    Accumulators acc{};
+    Split split = Split::none;  // none, outer or partials_outer
+};
+
+// The precision a library GEMM computes its products in (cuBLAS's compute type; CBLAS: the dtype's own).
+enum class GemmCompute : std::uint8_t {
+    f64,
+    f32,   // f32, and f16/bf16 inputs on a GPU (accumulated in f32)
+    tf32,  // f32 inputs on tensor cores (Options::allow_tf32): faster, about 1e-3 relative error
+};
+std::string_view name_of(GemmCompute compute);
+
+// One strided-batched GEMM in CBLAS (CPU) or cuBLAS (GPU), reading every operand in place.
+struct LibraryGemm {
+    static constexpr std::string_view name = "library_gemm";
+    Gemm gemm;
+    GemmCompute compute = GemmCompute::f32;
+    Split split = Split::none;  // none or gemms
+};
+
+// A GEMM with one row or one column: matrix-vector products (cblas_?gemv).
+struct LibraryGemv {
+    static constexpr std::string_view name = "library_gemv";
+    Gemm gemm;
+    Split split = Split::none;  // none or gemms
+};
+
+// Each batch packed into row-major blocks of the accumulator (the step's scratch), multiplied, unpacked.
+struct PackedGemm {
+    static constexpr std::string_view name = "packed_gemm";
+    Gemm gemm;
+    bool library_blocks = false;  // f32 blocks multiplied by the CBLAS the target has (else einc's loop)
+};
+
+// A max/min/prod gradient: each group of terms walked twice (find, share out). Layouts as planned, the
+// first `kept` modes the groups'.
+struct Route {
+    static constexpr std::string_view name = "route";
+    Reduction op = Reduction::max;
+    std::uint32_t kept = 0;
+    Layout dst, src, grad;
+    Split split = Split::none;  // none or outer
+};
+
+// Generated kernels (compiler/codegen.hpp), launched in order.
+struct Kernels {
+    static constexpr std::string_view name = "kernels";
+    std::vector<KernelLaunch> launches;
+    std::vector<KernelLaunch> unaligned_launches;  // used instead where a buffer is not vector-aligned
+};
+
+}  // namespace strategy
+
+// The strategies only the CPU runs, and those only a GPU runs: each backend's executor handles its own and
+// those of both, and treats the other's as unreachable - so that a new strategy fails to compile until
+// every executor has said how it runs it, or that it never does.
+template <typename S, typename... Of>
+inline constexpr bool one_of = (std::is_same_v<S, Of> || ...);
+template <typename S>
+concept CpuOnly = one_of<S, strategy::Move, strategy::Convert, strategy::Transpose, strategy::ReduceRows,
+                         strategy::ReduceWindows, strategy::ReduceAccumulate, strategy::ContractElementwise,
+                         strategy::ContractRows, strategy::ContractAccumulate, strategy::LibraryGemv,
+                         strategy::PackedGemm, strategy::Route>;
+template <typename S>
+concept GpuOnly = one_of<S, strategy::Kernels>;
+
+using StepStrategy =
+    std::variant<strategy::View, strategy::Move, strategy::Convert, strategy::Transpose, strategy::ReduceRows,
+                 strategy::ReduceWindows, strategy::ReduceAccumulate, strategy::ContractElementwise,
+                 strategy::ContractRows, strategy::ContractAccumulate, strategy::LibraryGemm,
+                 strategy::LibraryGemv, strategy::PackedGemm, strategy::Route, strategy::Kernels>;
+
+// "view", "move", ...: the alternative's name.
+std::string_view name_of(const StepStrategy& strategy);
+// How the strategy shares its work between threads (Split::none for those that do not say).
+Split split_of(const StepStrategy& strategy);
+
 struct ScheduledStep {
-    Strategy strategy = Strategy::view;
+    StepStrategy strategy;
     DType accumulator = DType::f32;  // what values are carried in: folds, products, conversions
     std::int64_t scratch_bytes = 0;  // this step's scratch, at Schedule::scratch_offset of the workspace
-    Epilogue epilogue;  // the plan step's: what the CPU kernels apply as they store into an output
-
-    // CPU
-    CpuNest nest;
-    Split split = Split::none;
-    std::size_t transpose_mode = 0;  // transpose: the mode unit-stride in the source
-    TransposeKind transpose_kind = TransposeKind::tiles;
-    TransposeTiles tiles;           // transpose of kind registers or tiles
-    std::int64_t window = 0;        // reduce_windows: terms per output
-    std::int64_t accumulators = 0;  // reduce/contract_accumulate: elements of the accumulator array
-    bool rows_in_order = false;     // reduce_accumulate, every row of a block into one row of accumulators:
-                                    // row after row (else four rows per pass over the accumulators)
-    bool streaming_stores = false;  // transpose (registers), contract_elementwise (f32): the destination is
-                                    // written around the caches (non-temporal stores)
-    int partial_arrays = 0;         // Split::partials_*: one more accumulator array per thread
-    std::int64_t array_stride =
-        0;  // bytes from one accumulator array to the next in the scratch (128-byte multiples)
-
-    // GPU
-    std::vector<KernelLaunch> launches;  // kernels: in order
-    std::vector<KernelLaunch>
-        unaligned_launches;  // used instead where a buffer is not 16-byte aligned (vector copies)
+    Epilogue epilogue;               // the plan step's: what the kernels apply as they store into an output
 };
 
 struct Schedule {

@@ -12,7 +12,7 @@
 namespace einc::detail {
 namespace {
 
-std::int64_t bytes_of(const Layout& layout, DType dtype) {
+std::int64_t size_in_bytes(const Layout& layout, DType dtype) {
     return saturating_mul(layout.size(), static_cast<std::int64_t>(size_of(dtype)));
 }
 
@@ -95,46 +95,39 @@ TransposeTiles tile_transpose(const Layout& dst, const Layout& src, std::size_t 
 
 // Copies: by element size (move), with a conversion, or tiled between the source's and the destination's
 // contiguous modes.
-ScheduledStep schedule_copy(const Plan& plan, const Copy& copy, const Target& target) {
+ScheduledStep schedule_copy(const Plan& plan, const Copy& copy, const Target& target, bool streams) {
     const DType from = plan.spec(copy.src.buffer).dtype, to = plan.spec(copy.dst.buffer).dtype;
-    ScheduledStep step = scheduled(from == to ? Strategy::move : Strategy::convert,
-                                   accumulator_dtype(Reduction::none, from, 1, Backend::cpu));
-    step.nest.dst = copy.dst.layout;
-    step.nest.src = copy.src.layout;
+    const DType accumulator = accumulator_dtype(Reduction::none, from, 1, Backend::cpu);
+    const Layout &dst = copy.dst.layout, &src = copy.src.layout;
+    const bool parallel = size_in_bytes(dst, to) >= parallel_threshold_bytes && target.threads >= 2;
+    const Split outer = parallel && dst.rank() > 0 && dst.modes[0].extent >= 2 ? Split::outer : Split::none;
     // An epilogue does arithmetic on every element: the converting loop, never a bit move or a transpose.
-    if (!copy.epilogue.identity()) step.strategy = Strategy::convert;
-    const std::int64_t bytes = bytes_of(copy.dst.layout, to);
-    const bool parallel = bytes >= parallel_threshold_bytes && target.threads >= 2;
-    const std::optional<std::size_t> p = from == to && copy.epilogue.identity()
-                                             ? transpose_mode(copy.dst.layout, copy.src.layout, 4)
-                                             : std::nullopt;
-    if (!p || copy.dst.layout.rank() > max_transpose_rank) {
-        step.split = parallel && copy.dst.layout.rank() > 0 && copy.dst.layout.modes[0].extent >= 2
-                         ? Split::outer
-                         : Split::none;
-        return step;
-    }
-    step.strategy = Strategy::transpose;
-    step.transpose_mode = *p;
-    const std::size_t last = copy.dst.layout.rank() - 1;
-    const std::int64_t rows = copy.src.layout.modes[*p].extent, cols = copy.src.layout.modes[last].extent;
+    const bool moves_bits = from == to && copy.epilogue.identity();
+    if (!moves_bits) return scheduled(strategy::Convert{dst, src, outer}, accumulator);
+    const std::optional<std::size_t> p = transpose_mode(dst, src, 4);
+    if (!p || dst.rank() > max_transpose_rank) return scheduled(strategy::Move{dst, src, outer}, accumulator);
+
+    strategy::Transpose t{dst, src, *p};
+    const std::size_t last = dst.rank() - 1;
+    const std::int64_t rows = src.modes[*p].extent, cols = src.modes[last].extent;
     const std::int64_t block = target.vector_bytes / 4;  // register blocks hold 4-byte elements
     if (size_of(from) == 4 && block > 0 && rows >= block && cols >= block)
-        step.transpose_kind = TransposeKind::registers;
-    else if (rows <= 8 || cols <= 8)
-        step.transpose_kind = TransposeKind::short_side;
+        t.kind = TransposeKind::registers;
+    else if (rows <= short_side || cols <= short_side)
+        t.kind = TransposeKind::short_side;
     else
-        step.transpose_kind = TransposeKind::tiles;
-    if (step.transpose_kind == TransposeKind::short_side) {
-        const std::int64_t batch = copy.dst.layout.size() / (rows * cols);  // the other modes
-        step.split = !parallel ? Split::none : batch >= 2 ? Split::outer : Split::tiles;
-        return step;
+        t.kind = TransposeKind::tiles;
+    if (t.kind == TransposeKind::short_side) {
+        t.short_source_mode = rows <= short_side;
+        const std::int64_t batch = dst.size() / (rows * cols);  // the other modes
+        t.split = !parallel ? Split::none : batch >= 2 ? Split::outer : Split::tiles;
+        return scheduled(std::move(t), accumulator);
     }
-    const std::int64_t element_bytes = static_cast<std::int64_t>(size_of(from));
-    step.tiles = tile_transpose(copy.dst.layout, copy.src.layout, *p, element_bytes,
-                                step.transpose_kind == TransposeKind::registers ? block : 1);
-    step.split = parallel && step.tiles.count >= 2 ? Split::tiles : Split::none;
-    return step;
+    t.tiles = tile_transpose(dst, src, *p, static_cast<std::int64_t>(size_of(from)),
+                             t.kind == TransposeKind::registers ? block : 1);
+    t.streaming_stores = streams && t.kind == TransposeKind::registers;
+    t.split = parallel && t.tiles.count >= 2 ? Split::tiles : Split::none;
+    return scheduled(std::move(t), accumulator);
 }
 
 // The order a reduction or contraction reads its first source in (memory order), and the strides of a
@@ -159,22 +152,52 @@ Traversal traversal(const Layout& source, const Layout& destination) {
 }
 
 // A reduction of few, very long rows (a full reduction is one row) would leave threads idle: a long
-// reduced innermost mode is cut into rows of a few thousand elements.
-void split_long_row(CpuNest& nest, int threads) {
-    if (nest.src.rank() == 0) return;
-    const Mode inner = nest.src.modes.back();
-    if (nest.acc.modes.back().stride != 0 || inner.extent < (1 << 16) ||
-        nest.src.size() / inner.extent >= 4 * threads)
+// reduced innermost mode is cut into rows of a few thousand elements, in every layout of the nest (src is
+// the source's, acc marks the reduced modes; both are read before any layout changes).
+void split_long_row(std::initializer_list<Layout*> nest, const Layout& src, const Layout& acc, int threads) {
+    if (src.rank() == 0) return;
+    const Mode inner = src.modes.back();
+    if (acc.modes.back().stride != 0 || inner.extent < (1 << 16) || src.size() / inner.extent >= 4 * threads)
         return;
     std::int64_t chunk = 8192;
     while (chunk >= 256 && inner.extent % chunk != 0) chunk /= 2;
     if (chunk < 256) return;
-    for (Layout* layout : {&nest.src, &nest.src1, &nest.acc, &nest.dst}) {
-        if (layout->rank() == 0) continue;  // (a reduction has no second source)
+    const std::int64_t rows = inner.extent / chunk;
+    for (Layout* layout : nest) {
         const Mode m = layout->modes.back();
-        layout->modes.back() = Mode{m.extent / chunk, m.stride * chunk};
+        layout->modes.back() = Mode{rows, m.stride * chunk};
         layout->modes.push_back(Mode{chunk, m.stride});
     }
+}
+
+// Whether each output's terms are all in one row of the nest's innermost block (`acc` marks the reduced
+// modes with stride 0; at least two modes): rows can be folded straight into the destination.
+bool terms_in_rows(const Layout& acc) {
+    const std::size_t rank = acc.rank();
+    const Mode rows = acc.modes[rank - 2], row = acc.modes[rank - 1];
+    const bool outer_kept = std::all_of(acc.modes.begin(), acc.modes.end() - 2,
+                                        [](Mode m) { return m.stride != 0 || m.extent == 1; });
+    return row.stride == 0 && (rows.stride != 0 || rows.extent == 1) && outer_kept;
+}
+
+// An accumulator array of `count` elements of `accumulator`, and with partials one more per thread.
+strategy::Accumulators accumulators(Layout layout, std::int64_t count, DType accumulator, Split split,
+                                    const Target& target) {
+    strategy::Accumulators acc{std::move(layout), count};
+    acc.array_stride = saturating_mul(
+        saturating_add(saturating_mul(count, static_cast<std::int64_t>(size_of(accumulator))), 127) / 128,
+        128);  // 128-byte aligned
+    if (split == Split::partials_outer || split == Split::partials_rows) acc.partial_arrays = target.threads;
+    return acc;
+}
+
+// A step that folds into accumulator arrays: they are its scratch.
+template <typename Folding>
+ScheduledStep with_arrays(Folding folding, DType accumulator) {
+    const std::int64_t scratch = saturating_mul(folding.acc.array_stride, 1 + folding.acc.partial_arrays);
+    ScheduledStep step = scheduled(std::move(folding), accumulator);
+    step.scratch_bytes = scratch;
+    return step;
 }
 
 // Reductions: rows folded straight into the destination, windows of offsets, or an accumulator array.
@@ -183,75 +206,67 @@ ScheduledStep schedule_reduce(const Plan& plan, const Reduce& reduce, const Targ
     const Traversal t = traversal(reduce.src.layout, reduce.dst.layout);
     const std::int64_t size = reduce.src.layout.size();
     const std::int64_t terms = t.size == 0 ? 0 : size / t.size;
-    ScheduledStep step =
-        scheduled(Strategy::reduce_accumulate, accumulator_dtype(reduce.op, in, terms, Backend::cpu));
-    const std::int64_t bytes = bytes_of(reduce.src.layout, in);
+    const DType accumulator = accumulator_dtype(reduce.op, in, terms, Backend::cpu);
+    const std::int64_t bytes = size_in_bytes(reduce.src.layout, in);
     const bool parallel = bytes >= parallel_threshold_bytes && target.threads >= 2;
 
-    CpuNest& nest = step.nest;
-    nest.src = permute(reduce.src.layout, t.order);
-    nest.acc = permute(t.acc, t.order);
-    nest.dst = permute(reduce.dst.layout, t.order);
-    split_long_row(nest, target.threads);
-    pad_front(2, {&nest.src, &nest.acc, &nest.dst});
-    const std::size_t rank = nest.src.rank();
-    const Mode rows = nest.acc.modes[rank - 2],
-               row = nest.acc.modes[rank - 1];  // the block, in accumulator strides
-    const std::int64_t nest_extent = rank > 2 ? nest.src.modes[0].extent : 1;
-    const bool outer_kept = std::all_of(nest.acc.modes.begin(), nest.acc.modes.end() - 2,
-                                        [](Mode m) { return m.stride != 0 || m.extent == 1; });
+    Layout src = permute(reduce.src.layout, t.order), acc = permute(t.acc, t.order),
+           dst = permute(reduce.dst.layout, t.order);
+    split_long_row({&dst, &src, &acc}, src, acc, target.threads);
+    pad_front(2, {&src, &acc, &dst});
+    const std::size_t rank = src.rank();
+    const Mode rows = acc.modes[rank - 2], row = acc.modes[rank - 1];  // the block, in accumulator strides
+    const std::int64_t nest_extent = rank > 2 ? src.modes[0].extent : 1;
 
     // Each output's terms all in one row of the block: fold rows straight into the destination. (With an
     // epilogue, always the accumulator array: its write-out is the one place the kernel applies it.)
     const bool plain = reduce.epilogue.identity();
-    if (plain && row.stride == 0 && (rows.stride != 0 || rows.extent == 1) && outer_kept && size > 0) {
-        step.strategy = Strategy::reduce_rows;
-        step.split = !parallel ? Split::none : nest_extent >= 2 ? Split::outer : Split::rows;
-        return step;
+    if (plain && terms_in_rows(acc) && size > 0) {
+        const Split split = !parallel ? Split::none : nest_extent >= 2 ? Split::outer : Split::rows;
+        return scheduled(strategy::ReduceRows{reduce.op, dst, src, acc, split}, accumulator);
     }
     // Few terms per output (pooling windows, tiny reduced dims): fold each output's window directly.
     if (plain && terms <= max_window && size > 0) {
-        step.strategy = Strategy::reduce_windows;
-        step.window = terms;
-        step.nest = CpuNest{reduce.dst.layout, reduce.src.layout, {}, {}};
         const auto kept = std::find_if(reduce.dst.layout.modes.begin(), reduce.dst.layout.modes.end(),
                                        [](Mode m) { return m.stride != 0; });
-        step.split =
-            bytes >= parallel_threshold_bytes && kept != reduce.dst.layout.modes.end() && kept->extent >= 2
-                ? Split::outer
-                : Split::none;
-        return step;
+        const Split split = parallel && kept != reduce.dst.layout.modes.end() && kept->extent >= 2
+                                ? Split::outer
+                                : Split::none;
+        return scheduled(
+            strategy::ReduceWindows{reduce.op, reduce.dst.layout, reduce.src.layout, terms, split},
+            accumulator);
     }
     // Otherwise an accumulator array. Threads must update disjoint accumulators: split a kept mode - the
     // nest's outermost, or the block's rows - and only where every mode that could split is reduced,
     // give each thread accumulators of its own.
-    step.accumulators = t.size;
+    strategy::ReduceAccumulate r{reduce.op, dst, src};
     // Every contiguous row of a block into one row of accumulators (a middle or outer axis reduced): read
     // from memory, row after row, so that the source is read in order - four rows per pass, read as four
     // streams, ran at half the read bandwidth with rows of 2 KiB and more - while the accumulators stay in
     // L1 (16 KiB at most); from the caches, four rows per pass, which stores the accumulators a quarter as
     // often.
     const std::int64_t accumulator_row_bytes =
-        saturating_mul(row.extent, static_cast<std::int64_t>(size_of(step.accumulator)));
-    step.rows_in_order = rows.stride == 0 && row.stride == 1 && nest.src.modes[rank - 1].stride == 1 &&
-                         bytes >= beyond_caches_bytes && row.extent >= 16 &&
-                         accumulator_row_bytes <= 16 << 10;
+        saturating_mul(row.extent, static_cast<std::int64_t>(size_of(accumulator)));
+    r.rows_in_order = rows.stride == 0 && row.stride == 1 && src.modes[rank - 1].stride == 1 &&
+                      bytes >= beyond_caches_bytes && row.extent >= 16 && accumulator_row_bytes <= 16 << 10;
     if (!parallel || size == 0 || (nest_extent < 2 && rows.extent < 2))
-        step.split = Split::none;
-    else if (nest_extent >= 2 && nest.acc.modes[0].stride != 0)
-        step.split = Split::outer;
+        r.split = Split::none;
+    else if (nest_extent >= 2 && acc.modes[0].stride != 0)
+        r.split = Split::outer;
     else if (rows.extent >= 2 && rows.stride != 0)
-        step.split = Split::rows;
+        r.split = Split::rows;
     else
-        step.split = nest_extent >= 2 ? Split::partials_outer : Split::partials_rows;
-    return step;
+        r.split = nest_extent >= 2 ? Split::partials_outer : Split::partials_rows;
+    r.acc = accumulators(std::move(acc), t.size, accumulator, r.split, target);
+    return with_arrays(std::move(r), accumulator);
 }
 
 // Contractions that are not GEMMs (elementwise products, products summed over some modes): with no sum,
 // each product written straight to its place, in the destination's order; where each output's terms are
 // one row of the sources, read in their memory order, each row's products folded straight into the
 // destination; otherwise products folded into an accumulator array.
-ScheduledStep schedule_contract(const Plan& plan, const Contract& contract, const Target& target) {
+ScheduledStep schedule_contract(const Plan& plan, const Contract& contract, const Target& target,
+                                bool streams) {
     EINC_ASSERT(contract.srcs.size() == 2);
     const DType in = plan.spec(contract.srcs[0].buffer).dtype;
     // Memory order over both sources: a mode one of them broadcasts (stride 0) is walked by the other's
@@ -265,45 +280,43 @@ ScheduledStep schedule_contract(const Plan& plan, const Contract& contract, cons
     const Traversal t = traversal(sources, contract.dst.layout);
     const std::int64_t size = contract.dst.layout.size();
     const std::int64_t terms = t.size == 0 ? 0 : size / t.size;
-    ScheduledStep step =
-        scheduled(Strategy::contract_accumulate, accumulator_dtype(Reduction::sum, in, terms, Backend::cpu));
-    const bool parallel = saturating_mul(bytes_of(contract.dst.layout, in), 2) >= parallel_threshold_bytes &&
-                          target.threads >= 2;
+    const DType accumulator = accumulator_dtype(Reduction::sum, in, terms, Backend::cpu);
+    const bool parallel =
+        saturating_mul(size_in_bytes(contract.dst.layout, in), 2) >= parallel_threshold_bytes &&
+        target.threads >= 2;
     const bool plain =
         contract.epilogue.identity();       // else the accumulator array, whose write-out applies it
     if (plain && terms == 1 && size > 0) {  // every mode is kept (the canonical nest has no extent-1 mode)
-        step.strategy = Strategy::contract_elementwise;
-        step.nest = CpuNest{contract.dst.layout, contract.srcs[0].layout, contract.srcs[1].layout, {}};
-        step.split = parallel && step.nest.dst.rank() > 0 && step.nest.dst.modes[0].extent >= 2 ? Split::outer
-                                                                                                : Split::none;
-        return step;
+        const Layout& dst = contract.dst.layout;
+        const Split split =
+            parallel && dst.rank() > 0 && dst.modes[0].extent >= 2 ? Split::outer : Split::none;
+        return scheduled(strategy::ContractElementwise{dst, contract.srcs[0].layout, contract.srcs[1].layout,
+                                                       split, streams && in == DType::f32},
+                         accumulator);
     }
-    step.nest = CpuNest{permute(contract.dst.layout, t.order), permute(contract.srcs[0].layout, t.order),
-                        permute(contract.srcs[1].layout, t.order), permute(t.acc, t.order)};
-    CpuNest& nest = step.nest;
-    split_long_row(nest, target.threads);  // one long dot product: threads fold chunks of it
+    Layout dst = permute(contract.dst.layout, t.order), src = permute(contract.srcs[0].layout, t.order),
+           src1 = permute(contract.srcs[1].layout, t.order), acc = permute(t.acc, t.order);
+    split_long_row({&dst, &src, &src1, &acc}, src, acc, target.threads);  // one long dot: in chunks
     if (size > 0) {
-        pad_front(2, {&nest.dst, &nest.src, &nest.src1, &nest.acc});
-        const std::size_t rank = nest.src.rank();
-        const Mode rows = nest.acc.modes[rank - 2], row = nest.acc.modes[rank - 1];
-        const bool outer_kept = std::all_of(nest.acc.modes.begin(), nest.acc.modes.end() - 2,
-                                            [](Mode m) { return m.stride != 0 || m.extent == 1; });
-        if (plain && row.stride == 0 && (rows.stride != 0 || rows.extent == 1) && outer_kept) {
-            step.strategy = Strategy::contract_rows;
-            const std::int64_t nest_extent = rank > 2 ? nest.src.modes[0].extent : 1;
-            step.split = !parallel          ? Split::none
-                         : nest_extent >= 2 ? Split::outer
-                         : rows.extent >= 2 ? Split::rows
-                                            : Split::none;
-            return step;
+        pad_front(2, {&dst, &src, &src1, &acc});
+        if (plain && terms_in_rows(acc)) {
+            const std::size_t rank = src.rank();
+            const std::int64_t nest_extent = rank > 2 ? src.modes[0].extent : 1,
+                               rows = src.modes[rank - 2].extent;
+            const Split split = !parallel          ? Split::none
+                                : nest_extent >= 2 ? Split::outer
+                                : rows >= 2        ? Split::rows
+                                                   : Split::none;
+            return scheduled(strategy::ContractRows{dst, src, src1, split}, accumulator);
         }
     }
-    step.accumulators = t.size;
-    if (!parallel || size == 0 || nest.src.modes[0].extent < 2)
-        step.split = Split::none;
+    strategy::ContractAccumulate c{dst, src, src1};
+    if (!parallel || size == 0 || src.modes[0].extent < 2)
+        c.split = Split::none;
     else
-        step.split = nest.acc.modes[0].stride != 0 ? Split::outer : Split::partials_outer;
-    return step;
+        c.split = acc.modes[0].stride != 0 ? Split::outer : Split::partials_outer;
+    c.acc = accumulators(std::move(acc), t.size, accumulator, c.split, target);
+    return with_arrays(std::move(c), accumulator);
 }
 
 // GEMMs: dot products (one row and one column: a batch of them, or one long one) as contractions, whose
@@ -313,10 +326,8 @@ ScheduledStep schedule_contract(const Plan& plan, const Contract& contract, cons
 //
 // A CBLAS step of several GEMMs (outer x batch) shares them between threads where they divide evenly
 // enough (a multiple of the threads, or at least twice as many), each GEMM on one thread of the library:
-// OpenBLAS's threads within each of many small GEMMs are slower than whole GEMMs side by side. Measured
-// on a 2-core EPYC (Zen 3), OpenBLAS 0.3.21, GFLOP/s, both threads of OpenBLAS -> one GEMM per thread:
-// 32 x 512x512x64 49-68 -> 84-94, 64 x 197x197x64 36 -> 73, 8 x 512^3 93 -> 121, 8 x 1024x1024x256 79 ->
-// 127, 4 x 1024^3 113 -> 117 (numpy, whose newer OpenBLAS threads better: 52-91 on the first).
+// OpenBLAS's threads within each of many small GEMMs are slower than whole GEMMs side by side
+// (docs/performance.md, "GEMMs shared between threads").
 ScheduledStep schedule_gemm(const Plan& plan, const Gemm& gemm, const Target& target) {
     const DType in = plan.spec(gemm.a.buffer).dtype;
     if (gemm.m == 1 && gemm.n == 1 && gemm.k > 0 && is_floating(in)) {
@@ -324,20 +335,21 @@ ScheduledStep schedule_gemm(const Plan& plan, const Gemm& gemm, const Target& ta
         std::vector<Layout> layouts{dots.dst.layout, dots.srcs[0].layout, dots.srcs[1].layout};
         canonicalize(layouts);
         dots.dst.layout = layouts[0], dots.srcs[0].layout = layouts[1], dots.srcs[1].layout = layouts[2];
-        return schedule_contract(plan, dots, target);
+        return schedule_contract(plan, dots, target, false);
     }
     const DType acc = accumulator_dtype(Reduction::none, in, gemm.k, Backend::cpu);
     if (gemm_in_library(plan, gemm, target)) {
-        ScheduledStep step =
-            scheduled(gemm.m == 1 || gemm.n == 1 ? Strategy::library_gemv : Strategy::library_gemm, acc);
         const std::int64_t gemms = saturating_mul(gemm.outer, gemm.batch), threads = target.threads;
         const double flops = 2.0 * static_cast<double>(gemms) * static_cast<double>(gemm.m) *
                              static_cast<double>(gemm.n) * static_cast<double>(gemm.k);
         const bool even = gemms % threads == 0 || gemms >= 2 * threads;
-        if (threads >= 2 && even && flops >= parallel_threshold_flops) step.split = Split::gemms;
-        return step;
+        const Split split =
+            threads >= 2 && even && flops >= parallel_threshold_flops ? Split::gemms : Split::none;
+        if (gemm.m == 1 || gemm.n == 1) return scheduled(strategy::LibraryGemv{gemm, split}, acc);
+        const auto compute = in == DType::f64 ? strategy::GemmCompute::f64 : strategy::GemmCompute::f32;
+        return scheduled(strategy::LibraryGemm{gemm, compute, split}, acc);
     }
-    ScheduledStep step = scheduled(Strategy::packed_gemm, acc);
+    ScheduledStep step = scheduled(strategy::PackedGemm{gemm, target.blas && acc == DType::f32}, acc);
     if (gemm.outer == 0 || gemm.batch == 0 || gemm.m == 0 || gemm.n == 0) return step;  // nothing to write
     const std::int64_t blocks =
         saturating_add(saturating_add(saturating_mul(gemm.m, gemm.k), saturating_mul(gemm.k, gemm.n)),
@@ -352,63 +364,38 @@ ScheduledStep schedule_route(const Plan& plan, const Route& route, const Target&
     std::int64_t terms = 1;  // per group: the reduced modes'
     for (std::size_t m = route.kept; m < route.src.layout.rank(); ++m)
         terms = saturating_mul(terms, route.src.layout.modes[m].extent);
-    ScheduledStep step = scheduled(Strategy::route, accumulator_dtype(route.op, dtype, terms, Backend::cpu));
-    step.nest.dst = route.dst.layout;
-    step.nest.src = route.src.layout;
-    step.nest.src1 = route.grad.layout;
     const bool parallel =
-        bytes_of(route.dst.layout, dtype) >= parallel_threshold_bytes && target.threads >= 2;
-    step.split =
+        size_in_bytes(route.dst.layout, dtype) >= parallel_threshold_bytes && target.threads >= 2;
+    const Split split =
         parallel && route.kept > 0 && route.dst.layout.modes[0].extent >= 2 ? Split::outer : Split::none;
-    return step;
+    return scheduled(
+        strategy::Route{route.op, route.kept, route.dst.layout, route.src.layout, route.grad.layout, split},
+        accumulator_dtype(route.op, dtype, terms, Backend::cpu));
 }
 
 }  // namespace
 
 ScheduledStep schedule_cpu_step(const Plan& plan, const PlanStep& planned, const Target& target) {
-    const Step& step = planned.step;
-    ScheduledStep result = std::visit(
-        [&](const auto& s) -> ScheduledStep {
-            using S = std::decay_t<decltype(s)>;
-            if constexpr (std::is_same_v<S, View>)
-                return scheduled(
-                    Strategy::view,
-                    accumulator_dtype(Reduction::none, plan.spec(s.source.buffer).dtype, 1, Backend::cpu));
-            else if constexpr (std::is_same_v<S, Copy>)
-                return schedule_copy(plan, s, target);
-            else if constexpr (std::is_same_v<S, Reduce>)
-                return schedule_reduce(plan, s, target);
-            else if constexpr (std::is_same_v<S, Contract>)
-                return schedule_contract(plan, s, target);
-            else if constexpr (std::is_same_v<S, Route>)
-                return schedule_route(plan, s, target);
-            else
-                return schedule_gemm(plan, s, target);
-        },
-        step);
-    if (result.accumulators >
-        0) {  // the accumulator array, then one per thread for partials, 128-byte aligned
-        const std::int64_t bytes =
-            saturating_mul(result.accumulators, static_cast<std::int64_t>(size_of(result.accumulator)));
-        result.array_stride = saturating_mul(saturating_add(bytes, 127) / 128, 128);
-        if (result.split == Split::partials_outer || result.split == Split::partials_rows)
-            result.partial_arrays = target.threads;
-        result.scratch_bytes = saturating_mul(result.array_stride, 1 + result.partial_arrays);
-    }
     // Streaming (non-temporal) stores where the step moves at least half the last-level cache (its cost's
     // bytes read and written): its destination would not stay cached for long beside the source, and would
     // evict what this step has still to read; stored around the caches, it also skips reading each line
-    // before writing it. Measured on a 2-core EPYC VM, by turns (transposes streamed through their staging
-    // area): 12-32 MB moved, as fast or faster streamed - 1024x2048 f32 transposes 1.0-2.5 ms
-    // against 1.5-3.1, 'i j, i j -> i j' 1024x2048 0.8-1.2 ms against 1.0-1.4; 8-12 MB, alike. Where the
-    // kernels have them: register transposes (of 4-byte elements), products of f32.
-    const auto* contract = std::get_if<Contract>(&step);
-    const bool can_stream =
-        (result.strategy == Strategy::transpose && result.transpose_kind == TransposeKind::registers) ||
-        (result.strategy == Strategy::contract_elementwise && contract != nullptr &&
-         plan.spec(contract->dst.buffer).dtype == DType::f32);
-    result.streaming_stores = can_stream && planned.cost.bytes() >= static_cast<double>(streaming_bytes);
-    return result;
+    // before writing it (docs/performance.md, "Streaming stores"). Where the kernels have them: register
+    // transposes (of 4-byte elements), products of f32.
+    const bool streams = planned.cost.bytes() >= static_cast<double>(streaming_bytes);
+    return std::visit(
+        Overloaded{
+            [&](const View& view) {
+                return scheduled(
+                    strategy::View{view},
+                    accumulator_dtype(Reduction::none, plan.spec(view.source.buffer).dtype, 1, Backend::cpu));
+            },
+            [&](const Copy& copy) { return schedule_copy(plan, copy, target, streams); },
+            [&](const Reduce& reduce) { return schedule_reduce(plan, reduce, target); },
+            [&](const Contract& contract) { return schedule_contract(plan, contract, target, streams); },
+            [&](const Route& route) { return schedule_route(plan, route, target); },
+            [&](const Gemm& gemm) { return schedule_gemm(plan, gemm, target); },
+        },
+        planned.step);
 }
 
 }  // namespace einc::detail

@@ -14,7 +14,6 @@ namespace einc::detail {
 namespace {
 
 constexpr std::int64_t int_limit = std::numeric_limits<std::int32_t>::max();
-constexpr std::int64_t vector_bytes = 16;  // vector_copy moves 16-byte words
 
 std::uint32_t blocks_for(std::int64_t work, std::int64_t per_block, const Target& target) {
     const std::int64_t blocks = (work + per_block - 1) / per_block;
@@ -139,8 +138,9 @@ CopyShape copy_shape(const Plan& plan, const Copy& copy, std::int64_t min_tile_e
 KernelLaunch copy_launch(const CopyShape& shape, KernelKind kind, const Target& target) {
     KernelNest nest = shape.nest;
     const std::size_t rank = nest.kept_rank();
-    KernelLaunch launch{{}, {}, {256}, {}, {KernelArgument::destination, KernelArgument::source0}};
-    std::int64_t items = nest.outputs(), per_block = 256;
+    KernelLaunch launch{
+        {}, {}, {kernel_block_threads}, {}, {KernelArgument::destination, KernelArgument::source0}};
+    std::int64_t items = nest.outputs(), per_block = kernel_block_threads;
     if (kind ==
         KernelKind::transpose) {  // the tiled modes last: mode p, then the destination's unit-stride mode
         std::vector<std::size_t> order;
@@ -149,17 +149,19 @@ KernelLaunch copy_launch(const CopyShape& shape, KernelKind kind, const Target& 
         order.push_back(*shape.tile_mode);
         order.push_back(rank - 1);
         nest.reorder_kept(order);
-        launch.block = {32, 8};
+        launch.block = {transpose_tile, transpose_block_rows};
         const std::int64_t last = nest.kept[0].modes[rank - 1].extent,
                            before = nest.kept[0].modes[rank - 2].extent;
         launch.params = params_of(nest);
         launch.params.batch_count = launch.params.kept_count / (last * before);
-        items = (last + 31) / 32 * ((before + 31) / 32) * launch.params.batch_count;  // tiles, one block each
+        constexpr std::int64_t tile = transpose_tile;
+        items = (last + tile - 1) / tile * ((before + tile - 1) / tile) *
+                launch.params.batch_count;  // a block each
         per_block = 1;
     } else {
         launch.params = params_of(nest);
         if (kind == KernelKind::vector_copy)
-            items /= vector_bytes / static_cast<std::int64_t>(size_of(shape.to));
+            items /= kernel_vector_bytes / static_cast<std::int64_t>(size_of(shape.to));
     }
     launch.signature = copy_signature(shape, kind, needs_wide_index(launch.params, items));
     launch.grid.x = blocks_for(items, per_block, target);
@@ -167,12 +169,13 @@ KernelLaunch copy_launch(const CopyShape& shape, KernelKind kind, const Target& 
 }
 
 ScheduledStep schedule_copy(const Plan& plan, const Copy& copy, const Target& target) {
-    ScheduledStep step = scheduled(Strategy::kernels, DType::f32);
+    ScheduledStep step = scheduled(strategy::Kernels{}, DType::f32);
+    auto& kernels = std::get<strategy::Kernels>(step.strategy);
     const CopyShape shape = copy_shape(plan, copy, 8);
     step.accumulator = copy_signature(shape, KernelKind::elementwise, false).accumulator;
     if (shape.nest.outputs() == 0) return step;
     const std::size_t rank = shape.nest.kept_rank();
-    const std::int64_t lanes = vector_bytes / static_cast<std::int64_t>(size_of(shape.to));
+    const std::int64_t lanes = kernel_vector_bytes / static_cast<std::int64_t>(size_of(shape.to));
     const auto words = [&](std::int64_t stride) { return stride % lanes == 0; };
     CopyFacts facts;
     facts.long_enough = shape.tile_mode.has_value();
@@ -183,9 +186,9 @@ ScheduledStep schedule_copy(const Plan& plan, const Copy& copy, const Target& ta
                                     [&](Mode m) { return words(m.stride); }) &&
                         words(copy.src.offset) && words(copy.dst.offset);
     const KernelKind kind = copy_kind(shape, facts);
-    step.launches.push_back(copy_launch(shape, kind, target));
+    kernels.launches.push_back(copy_launch(shape, kind, target));
     if (kind == KernelKind::vector_copy)
-        step.unaligned_launches.push_back(copy_launch(shape, KernelKind::elementwise, target));
+        kernels.unaligned_launches.push_back(copy_launch(shape, KernelKind::elementwise, target));
     return step;
 }
 
@@ -262,14 +265,15 @@ ScheduledStep schedule_reduction(const Plan& plan, Reduction op, const std::vect
                                  const Access& destination, const Epilogue& epilogue, const Target& target) {
     ReduceShape shape = reduce_shape(plan, op, sources, destination, epilogue);
     ScheduledStep step = scheduled(
-        Strategy::kernels, reduce_signature(shape, KernelKind::elementwise, false, false).accumulator);
+        strategy::Kernels{}, reduce_signature(shape, KernelKind::elementwise, false, false).accumulator);
+    auto& kernels = std::get<strategy::Kernels>(step.strategy);
     const std::int64_t outputs = shape.nest.outputs(), terms = shape.nest.terms();
     if (outputs == 0) return step;
     ReduceFacts facts;
     facts.many_terms = terms > 16;
     const KernelKind kind_unsplit = reduce_kind(shape, facts);
     // Few outputs: split each one's terms into chunks, one partial result each, so that the GPU fills up.
-    const std::int64_t per_item_threads = kind_unsplit == KernelKind::reduce_rows ? 32 : 1;
+    const std::int64_t per_item_threads = kind_unsplit == KernelKind::reduce_rows ? kernel_warp : 1;
     const std::int64_t busy =
         static_cast<std::int64_t>(target.multiprocessors) * 2048 / per_item_threads;  // items that fill it
     const std::int64_t min_chunk = kind_unsplit == KernelKind::reduce_rows ? 1024 : 64;
@@ -282,25 +286,28 @@ ScheduledStep schedule_reduction(const Plan& plan, Reduction op, const std::vect
     if (kind == KernelKind::reduce_columns)
         shape.nest.reorder_kept(order_by_stride(std::span(&shape.nest.kept[1], 1)));
 
-    KernelLaunch launch{
-        {}, {}, {256}, params_of(shape.nest), {KernelArgument::destination, KernelArgument::source0}};
+    KernelLaunch launch{{},
+                        {},
+                        {kernel_block_threads},
+                        params_of(shape.nest),
+                        {KernelArgument::destination, KernelArgument::source0}};
     if (sources.size() > 1) launch.arguments.push_back(KernelArgument::source1);
     launch.params.split = split;
     launch.params.chunk = (terms + split - 1) / split;
     const std::int64_t items = outputs * split;
     facts.wide = needs_wide_index(launch.params, items);
     launch.signature = reduce_signature(shape, kind, facts.split, facts.wide);
-    launch.grid.x = blocks_for(items * per_item_threads, 256, target);
+    launch.grid.x = blocks_for(items * per_item_threads, kernel_block_threads, target);
     if (facts.split) launch.arguments.push_back(KernelArgument::scratch);
-    step.launches.push_back(launch);
+    kernels.launches.push_back(launch);
     if (facts.split) {
         KernelLaunch final_launch{finalize_signature(launch.signature, shape.epilogue),
                                   {},
-                                  {256},
+                                  {kernel_block_threads},
                                   launch.params,
                                   {KernelArgument::destination, KernelArgument::scratch}};
-        final_launch.grid.x = blocks_for(outputs, 256, target);
-        step.launches.push_back(final_launch);
+        final_launch.grid.x = blocks_for(outputs, kernel_block_threads, target);
+        kernels.launches.push_back(final_launch);
         step.scratch_bytes =
             saturating_mul(items, static_cast<std::int64_t>(size_of(launch.signature.accumulator)));
     }
@@ -357,17 +364,17 @@ KernelSignature route_signature(const RouteShape& shape, bool wide) {
 
 ScheduledStep schedule_route(const Plan& plan, const Route& route, const Target& target) {
     const RouteShape shape = route_shape(plan, route);
-    ScheduledStep step = scheduled(Strategy::kernels, route_signature(shape, false).accumulator);
+    ScheduledStep step = scheduled(strategy::Kernels{}, route_signature(shape, false).accumulator);
     const std::int64_t groups = shape.nest.outputs();
     if (groups == 0 || shape.nest.terms() == 0) return step;
     KernelLaunch launch{{},
                         {},
-                        {256},
+                        {kernel_block_threads},
                         params_of(shape.nest),
                         {KernelArgument::destination, KernelArgument::source0, KernelArgument::source1}};
     launch.signature = route_signature(shape, needs_wide_index(launch.params, groups));
-    launch.grid.x = blocks_for(groups, 256, target);  // a thread per group
-    step.launches.push_back(launch);
+    launch.grid.x = blocks_for(groups, kernel_block_threads, target);  // a thread per group
+    std::get<strategy::Kernels>(step.strategy).launches.push_back(launch);
     return step;
 }
 
@@ -381,33 +388,41 @@ std::vector<const Access*> sources_of(const Contract& contract) {
 
 ScheduledStep schedule_gpu_step(const Plan& plan, const Step& step, const Target& target) {
     return std::visit(
-        [&](const auto& s) -> ScheduledStep {
-            using S = std::decay_t<decltype(s)>;
-            if constexpr (std::is_same_v<S, View>) {
-                return scheduled(
-                    Strategy::view,
-                    accumulator_dtype(Reduction::none, plan.spec(s.source.buffer).dtype, 1, Backend::cuda));
-            } else if constexpr (std::is_same_v<S, Copy>) {
-                return schedule_copy(plan, s, target);
-            } else if constexpr (std::is_same_v<S, Reduce>) {
-                return schedule_reduction(plan, s.op, {&s.src}, s.dst, s.epilogue, target);
-            } else if constexpr (std::is_same_v<S, Contract>) {
-                return schedule_reduction(plan, Reduction::none, sources_of(s), s.dst, s.epilogue, target);
-            } else if constexpr (std::is_same_v<S, Route>) {
-                return schedule_route(plan, s, target);
-            } else {
-                static_assert(std::is_same_v<S, Gemm>);
-                if (gemm_in_library(plan, s, target)) {
-                    ScheduledStep gemm = scheduled(
-                        Strategy::library_gemm,
-                        accumulator_dtype(Reduction::none, plan.spec(s.a.buffer).dtype, 1, Backend::cuda));
-                    gemm.scratch_bytes = cublas_workspace_bytes;
-                    return gemm;
+        Overloaded{
+            [&](const View& view) {
+                return scheduled(strategy::View{view},
+                                 accumulator_dtype(Reduction::none, plan.spec(view.source.buffer).dtype, 1,
+                                                   Backend::cuda));
+            },
+            [&](const Copy& copy) { return schedule_copy(plan, copy, target); },
+            [&](const Reduce& reduce) {
+                return schedule_reduction(plan, reduce.op, {&reduce.src}, reduce.dst, reduce.epilogue,
+                                          target);
+            },
+            [&](const Contract& contract) {
+                return schedule_reduction(plan, Reduction::none, sources_of(contract), contract.dst,
+                                          contract.epilogue, target);
+            },
+            [&](const Route& route) { return schedule_route(plan, route, target); },
+            [&](const Gemm& gemm) {
+                const DType dtype = plan.spec(gemm.a.buffer).dtype;
+                if (gemm_in_library(plan, gemm, target)) {
+                    // cuBLAS's compute type: f64 for f64; f32 for the others (f16 and bf16 accumulate in
+                    // f32), on tensor cores in TF32 where the target allows it.
+                    using strategy::GemmCompute;
+                    const GemmCompute compute = dtype == DType::f64                        ? GemmCompute::f64
+                                                : dtype == DType::f32 && target.allow_tf32 ? GemmCompute::tf32
+                                                                                           : GemmCompute::f32;
+                    ScheduledStep library =
+                        scheduled(strategy::LibraryGemm{gemm, compute},
+                                  accumulator_dtype(Reduction::none, dtype, 1, Backend::cuda));
+                    library.scratch_bytes = cublas_workspace_bytes;
+                    return library;
                 }
-                const Contract contraction = gemm_as_contraction(s);  // integers: the contraction kernel
+                const Contract contraction = gemm_as_contraction(gemm);  // integers: the contraction kernel
                 return schedule_reduction(plan, Reduction::none, sources_of(contraction), contraction.dst,
                                           contraction.epilogue, target);
-            }
+            },
         },
         step);
 }
@@ -433,10 +448,10 @@ std::vector<KernelSignature> possible_gpu_kernels(const Plan& plan, const Step& 
                 }
     };
     std::visit(
-        [&](const auto& s) {
-            using S = std::decay_t<decltype(s)>;
-            if constexpr (std::is_same_v<S, Copy>) {
-                const CopyShape shape = copy_shape(plan, s, 1);
+        Overloaded{
+            [](const View&) {},  // no kernel
+            [&](const Copy& copy) {
+                const CopyShape shape = copy_shape(plan, copy, 1);
                 check_ranks(shape.nest);
                 if (shape.nest.outputs() == 0) return;
                 for (const bool long_enough : {false, true})
@@ -444,20 +459,22 @@ std::vector<KernelSignature> possible_gpu_kernels(const Plan& plan, const Step& 
                         for (const bool wide : {false, true})
                             add(copy_signature(shape, copy_kind(shape, {long_enough, whole_words, wide}),
                                                wide));
-            } else if constexpr (std::is_same_v<S, Reduce>) {
-                reduction(s.op, {&s.src}, s.dst, s.epilogue);
-            } else if constexpr (std::is_same_v<S, Contract>) {
-                reduction(Reduction::none, sources_of(s), s.dst, s.epilogue);
-            } else if constexpr (std::is_same_v<S, Route>) {
-                const RouteShape shape = route_shape(plan, s);
+            },
+            [&](const Reduce& reduce) { reduction(reduce.op, {&reduce.src}, reduce.dst, reduce.epilogue); },
+            [&](const Contract& contract) {
+                reduction(Reduction::none, sources_of(contract), contract.dst, contract.epilogue);
+            },
+            [&](const Route& route) {
+                const RouteShape shape = route_shape(plan, route);
                 check_ranks(shape.nest);
                 if (shape.nest.outputs() == 0 || shape.nest.terms() == 0) return;
                 for (const bool wide : {false, true}) add(route_signature(shape, wide));
-            } else if constexpr (std::is_same_v<S, Gemm>) {
-                if (gemm_in_library(plan, s, Target::gpu(1))) return;
-                const Contract contraction = gemm_as_contraction(s);
+            },
+            [&](const Gemm& gemm) {
+                if (gemm_in_library(plan, gemm, Target::gpu(1))) return;  // cuBLAS
+                const Contract contraction = gemm_as_contraction(gemm);
                 reduction(Reduction::none, sources_of(contraction), contraction.dst, contraction.epilogue);
-            }
+            },
         },
         step);
     return kernels;

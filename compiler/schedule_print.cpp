@@ -24,42 +24,103 @@ std::string launch_line(const KernelLaunch& launch) {
                        launch.grid.x, launch.block.x, launch.block.y, p.kept_count, p.reduced_count, p.split);
 }
 
-std::vector<std::string> cpu_lines(const ScheduledStep& step) {
-    switch (step.strategy) {
-    case Strategy::view:
-    case Strategy::library_gemm:
-    case Strategy::library_gemv:
-    case Strategy::packed_gemm:
-    case Strategy::kernels: return {};
-    default: break;
-    }
-    const CpuNest& nest = step.nest;
-    std::vector<std::string> lines{fmt::format("dst  {}", to_string(nest.dst)),
-                                   fmt::format("src  {}", to_string(nest.src))};
-    const bool products = step.strategy == Strategy::contract_elementwise ||
-                          step.strategy == Strategy::contract_rows ||
-                          step.strategy == Strategy::contract_accumulate;
-    if (products) lines.push_back(fmt::format("src  {}", to_string(nest.src1)));
-    if (step.accumulators > 0) lines.push_back(fmt::format("acc  {}", to_string(nest.acc)));
-    if (step.strategy == Strategy::transpose) {
-        lines.push_back(fmt::format("tiles between mode {} (unit-stride in the source) and mode {}: {}",
-                                    step.transpose_mode, nest.dst.rank() - 1, name_of(step.transpose_kind)));
-        const TransposeTiles& tiles = step.tiles;
-        if (step.transpose_kind != TransposeKind::short_side)
-            lines.push_back(fmt::format("{} tiles of ({}) walked along modes [{}], read along [{}], written "
-                                        "along [{}] (innermost first)",
-                                        tiles.count, fmt::join(tiles.extents, ","),
-                                        fmt::join(tiles.tile_order, ","), fmt::join(tiles.read_order, ","),
-                                        fmt::join(tiles.write_order, ",")));
-    }
-    if (step.strategy == Strategy::reduce_windows)
-        lines.push_back(fmt::format("window of {} terms per output", step.window));
-    if (step.accumulators > 0)
-        lines.push_back(fmt::format(
-            "{} accumulators{}{}", step.accumulators,
-            step.partial_arrays > 0 ? fmt::format(", and {} arrays of partials", step.partial_arrays) : "",
-            step.rows_in_order ? "; rows folded in memory order" : ""));
+std::vector<std::string> nest_lines(const Layout& dst, const Layout& src, const Layout* src1 = nullptr) {
+    std::vector<std::string> lines{fmt::format("dst  {}", to_string(dst)),
+                                   fmt::format("src  {}", to_string(src))};
+    if (src1) lines.push_back(fmt::format("src  {}", to_string(*src1)));
     return lines;
+}
+
+// What a step's strategy shows: on its head line, and in the lines under it.
+struct Printed {
+    bool library = false;  // a library call: CBLAS or cuBLAS, named after the strategy
+    Split split = Split::none;
+    std::string compute{};  // a library GEMM's compute type, where it is not the dtype's own
+    bool streaming_stores = false;
+    std::vector<std::string> lines{};
+};
+
+// The lines of an accumulator array (none where it is empty).
+void add_accumulators(Printed& out, const strategy::Accumulators& acc, bool rows_in_order) {
+    if (acc.count == 0) return;
+    out.lines.push_back(fmt::format("acc  {}", to_string(acc.layout)));
+    out.lines.push_back(fmt::format(
+        "{} accumulators{}{}", acc.count,
+        acc.partial_arrays > 0 ? fmt::format(", and {} arrays of partials", acc.partial_arrays) : "",
+        rows_in_order ? "; rows folded in memory order" : ""));
+}
+
+Printed print_strategy(const StepStrategy& step) {
+    return std::visit(
+        Overloaded{
+            [](const strategy::View&) { return Printed{}; },
+            [](const strategy::Move& s) {
+                return Printed{.split = s.split, .lines = nest_lines(s.dst, s.src)};
+            },
+            [](const strategy::Convert& s) {
+                return Printed{.split = s.split, .lines = nest_lines(s.dst, s.src)};
+            },
+            [](const strategy::Transpose& s) {
+                Printed out{.split = s.split,
+                            .streaming_stores = s.streaming_stores,
+                            .lines = nest_lines(s.dst, s.src)};
+                out.lines.push_back(
+                    fmt::format("tiles between mode {} (unit-stride in the source) and mode {}: {}",
+                                s.source_mode, s.dst.rank() - 1, name_of(s.kind)));
+                if (s.kind != TransposeKind::short_side)
+                    out.lines.push_back(fmt::format(
+                        "{} tiles of ({}) walked along modes [{}], read along [{}], written along [{}] "
+                        "(innermost first)",
+                        s.tiles.count, fmt::join(s.tiles.extents, ","), fmt::join(s.tiles.tile_order, ","),
+                        fmt::join(s.tiles.read_order, ","), fmt::join(s.tiles.write_order, ",")));
+                return out;
+            },
+            [](const strategy::ReduceRows& s) {
+                return Printed{.split = s.split, .lines = nest_lines(s.dst, s.src)};
+            },
+            [](const strategy::ReduceWindows& s) {
+                Printed out{.split = s.split, .lines = nest_lines(s.dst, s.src)};
+                out.lines.push_back(fmt::format("window of {} terms per output", s.window));
+                return out;
+            },
+            [](const strategy::ReduceAccumulate& s) {
+                Printed out{.split = s.split, .lines = nest_lines(s.dst, s.src)};
+                add_accumulators(out, s.acc, s.rows_in_order);
+                return out;
+            },
+            [](const strategy::ContractElementwise& s) {
+                return Printed{.split = s.split,
+                               .streaming_stores = s.streaming_stores,
+                               .lines = nest_lines(s.dst, s.src, &s.src1)};
+            },
+            [](const strategy::ContractRows& s) {
+                return Printed{.split = s.split, .lines = nest_lines(s.dst, s.src, &s.src1)};
+            },
+            [](const strategy::ContractAccumulate& s) {
+                Printed out{.split = s.split, .lines = nest_lines(s.dst, s.src, &s.src1)};
+                add_accumulators(out, s.acc, false);
+                return out;
+            },
+            [](const strategy::LibraryGemm& s) {
+                // (f32 and f64 compute in their own dtype: only TF32 is worth saying.)
+                return Printed{.library = true,
+                               .split = s.split,
+                               .compute = s.compute == strategy::GemmCompute::tf32 ? "tf32" : ""};
+            },
+            [](const strategy::LibraryGemv& s) { return Printed{.library = true, .split = s.split}; },
+            [](const strategy::PackedGemm&) { return Printed{}; },
+            [](const strategy::Route& s) {
+                return Printed{.split = s.split, .lines = nest_lines(s.dst, s.src)};
+            },
+            [](const strategy::Kernels& s) {
+                Printed out;
+                for (const KernelLaunch& launch : s.launches) out.lines.push_back(launch_line(launch));
+                for (const KernelLaunch& launch : s.unaligned_launches)
+                    out.lines.push_back("unaligned buffers: " + launch_line(launch));
+                return out;
+            },
+        },
+        step);
 }
 
 }  // namespace
@@ -71,24 +132,19 @@ std::string print_schedule(const Plan& plan, const Schedule& schedule) {
         out += fmt::format("  t{}: at byte {} of the workspace\n", t, schedule.temporary_offsets[t]);
     for (std::size_t s = 0; s < schedule.steps.size(); ++s) {
         const ScheduledStep& step = schedule.steps[s];
+        const Printed printed = print_strategy(step.strategy);
         std::string head =
             fmt::format("  {}. {:<8} {}", s + 1, step_kind(plan.steps[s].step), name_of(step.strategy));
-        const bool library =
-            step.strategy == Strategy::library_gemm || step.strategy == Strategy::library_gemv;
-        if (library) head += schedule.target.backend == Backend::cpu ? " (CBLAS)" : " (cuBLAS)";
-        if (step.strategy != Strategy::view)
+        if (printed.library) head += schedule.target.backend == Backend::cpu ? " (CBLAS)" : " (cuBLAS)";
+        if (!std::holds_alternative<strategy::View>(step.strategy))
             head += fmt::format("  accumulator {}", name_of(step.accumulator));
-        if (schedule.target.backend == Backend::cpu && step.split != Split::none)
-            head += fmt::format("  split {}", name_of(step.split));
+        if (!printed.compute.empty()) head += fmt::format("  compute {}", printed.compute);
+        if (printed.split != Split::none) head += fmt::format("  split {}", name_of(printed.split));
         if (step.scratch_bytes > 0)
             head += fmt::format("  scratch {}", format_bytes(static_cast<double>(step.scratch_bytes)));
-        if (step.streaming_stores) head += "  streaming stores";
+        if (printed.streaming_stores) head += "  streaming stores";
         out += head + "\n";
-        for (const std::string& line : cpu_lines(step)) out += fmt::format("       {}\n", line);
-        for (const KernelLaunch& launch : step.launches)
-            out += fmt::format("       {}\n", launch_line(launch));
-        for (const KernelLaunch& launch : step.unaligned_launches)
-            out += fmt::format("       unaligned buffers: {}\n", launch_line(launch));
+        for (const std::string& line : printed.lines) out += fmt::format("       {}\n", line);
     }
     return out;
 }

@@ -16,9 +16,8 @@ inline constexpr std::int64_t parallel_threshold_bytes = 1 << 20;
 // on one core).
 inline constexpr double parallel_threshold_flops = 1 << 22;
 
-// Pooling windows and tiny reduced dims: up to this many terms per output, a CPU reduction folds each
-// output's window directly.
-inline constexpr std::int64_t max_window = 16;
+// A CPU transpose with a side of at most this many elements streams along the other side, untiled.
+inline constexpr std::int64_t short_side = 8;
 
 // A CPU step whose source is larger than this reads it from memory, not from the caches (the last-level
 // cache of the machines measured is 32 MiB; Target does not know the cache sizes yet).
@@ -34,9 +33,9 @@ inline constexpr std::int64_t streaming_bytes = beyond_caches_bytes / 2;
 // (32x32 tiles of a warp each) from 8.
 std::optional<std::size_t> transpose_mode(const Layout& dst, const Layout& src, std::int64_t min_extent);
 
-inline ScheduledStep scheduled(Strategy strategy, DType accumulator) {
+inline ScheduledStep scheduled(StepStrategy strategy, DType accumulator) {
     ScheduledStep step;
-    step.strategy = strategy;
+    step.strategy = std::move(strategy);
     step.accumulator = accumulator;
     return step;
 }

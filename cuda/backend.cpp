@@ -23,8 +23,6 @@
 namespace einc::cuda {
 namespace {
 
-std::atomic<bool> allow_tf32{false};
-
 // Runs `f` with device `index` current, restoring the caller's device after.
 template <typename F>
 decltype(auto) on_device(int index, F&& f) {
@@ -114,9 +112,9 @@ public:
               "cuLaunchKernel");
     }
 
-    void gemm(const Gemm& g, DType dtype, const void* a, const void* b, void* c, void* workspace,
-              std::size_t workspace_bytes) override {
-        cuda::gemm(g, dtype, a, b, c, stream_, allow_tf32.load(), workspace, workspace_bytes);
+    void gemm(const Gemm& g, DType dtype, strategy::GemmCompute compute, const void* a, const void* b,
+              void* c, void* workspace, std::size_t workspace_bytes) override {
+        cuda::gemm(g, dtype, compute, a, b, c, stream_, workspace, workspace_bytes);
     }
 
 private:
@@ -164,16 +162,18 @@ public:
         // Open cuBLAS if a GEMM needs it, and compile (or find) and load every kernel the schedule may
         // launch, now: a failure shows when binding, not in a hot loop.
         const bool gemm =
-            std::any_of(schedule.steps.begin(), schedule.steps.end(),
-                        [](const ScheduledStep& step) { return step.strategy == Strategy::library_gemm; });
+            std::any_of(schedule.steps.begin(), schedule.steps.end(), [](const ScheduledStep& step) {
+                return std::holds_alternative<strategy::LibraryGemm>(step.strategy);
+            });
         if (gemm) (void)cublas();
         on_device(device, [&] {
             if (gemm) open_gemm(device);  // the handle, now: creating it during a run could not be captured
             for (const ScheduledStep& step : schedule.steps)
-                for (const auto* launches : {&step.launches, &step.unaligned_launches})
-                    for (const KernelLaunch& launch : *launches)
-                        prepared->functions.emplace(&launch,
-                                                    kernel_function(launch.signature, device, info.arch));
+                if (const auto* kernels = std::get_if<strategy::Kernels>(&step.strategy))
+                    for (const auto* launches : {&kernels->launches, &kernels->unaligned_launches})
+                        for (const KernelLaunch& launch : *launches)
+                            prepared->functions.emplace(&launch,
+                                                        kernel_function(launch.signature, device, info.arch));
         });
         return prepared;
     }
@@ -207,13 +207,6 @@ const bool registered = [] {
 
 bool available() {
     return device_available();
-}
-
-void set_options(const Options& o) {
-    allow_tf32 = o.allow_tf32;
-}
-Options options() {
-    return Options{allow_tf32.load()};
 }
 
 Tensor to_device(const TensorView& host, int device) {

@@ -18,12 +18,6 @@ namespace einc::cuda {
 // Whether a usable NVIDIA GPU and driver are present.
 bool available();
 
-struct Options {
-    bool allow_tf32 = false;  // f32 GEMMs in TF32 on tensor cores (faster, about 1e-3 relative error)
-};
-void set_options(const Options& options);
-Options options();
-
 // Copies a CPU tensor (any strides) to device `device`, row-major; and a device tensor back, row-major.
 // to_host waits for the work queued on the default stream.
 Tensor to_device(const TensorView& host, int device = 0);

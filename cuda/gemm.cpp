@@ -54,29 +54,32 @@ void open_gemm(int device) {
     (void)handle_for(device);
 }
 
-void gemm(const Gemm& g, DType dtype, const void* a, const void* b, void* c, cudaStream_t stream,
-          bool allow_tf32, void* workspace, std::size_t workspace_bytes) {
+void gemm(const Gemm& g, DType dtype, strategy::GemmCompute compute_type, const void* a, const void* b,
+          void* c, cudaStream_t stream, void* workspace, std::size_t workspace_bytes) {
     if (g.outer != 1) {  // one strided-batched GEMM per outer index, at its offsets
         const auto size = static_cast<std::int64_t>(size_of(dtype));
         Gemm one = g;
         one.outer = 1;
         for (std::int64_t o = 0; o < g.outer; ++o)
-            gemm(one, dtype, static_cast<const std::byte*>(a) + o * g.a.outer_stride * size,
+            gemm(one, dtype, compute_type, static_cast<const std::byte*>(a) + o * g.a.outer_stride * size,
                  static_cast<const std::byte*>(b) + o * g.b.outer_stride * size,
-                 static_cast<std::byte*>(c) + o * g.c.outer_stride * size, stream, allow_tf32, workspace,
+                 static_cast<std::byte*>(c) + o * g.c.outer_stride * size, stream, workspace,
                  workspace_bytes);
         return;
     }
     cudaDataType_t type{};
-    cublasComputeType_t compute{};
     switch (dtype) {
-    case DType::f64: type = CUDA_R_64F, compute = CUBLAS_COMPUTE_64F; break;
-    case DType::f32:
-        type = CUDA_R_32F, compute = allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-        break;
-    case DType::f16: type = CUDA_R_16F, compute = CUBLAS_COMPUTE_32F; break;
-    case DType::bf16: type = CUDA_R_16BF, compute = CUBLAS_COMPUTE_32F; break;
+    case DType::f64: type = CUDA_R_64F; break;
+    case DType::f32: type = CUDA_R_32F; break;
+    case DType::f16: type = CUDA_R_16F; break;
+    case DType::bf16: type = CUDA_R_16BF; break;
     default: throw Error(ErrorKind::unsupported, fmt::format("cuBLAS GEMM of {}", name_of(dtype)));
+    }
+    cublasComputeType_t compute{};  // the schedule's
+    switch (compute_type) {
+    case strategy::GemmCompute::f64: compute = CUBLAS_COMPUTE_64F; break;
+    case strategy::GemmCompute::f32: compute = CUBLAS_COMPUTE_32F; break;
+    case strategy::GemmCompute::tf32: compute = CUBLAS_COMPUTE_32F_FAST_TF32; break;
     }
     // The step's epilogue, in the compute type's scalars (f32 for f16/bf16); beta == 0: C is not read.
     const double alpha64 = g.epilogue.alpha, beta64 = g.epilogue.beta;

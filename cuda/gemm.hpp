@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cuda_runtime_api.h>
 
-#include "compiler/plan.hpp"
+#include "compiler/schedule.hpp"
 
 namespace einc::cuda {
 
@@ -16,7 +16,7 @@ void open_gemm(int device);
 // @pre a, b, c point at the matrices (offsets applied) on the current device, open_gemm(that device)
 // `workspace`: cuBLAS's scratch for this call, 256-byte aligned (null: cuBLAS's own pool, which it may
 // allocate from - in a captured graph too)
-void gemm(const Gemm& gemm, DType dtype, const void* a, const void* b, void* c, cudaStream_t stream,
-          bool allow_tf32, void* workspace = nullptr, std::size_t workspace_bytes = 0);
+void gemm(const Gemm& gemm, DType dtype, strategy::GemmCompute compute, const void* a, const void* b, void* c,
+          cudaStream_t stream, void* workspace = nullptr, std::size_t workspace_bytes = 0);
 
 }  // namespace einc::cuda

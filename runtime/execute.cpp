@@ -41,48 +41,51 @@ void execute_on_cpu(const Plan& plan, const Schedule& schedule, std::span<const 
         workspace = static_cast<std::byte*>(allocated.data());
     }
     const RunMemory memory(plan, schedule, inputs, outputs, workspace);
-    const auto data = [&](const Access& access) {
-        return cpu::Data{memory.address(access.buffer, access.offset), plan.spec(access.buffer).dtype};
-    };
+    std::byte* const scratch = memory.scratch();
 
     for (std::size_t s = 0; s < plan.steps.size(); ++s) {
-        const ScheduledStep& scheduled = schedule.steps[s];
-        std::visit(Overloaded{
-                       [&](const View& view) {
-                           outputs[view.output] = viewed(plan, view, inputs[view.source.buffer.index]);
-                       },
-                       [&](const Copy& copy) { cpu::copy(scheduled, data(copy.dst), data(copy.src)); },
-                       [&](const Reduce& reduce) {
-                           cpu::reduce(scheduled, reduce.op, data(reduce.dst), data(reduce.src),
-                                       memory.scratch());
-                       },
-                       [&](const Contract& contract) {
-                           cpu::contract(scheduled, data(contract.dst), data(contract.srcs[0]),
-                                         data(contract.srcs[1]), memory.scratch());
-                       },
-                       [&](const Route& route) {
-                           cpu::route(scheduled, route.op, route.kept, data(route.dst), data(route.src),
-                                      data(route.grad));
-                       },
-                       [&](const Gemm& gemm) {
-                           const Strategy s = scheduled.strategy;
-                           if (s == Strategy::contract_elementwise || s == Strategy::contract_rows ||
-                               s == Strategy::contract_accumulate) {
-                               // dot products, as the contraction they are (the nest is
-                               // gemm_as_contraction()'s)
-                               const auto matrix = [&](const GemmMatrix& m) {
-                                   return data(Access{m.buffer, m.offset, {}});
-                               };
-                               return cpu::contract(scheduled, matrix(gemm.c), matrix(gemm.a), matrix(gemm.b),
-                                                    memory.scratch());
-                           }
-                           cpu::gemm(scheduled, gemm, plan.spec(gemm.a.buffer).dtype,
-                                     memory.address(gemm.a.buffer, gemm.a.offset),
-                                     memory.address(gemm.b.buffer, gemm.b.offset),
-                                     memory.address(gemm.c.buffer, gemm.c.offset), memory.scratch());
-                       },
-                   },
-                   plan.steps[s].step);
+        const ScheduledStep& step = schedule.steps[s];
+        const StepOperands at = operands_of(plan.steps[s].step, memory, plan);
+        using namespace strategy;
+        std::visit(
+            Overloaded{
+                [&](const strategy::View& v) {
+                    outputs[v.view.output] = viewed(plan, v.view, inputs[v.view.source.buffer.index]);
+                },
+                [&](const Move& move) { cpu::move(move, at[0], at[1]); },
+                [&](const Convert& convert) {
+                    cpu::convert_elements(convert, step.accumulator, step.epilogue, at[0], at[1]);
+                },
+                [&](const Transpose& transpose) { cpu::transpose(transpose, at[0], at[1]); },
+                [&](const ReduceRows& rows) { cpu::reduce(rows, step.accumulator, at[0], at[1]); },
+                [&](const ReduceWindows& windows) { cpu::reduce(windows, step.accumulator, at[0], at[1]); },
+                [&](const ReduceAccumulate& folding) {
+                    cpu::reduce(folding, step.accumulator, step.epilogue, at[0], at[1], scratch);
+                },
+                [&](const ContractElementwise& products) {
+                    cpu::contract(products, step.accumulator, at[0], at[1], at[2]);
+                },
+                [&](const ContractRows& rows) { cpu::contract(rows, step.accumulator, at[0], at[1], at[2]); },
+                [&](const ContractAccumulate& folding) {
+                    cpu::contract(folding, step.accumulator, step.epilogue, at[0], at[1], at[2], scratch);
+                },
+                // (a Gemm's operands are C, A, B)
+                [&](const LibraryGemm& gemm) {
+                    cpu::gemm(gemm, at[1].dtype, at[1].base, at[2].base, at[0].base);
+                },
+                [&](const LibraryGemv& gemv) {
+                    cpu::gemm(gemv, at[1].dtype, at[1].base, at[2].base, at[0].base);
+                },
+                [&](const PackedGemm& packed) {
+                    cpu::gemm(packed, at[1].dtype, step.accumulator, at[1].base, at[2].base, at[0].base,
+                              scratch);
+                },
+                [&](const strategy::Route& route) {
+                    cpu::route(route, step.accumulator, step.epilogue, at[0], at[1], at[2]);
+                },
+                [](const GpuOnly auto&) { EINC_ASSERT(false); },  // a CPU schedule has none
+            },
+            step.strategy);
     }
 }
 

@@ -9,51 +9,8 @@
 namespace einc {
 namespace {
 
-bool aligned16(const void* p) {
-    return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
-}
-
-// The addresses of the buffers a step's kernels take, in kernel_accesses() order, found without building
-// the accesses (their layouts): a run allocates nothing.
-struct KernelBuffers {
-    std::array<void*, 1 + max_kernel_sources> address{};
-    std::size_t count = 0;
-};
-
-KernelBuffers kernel_buffers(const Step& step, const RunMemory& memory) {
-    KernelBuffers buffers;
-    const auto add = [&](Buffer buffer, std::int64_t offset) {
-        EINC_ASSERT(buffers.count < buffers.address.size());
-        buffers.address[buffers.count++] = memory.address(buffer, offset);
-    };
-    std::visit(Overloaded{
-                   [](const View&) {},
-                   [&](const Copy& copy) {
-                       add(copy.dst.buffer, copy.dst.offset);
-                       add(copy.src.buffer, copy.src.offset);
-                   },
-                   [&](const Reduce& reduce) {
-                       add(reduce.dst.buffer, reduce.dst.offset);
-                       add(reduce.src.buffer, reduce.src.offset);
-                   },
-                   [&](const Contract& contract) {
-                       add(contract.dst.buffer, contract.dst.offset);
-                       for (const Access& src : contract.srcs) add(src.buffer, src.offset);
-                   },
-                   [&](const Route& route) {
-                       add(route.dst.buffer, route.dst.offset);
-                       add(route.src.buffer, route.src.offset);
-                       add(route.grad.buffer, route.grad.offset);
-                   },
-                   // as gemm_as_contraction() orders them: C, then A and B
-                   [&](const Gemm& gemm) {
-                       add(gemm.c.buffer, gemm.c.offset);
-                       add(gemm.a.buffer, gemm.a.offset);
-                       add(gemm.b.buffer, gemm.b.offset);
-                   },
-               },
-               step);
-    return buffers;
+bool vector_aligned(const void* p) {
+    return reinterpret_cast<std::uintptr_t>(p) % kernel_vector_bytes == 0;
 }
 
 }  // namespace
@@ -99,47 +56,43 @@ void run_gpu_plan(const Plan& plan, const Schedule& schedule, std::span<const Te
     const RunMemory memory(plan, schedule, inputs, outputs, workspace);
 
     for (std::size_t s = 0; s < plan.steps.size(); ++s) {
-        const Step& step = plan.steps[s].step;
-        const ScheduledStep& scheduled = schedule.steps[s];
-        switch (scheduled.strategy) {
-        case Strategy::view: {
-            const View& view = std::get<View>(step);
-            outputs[view.output] = viewed(plan, view, inputs[view.source.buffer.index]);
-            break;
-        }
-        case Strategy::library_gemm: {
-            const Gemm& gemm = std::get<Gemm>(step);
-            const bool scratch = library_workspace && scheduled.scratch_bytes > 0;
-            device.gemm(gemm, plan.spec(gemm.a.buffer).dtype, memory.address(gemm.a.buffer, gemm.a.offset),
-                        memory.address(gemm.b.buffer, gemm.b.offset),
-                        memory.address(gemm.c.buffer, gemm.c.offset), scratch ? memory.scratch() : nullptr,
-                        scratch ? static_cast<std::size_t>(scheduled.scratch_bytes) : 0);
-            break;
-        }
-        case Strategy::kernels: {
-            const KernelBuffers buffers = kernel_buffers(step, memory);
-            EINC_ASSERT(buffers.count >= 2);
-            // Vector copies need 16-byte aligned buffers; the schedule has the launches for others.
-            const bool unaligned = !scheduled.unaligned_launches.empty() &&
-                                   !(aligned16(buffers.address[0]) && aligned16(buffers.address[1]));
-            for (const KernelLaunch& launch : unaligned ? scheduled.unaligned_launches : scheduled.launches) {
-                std::array<void*, 4> pointers{};  // one per KernelArgument at most
-                EINC_ASSERT(launch.arguments.size() <= pointers.size());
-                std::size_t count = 0;
-                for (const KernelArgument argument : launch.arguments) {
-                    const std::size_t source = argument == KernelArgument::source0   ? 1
-                                               : argument == KernelArgument::source1 ? 2
-                                                                                     : 0;
-                    EINC_ASSERT(argument == KernelArgument::scratch || source < buffers.count);
-                    pointers[count++] =
-                        argument == KernelArgument::scratch ? memory.scratch() : buffers.address[source];
-                }
-                device.launch(launch, std::span<void* const>(pointers.data(), count));
-            }
-            break;
-        }
-        default: EINC_ASSERT(false);
-        }
+        const ScheduledStep& step = schedule.steps[s];
+        const StepOperands at = operands_of(plan.steps[s].step, memory, plan);
+        std::visit(Overloaded{
+                       [&](const strategy::View& v) {
+                           outputs[v.view.output] = viewed(plan, v.view, inputs[v.view.source.buffer.index]);
+                       },
+                       [&](const strategy::LibraryGemm& gemm) {  // (a Gemm's operands are C, A, B)
+                           const bool scratch = library_workspace && step.scratch_bytes > 0;
+                           device.gemm(gemm.gemm, at[1].dtype, gemm.compute, at[1].base, at[2].base,
+                                       at[0].base, scratch ? memory.scratch() : nullptr,
+                                       scratch ? static_cast<std::size_t>(step.scratch_bytes) : 0);
+                       },
+                       [&](const strategy::Kernels& kernels) {
+                           EINC_ASSERT(at.count >= 2);
+                           // The schedule has launches for buffers that are not vector-aligned, where its
+                           // vector copies cannot run.
+                           const bool unaligned = !kernels.unaligned_launches.empty() &&
+                                                  !(vector_aligned(at[0].base) && vector_aligned(at[1].base));
+                           for (const KernelLaunch& launch :
+                                unaligned ? kernels.unaligned_launches : kernels.launches) {
+                               std::array<void*, 4> pointers{};  // one per KernelArgument at most
+                               EINC_ASSERT(launch.arguments.size() <= pointers.size());
+                               std::size_t count = 0;
+                               for (const KernelArgument argument : launch.arguments) {
+                                   const std::size_t source = argument == KernelArgument::source0   ? 1
+                                                              : argument == KernelArgument::source1 ? 2
+                                                                                                    : 0;
+                                   EINC_ASSERT(argument == KernelArgument::scratch || source < at.count);
+                                   pointers[count++] = argument == KernelArgument::scratch ? memory.scratch()
+                                                                                           : at[source].base;
+                               }
+                               device.launch(launch, std::span<void* const>(pointers.data(), count));
+                           }
+                       },
+                       [](const CpuOnly auto&) { EINC_ASSERT(false); },  // a GPU schedule has none
+                   },
+                   step.strategy);
     }
 }
 

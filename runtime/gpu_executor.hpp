@@ -19,11 +19,11 @@ public:
     virtual void release(void* memory) = 0;
     // Launches a kernel; pointers[i] is the buffer launch.arguments[i] names.
     virtual void launch(const KernelLaunch& launch, std::span<void* const> pointers) = 0;
-    // A floating-point GEMM (f64, f32, f16, bf16) through the vendor library, on matrices already offset.
-    // `workspace`: the library's scratch for this call, `workspace_bytes` long, carved from the caller's
-    // workspace (null: the library's own pool, from which it may allocate).
-    virtual void gemm(const Gemm& gemm, DType dtype, const void* a, const void* b, void* c, void* workspace,
-                      std::size_t workspace_bytes) = 0;
+    // A floating-point GEMM (f64, f32, f16, bf16) through the vendor library, on matrices already offset,
+    // computed as the schedule says. `workspace`: the library's scratch for this call, `workspace_bytes`
+    // long, carved from the caller's workspace (null: the library's own pool, from which it may allocate).
+    virtual void gemm(const Gemm& gemm, DType dtype, strategy::GemmCompute compute, const void* a,
+                      const void* b, void* c, void* workspace, std::size_t workspace_bytes) = 0;
 };
 
 // The accesses a step's kernel arguments name, in order: the destination, then the sources (a Gemm's

@@ -19,6 +19,7 @@ struct Key {
     bool contiguous = false;
     bool require_view = false;
     double alpha = 1, beta = 0;  // the epilogue is part of the plan
+    bool allow_tf32 = false;     // and the compute type of its GEMMs
 };
 
 inline std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
@@ -68,7 +69,7 @@ bool matches(const Key& key, const CallRef& call, std::span<const Input> inputs,
     if (key.call.op != call.op || key.call.reduction != call.reduction || key.call.compact != call.compact ||
         key.call.pattern != call.pattern || key.contiguous != options.contiguous ||
         key.require_view != options.require_view || key.alpha != options.alpha || key.beta != options.beta ||
-        key.call.sizes != (call.sizes ? *call.sizes : no_sizes) ||
+        key.allow_tf32 != options.allow_tf32 || key.call.sizes != (call.sizes ? *call.sizes : no_sizes) ||
         key.call.packed_shapes != (call.packed_shapes ? *call.packed_shapes : no_shapes) ||
         key.inputs.size() != inputs.size() || key.outputs.size() != outputs.size())
         return false;
@@ -140,8 +141,16 @@ Program PlanCache::get(const CallRef& call, std::span<const Input> inputs, const
     Program program = outputs.empty() ? Expression(owned).bind(views, options)
                                       : Expression(owned).bind(views, outputs, options);
 
-    Key key{std::move(owned), {},          {}, Device::cpu, 0, options.contiguous, options.require_view,
-            options.alpha,    options.beta};
+    Key key{std::move(owned),
+            {},
+            {},
+            Device::cpu,
+            0,
+            options.contiguous,
+            options.require_view,
+            options.alpha,
+            options.beta,
+            options.allow_tf32};
     for (const TensorView& v : views) key.inputs.push_back(spec_of(v));
     for (const TensorView& v : outputs) key.outputs.push_back(spec_of(v));
     if (!views.empty()) {

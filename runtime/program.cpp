@@ -170,9 +170,10 @@ Program Program::from_plan(Bound bound, Plan plan, const Options& options, Devic
                     [](const PlanStep& step) { return std::holds_alternative<View>(step.step); });
     try {
         // A plan of views runs nowhere: its schedule needs no device (nor a GPU backend).
-        const Target target = !state->only_views             ? target_of(state->device, state->device_index)
-                              : state->device == Device::cpu ? cpu_target()
-                                                             : Target::gpu(1);
+        Target target = !state->only_views             ? target_of(state->device, state->device_index)
+                        : state->device == Device::cpu ? cpu_target()
+                                                       : Target::gpu(1);
+        target.allow_tf32 = options.allow_tf32 && target.backend == Backend::cuda;
         state->schedule = einc::schedule(state->plan, target);
         if (!state->only_views)
             state->prepared = prepare(state->schedule, state->device, state->device_index);

@@ -41,6 +41,7 @@ struct Options {
     void* stream = nullptr;  // one-line calls on GPU tensors: the CUDA stream (cudaStream_t); null: default
     double alpha = 1.0;  // results are stored as out = alpha * result + beta * out (bound, as BLAS's GEMM)
     double beta = 0.0;  // != 0 reads the outputs: run into them (Program::run(inputs, outputs), einc::*_into)
+    bool allow_tf32 = false;  // GPU: f32 GEMMs in TF32 on tensor cores (faster, about 1e-3 relative error)
 };
 
 class Program;

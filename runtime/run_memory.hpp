@@ -2,9 +2,11 @@
 // the temporaries and scratch in the run's workspace, at the offsets the schedule gave them.
 #pragma once
 
+#include <array>
 #include <span>
 
 #include "compiler/schedule.hpp"
+#include "grammar/diagnostic.hpp"
 #include "runtime/tensor.hpp"
 
 namespace einc {
@@ -38,6 +40,57 @@ private:
     std::span<TensorView> outputs_;
     std::byte* workspace_;
 };
+
+// A step's operand in a run: where its element 0 is, and its dtype.
+struct Operand {
+    std::byte* base = nullptr;
+    DType dtype = DType::f32;
+};
+
+// The operands a step reads and writes, in the order every strategy names them: the destination, then
+// the sources (a Contract's in order; a Route's x, then the gradient; a Gemm's C, then A and B, as
+// gemm_as_contraction() orders them). A View has none. Found without building the accesses' layouts: a
+// run allocates nothing.
+struct StepOperands {
+    std::array<Operand, 1 + max_kernel_sources> at{};
+    std::size_t count = 0;
+    const Operand& operator[](std::size_t k) const { return at[k]; }
+};
+
+inline StepOperands operands_of(const Step& step, const RunMemory& memory, const Plan& plan) {
+    StepOperands operands;
+    const auto add = [&](Buffer buffer, std::int64_t offset) {
+        EINC_ASSERT(operands.count < operands.at.size());
+        operands.at[operands.count++] = Operand{memory.address(buffer, offset), plan.spec(buffer).dtype};
+    };
+    std::visit(Overloaded{
+                   [](const View&) {},
+                   [&](const Copy& copy) {
+                       add(copy.dst.buffer, copy.dst.offset);
+                       add(copy.src.buffer, copy.src.offset);
+                   },
+                   [&](const Reduce& reduce) {
+                       add(reduce.dst.buffer, reduce.dst.offset);
+                       add(reduce.src.buffer, reduce.src.offset);
+                   },
+                   [&](const Contract& contract) {
+                       add(contract.dst.buffer, contract.dst.offset);
+                       for (const Access& src : contract.srcs) add(src.buffer, src.offset);
+                   },
+                   [&](const Route& route) {
+                       add(route.dst.buffer, route.dst.offset);
+                       add(route.src.buffer, route.src.offset);
+                       add(route.grad.buffer, route.grad.offset);
+                   },
+                   [&](const Gemm& gemm) {
+                       add(gemm.c.buffer, gemm.c.offset);
+                       add(gemm.a.buffer, gemm.a.offset);
+                       add(gemm.b.buffer, gemm.b.offset);
+                   },
+               },
+               step);
+    return operands;
+}
 
 // The result of a View step: the source input's memory, at the view's offset, with the output's layout.
 inline TensorView viewed(const Plan& plan, const View& view, const TensorView& source) {

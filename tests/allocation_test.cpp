@@ -187,7 +187,7 @@ Call call_of(const Case& c) {
 
 TEST_CASE("allocation: a bound program run into the caller's outputs with a workspace allocates nothing, "
           "every step kind") {
-    std::set<Strategy> strategies;
+    std::set<std::string_view> strategies;
     for (const Case& c : cases()) {
         CAPTURE(c.pattern);
         CAPTURE(name_of(c.dtype));
@@ -203,7 +203,7 @@ TEST_CASE("allocation: a bound program run into the caller's outputs with a work
         Options options;
         options.contiguous = true;
         const Program program = expression.bind(views, options);
-        for (const ScheduledStep& step : program.schedule().steps) strategies.insert(step.strategy);
+        for (const ScheduledStep& step : program.schedule().steps) strategies.insert(name_of(step.strategy));
 
         std::vector<Tensor> results;
         std::vector<TensorView> outputs;
@@ -230,13 +230,12 @@ TEST_CASE("allocation: a bound program run into the caller's outputs with a work
             CHECK_MESSAGE(testing::same_values(outputs[k], expected[k].view(), &difference), difference);
         }
     }
-    for (const Strategy s :
-         {Strategy::move, Strategy::transpose, Strategy::reduce_rows, Strategy::reduce_windows,
-          Strategy::reduce_accumulate, Strategy::contract_elementwise, Strategy::contract_rows,
-          Strategy::contract_accumulate, Strategy::library_gemv, Strategy::packed_gemm})
-        CHECK_MESSAGE(strategies.contains(s), "no case was scheduled as ", name_of(s));
+    for (const std::string_view s :
+         {"move", "transpose", "reduce_rows", "reduce_windows", "reduce_accumulate", "contract_elementwise",
+          "contract_rows", "contract_accumulate", "library_gemv", "packed_gemm"})
+        CHECK_MESSAGE(strategies.contains(s), "no case was scheduled as ", s);
 #if EINC_HAS_BLAS
-    CHECK(strategies.contains(Strategy::library_gemm));
+    CHECK(strategies.contains("library_gemm"));
 #endif
 }
 

@@ -107,20 +107,24 @@ public:
     // cuBLAS's part, by the CPU's packed GEMM (in the accumulator cuBLAS uses).
     // cuBLAS may write anywhere in the workspace it is given: scribbled over here, so that a workspace
     // that overlapped a live buffer would show in the results.
-    void gemm(const Gemm& g, DType dtype, const void* a, const void* b, void* c, void* workspace,
-              std::size_t workspace_bytes) override {
+    void gemm(const Gemm& g, DType dtype, strategy::GemmCompute, const void* a, const void* b, void* c,
+              void* workspace, std::size_t workspace_bytes) override {
         if (workspace) std::memset(workspace, 0xA5, workspace_bytes);
-        ScheduledStep step;
-        step.strategy = Strategy::packed_gemm;
-        step.accumulator = dtype == DType::f64 ? DType::f64 : DType::f32;
         std::vector<double> scratch(static_cast<std::size_t>(g.m * g.k + g.k * g.n + g.m * g.n));
-        cpu::gemm(step, g, dtype, static_cast<const std::byte*>(a), static_cast<const std::byte*>(b),
+        cpu::gemm(strategy::PackedGemm{g}, dtype, dtype == DType::f64 ? DType::f64 : DType::f32,
+                  static_cast<const std::byte*>(a), static_cast<const std::byte*>(b),
                   static_cast<std::byte*>(c), reinterpret_cast<std::byte*>(scratch.data()));
     }
 
 private:
     const EmulatedKernels& kernels_;
 };
+
+// The kernel launches of a GPU step (none for a view or a library GEMM).
+std::span<const KernelLaunch> launches_of(const ScheduledStep& step) {
+    const auto* kernels = std::get_if<strategy::Kernels>(&step.strategy);
+    return kernels ? std::span<const KernelLaunch>(kernels->launches) : std::span<const KernelLaunch>{};
+}
 
 struct Prepared {
     Plan plan;
@@ -230,7 +234,7 @@ TEST_CASE("emulated GPU kernels give the reference interpreter's results") {
         }
         run_gpu_plan(p.plan, p.gpu, c->inputs, outputs, device);
         for (const ScheduledStep& step : p.gpu.steps)
-            for (const KernelLaunch& launch : step.launches) ++kinds_run[launch.signature.kind];
+            for (const KernelLaunch& launch : launches_of(step)) ++kinds_run[launch.signature.kind];
         REQUIRE(outputs.size() == expected.size());
         for (std::size_t k = 0; k < expected.size(); ++k) {
             std::string difference;
@@ -408,7 +412,7 @@ TEST_CASE("emulated GPU kernels apply the epilogue (alpha, beta) of copies, redu
         std::vector<TensorView> outputs{out.view()};
         run_gpu_plan(r.prepared.plan, r.prepared.gpu, r.inputs, outputs, device);
         for (const ScheduledStep& step : r.prepared.gpu.steps)
-            for (const KernelLaunch& launch : step.launches) ++kinds_run[launch.signature.kind];
+            for (const KernelLaunch& launch : launches_of(step)) ++kinds_run[launch.signature.kind];
         std::vector<double> want(ref.size());
         for (std::size_t i = 0; i < ref.size(); ++i)
             want[i] = r.alpha * ref[i] + (r.beta != 0 ? r.beta * old[i] : 0.0);
@@ -439,10 +443,10 @@ public:
     void launch(const KernelLaunch& launch, std::span<void* const> pointers) override {
         inner_.launch(launch, pointers);
     }
-    void gemm(const Gemm& g, DType dtype, const void* a, const void* b, void* c, void* workspace,
-              std::size_t workspace_bytes) override {
+    void gemm(const Gemm& g, DType dtype, strategy::GemmCompute compute, const void* a, const void* b,
+              void* c, void* workspace, std::size_t workspace_bytes) override {
         gemm_workspaces.emplace_back(static_cast<std::byte*>(workspace), workspace_bytes);
-        inner_.gemm(g, dtype, a, b, c, workspace, workspace_bytes);
+        inner_.gemm(g, dtype, compute, a, b, c, workspace, workspace_bytes);
     }
     int allocations = 0, releases = 0;
     std::size_t allocated_bytes = 0;
@@ -534,18 +538,21 @@ TEST_CASE(
         std::int64_t kernel_scratch = 0;
         bool gemm = false;
         for (const ScheduledStep& step : gpu.steps) {
-            ran_view |= step.strategy == Strategy::view;
-            gemm |= step.strategy == Strategy::library_gemm;
-            if (step.strategy == Strategy::library_gemm) CHECK(step.scratch_bytes == cublas_workspace_bytes);
-            if (step.strategy == Strategy::kernels)
+            ran_view |= std::holds_alternative<strategy::View>(step.strategy);
+            const bool library = std::holds_alternative<strategy::LibraryGemm>(step.strategy);
+            gemm |= library;
+            if (library) CHECK(step.scratch_bytes == cublas_workspace_bytes);
+            if (std::holds_alternative<strategy::Kernels>(step.strategy))
                 kernel_scratch = std::max(kernel_scratch, step.scratch_bytes);
         }
         ran_gemm |= gemm;
         ran_scratch |= kernel_scratch > 0;
         ran_temporary |= !plan.temporaries.empty();
-        ran_unaligned |= c.misalign > 0 &&
-                         std::any_of(gpu.steps.begin(), gpu.steps.end(),
-                                     [](const ScheduledStep& s) { return !s.unaligned_launches.empty(); });
+        ran_unaligned |=
+            c.misalign > 0 && std::any_of(gpu.steps.begin(), gpu.steps.end(), [](const ScheduledStep& s) {
+                const auto* kernels = std::get_if<strategy::Kernels>(&s.strategy);
+                return kernels && !kernels->unaligned_launches.empty();
+            });
         // Garbage in the caller's workspace, as a reused one holds: nothing may rely on it being zero.
         const std::size_t bytes = static_cast<std::size_t>(gpu.workspace_bytes);
         const std::unique_ptr<std::byte, decltype(&std::free)> caller_workspace(
@@ -791,7 +798,8 @@ TEST_CASE("emulated GPU kernels: the gradients of reduce max, min and prod (rout
                     run.gpu = schedule(run.plan, Target::gpu(132));
                     run.gpu_wide = run.gpu;
                     for (ScheduledStep& step : run.gpu_wide.steps)
-                        for (KernelLaunch& launch : step.launches) launch.signature.wide_index = true;
+                        for (KernelLaunch& launch : std::get<strategy::Kernels>(step.strategy).launches)
+                            launch.signature.wide_index = true;
                     // What `einc aot` compiles covers what the schedule launches.
                     const std::vector<KernelSignature> possible = possible_kernels(run.plan, true);
                     for (const KernelSignature& k : kernels_of(run.gpu)) {

@@ -381,9 +381,8 @@ TEST_CASE("gpu: f32 GEMMs are exact by default, TF32 only when asked for") {
     const Tensor a = cuda::to_device(reference::make_tensor(DType::f32, {1, 1}, {fine}));
     const Tensor b = cuda::to_device(reference::make_tensor(DType::f32, {1, 1}, {1.0}));
     CHECK(reference::values_of(cuda::to_host(einsum("i k, k j -> i j", a, b)))[0] == fine);
-    cuda::set_options(cuda::Options{.allow_tf32 = true});
-    const double tf32 = reference::values_of(cuda::to_host(einsum("i k, k j -> i j", a, b)))[0];
-    cuda::set_options(cuda::Options{});
+    const double tf32 = reference::values_of(
+        cuda::to_host(einsum("i k, k j -> i j", {a, b}, Options{.allow_tf32 = true})))[0];
     CHECK(std::fabs(tf32 - fine) < 1e-3);
     MESSAGE("TF32 product: ", tf32);
 #endif

@@ -633,3 +633,25 @@ TEST_CASE("plan table: contraction order of the chains") {
 }
 
 // Reported, not yet fixed: doctest prints these failures without failing the run.
+
+TEST_CASE("schedule: a GPU GEMM's compute type, TF32 only where the target allows it") {
+    const auto compute = [](DType dtype, bool allow_tf32) {
+        const std::vector<TensorSpec> inputs{{dtype, {64, 32}, {32, 1}}, {dtype, {32, 16}, {16, 1}}};
+        const std::vector<Shape> shapes{inputs[0].shape, inputs[1].shape};
+        const Plan p =
+            plan(bind(Call{Op::einsum, "i k, k j -> i j", Reduction::none, {}, false, {}}, shapes), inputs);
+        const Schedule s = schedule(p, Target::gpu(132, allow_tf32));
+        REQUIRE(s.steps.size() == 1);
+        const auto* gemm = std::get_if<strategy::LibraryGemm>(&s.steps[0].strategy);
+        REQUIRE(gemm != nullptr);
+        const bool printed = print_schedule(p, s).find("compute tf32") != std::string::npos;
+        CHECK(printed == (gemm->compute == strategy::GemmCompute::tf32));
+        return gemm->compute;
+    };
+    using strategy::GemmCompute;
+    CHECK(compute(DType::f32, false) == GemmCompute::f32);
+    CHECK(compute(DType::f32, true) == GemmCompute::tf32);
+    CHECK(compute(DType::f64, true) == GemmCompute::f64);
+    CHECK(compute(DType::bf16, true) == GemmCompute::f32);  // (accumulated in f32, as cuBLAS does)
+    CHECK(compute(DType::f16, false) == GemmCompute::f32);
+}

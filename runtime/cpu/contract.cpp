@@ -81,9 +81,9 @@ EINC_KERNEL bool multiply_streaming(float* d, const float* x, const float* y, st
 #endif
 
 template <DType In, typename A>
-void contract_elementwise(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1) {
+void contract_elementwise(const strategy::ContractElementwise& nest, const Data& dst, const Data& src,
+                          const Data& src1) {
     using S = storage_t<In>;
-    const CpuNest& nest = step.nest;
     const Nest<3> products = make_nest<3>({&nest.dst, &nest.src, &nest.src1}, {dst.base, src.base, src1.base},
                                           {sizeof(S), sizeof(S), sizeof(S)});
     const auto run = [&](std::int64_t begin, std::int64_t end) {
@@ -95,19 +95,19 @@ void contract_elementwise(const ScheduledStep& step, const Data& dst, const Data
                 const auto *x = reinterpret_cast<const S*>(p[1]), *y = reinterpret_cast<const S*>(p[2]);
 #if defined(__SSE2__)
                 if constexpr (In == DType::f32 && std::is_same_v<A, float>)
-                    if (step.streaming_stores && multiply_streaming(d, x, y, count, stride[0] / size,
+                    if (nest.streaming_stores && multiply_streaming(d, x, y, count, stride[0] / size,
                                                                     stride[1] / size, stride[2] / size))
                         return;
 #endif
                 multiply_run<In, A>(d, x, y, count, stride[0] / size, stride[1] / size, stride[2] / size);
             });
 #if defined(__SSE2__)
-        if (step.streaming_stores)
+        if (nest.streaming_stores)
             _mm_sfence();  // the streamed lines are visible before this thread says it is done
 #endif
     };
     const std::int64_t outer = products.rank() == 0 ? 1 : products.extents[0];
-    if (step.split == Split::outer)
+    if (nest.split == Split::outer)
         parallel_for(outer, run);
     else
         run(0, outer);
@@ -198,9 +198,8 @@ EINC_KERNEL A dot_row(const storage_t<In>* __restrict x, const storage_t<In>* __
 }
 
 template <DType In, typename A>
-void contract_rows(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1) {
+void contract_rows(const strategy::ContractRows& nest, const Data& dst, const Data& src, const Data& src1) {
     using S = storage_t<In>;
-    const CpuNest& nest = step.nest;
     const std::size_t rank = nest.src.rank();
     const Layout dst_outer = outer_of(nest.dst), src_outer = outer_of(nest.src),
                  src1_outer = outer_of(nest.src1);
@@ -224,7 +223,7 @@ void contract_rows(const ScheduledStep& step, const Data& dst, const Data& src, 
                                              x + r * x_row, y + r * y_row, terms, x_term, y_term))));
                      });
     };
-    switch (step.split) {
+    switch (nest.split) {
     case Split::outer:
         return parallel_for(nest_extent, [&](std::int64_t b0, std::int64_t b1) { run(b0, b1, 0, rows); });
     case Split::rows: return parallel_for(rows, [&](std::int64_t r0, std::int64_t r1) { run(0, 1, r0, r1); });
@@ -233,17 +232,17 @@ void contract_rows(const ScheduledStep& step, const Data& dst, const Data& src, 
 }
 
 template <DType In, typename A>
-void contract_typed(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1,
-                    std::byte* scratch) {
+void contract_accumulate(const strategy::ContractAccumulate& nest, const Epilogue& epilogue, const Data& dst,
+                         const Data& src, const Data& src1, std::byte* scratch) {
     using S = storage_t<In>;
     using D = storage_t<In>;
-    const CpuNest& nest = step.nest;
+    const strategy::Accumulators& arrays = nest.acc;
     const auto array = [&](int k) {
-        return reinterpret_cast<A*>(scratch + k * step.array_stride);
+        return reinterpret_cast<A*>(scratch + k * arrays.array_stride);
     };  // 0: the result
-    std::fill(array(0), array(0) + step.accumulators, A{0});
-    const Nest<3> products = make_nest<3>({&nest.acc, &nest.src, &nest.src1}, {nullptr, src.base, src1.base},
-                                          {sizeof(A), sizeof(S), sizeof(S)});
+    std::fill(array(0), array(0) + arrays.count, A{0});
+    const Nest<3> products = make_nest<3>({&arrays.layout, &nest.src, &nest.src1},
+                                          {nullptr, src.base, src1.base}, {sizeof(A), sizeof(S), sizeof(S)});
     // Folds modes [begin, end) of the outermost mode into `accumulators`.
     const auto fold_range = [&](A* accumulators, std::int64_t begin, std::int64_t end) {
         Nest<3> local = products;
@@ -267,31 +266,31 @@ void contract_typed(const ScheduledStep& step, const Data& dst, const Data& src,
             });
     };
     const std::int64_t outer = products.rank() == 0 ? 1 : products.extents[0];
-    switch (step.split) {
+    switch (nest.split) {
     case Split::outer:
         parallel_for(outer, [&](std::int64_t begin, std::int64_t end) { fold_range(array(0), begin, end); });
         break;
     case Split::partials_outer: {
-        const int threads = step.partial_arrays;
+        const int threads = arrays.partial_arrays;
         parallel_for(threads, [&](std::int64_t first, std::int64_t last) {
             for (std::int64_t t = first; t < last; ++t) {
                 A* partial = array(static_cast<int>(t) + 1);
-                std::fill(partial, partial + step.accumulators, A{0});
+                std::fill(partial, partial + arrays.count, A{0});
                 fold_range(partial, outer * t / threads, outer * (t + 1) / threads);
             }
         });
         for (int t = 1; t <= threads; ++t)
-            for (std::int64_t i = 0; i < step.accumulators; ++i) array(0)[i] += array(t)[i];
+            for (std::int64_t i = 0; i < arrays.count; ++i) array(0)[i] += array(t)[i];
         break;
     }
     default:
         if (nest.dst.size() > 0) fold_range(array(0), 0, outer);
     }
-    const auto [dst_kept, acc_kept] = kept_modes(nest.dst, nest.acc);
+    const auto [dst_kept, acc_kept] = kept_modes(nest.dst, arrays.layout);
     const Nest<2> out = make_nest<2>(
         {&dst_kept, &acc_kept}, {dst.base, reinterpret_cast<std::byte*>(array(0))}, {sizeof(D), sizeof(A)});
     const std::int64_t outer_out = out.rank() == 0 ? 1 : out.extents[0];
-    if (step.epilogue.identity()) {
+    if (epilogue.identity()) {
         for_each_run(
             out, 0, outer_out,
             [](std::array<std::byte*, 2> p, std::int64_t n, const std::array<std::int64_t, 2>& stride) {
@@ -301,7 +300,7 @@ void contract_typed(const ScheduledStep& step, const Data& dst, const Data& src,
             });
         return;
     }
-    const Scale<A> scale(step.epilogue);  // in the accumulator, as the products were summed
+    const Scale<A> scale(epilogue);  // in the accumulator, as the products were summed
     with_reads(scale, [&](auto reads) {
         for_each_run(
             out, 0, outer_out,
@@ -313,10 +312,26 @@ void contract_typed(const ScheduledStep& step, const Data& dst, const Data& src,
     });
 }
 
-}  // namespace
+// The kernel of each strategy, with what it needs of the step.
+template <DType In, typename A>
+void contract_typed(const strategy::ContractElementwise& products, const Epilogue&, const Data& dst,
+                    const Data& src, const Data& src1, std::byte*) {
+    contract_elementwise<In, A>(products, dst, src, src1);
+}
+template <DType In, typename A>
+void contract_typed(const strategy::ContractRows& rows, const Epilogue&, const Data& dst, const Data& src,
+                    const Data& src1, std::byte*) {
+    contract_rows<In, A>(rows, dst, src, src1);
+}
+template <DType In, typename A>
+void contract_typed(const strategy::ContractAccumulate& folding, const Epilogue& epilogue, const Data& dst,
+                    const Data& src, const Data& src1, std::byte* scratch) {
+    contract_accumulate<In, A>(folding, epilogue, dst, src, src1, scratch);
+}
 
-void contract(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1,
-              std::byte* scratch) {
+template <typename Strategy>
+void contract_any(const Strategy& strategy, DType accumulator, const Epilogue& epilogue, const Data& dst,
+                  const Data& src, const Data& src1, std::byte* scratch) {
     EINC_ASSERT(src.dtype == src1.dtype && dst.dtype == src.dtype);
     dispatch(src.dtype, [&](auto in) {
         constexpr DType I = decltype(in)::value;
@@ -324,21 +339,29 @@ void contract(const ScheduledStep& step, const Data& dst, const Data& src, const
             throw Error(ErrorKind::unsupported, fmt::format("einsum of {} is not supported", name_of(I)));
         } else {
             using Natural = wrapping_t<Reduction::sum, compute_t<I>>;
-            const auto run = [&](auto accumulator) {
-                using A = decltype(accumulator);
-                switch (step.strategy) {
-                case Strategy::contract_elementwise: return contract_elementwise<I, A>(step, dst, src, src1);
-                case Strategy::contract_rows: return contract_rows<I, A>(step, dst, src, src1);
-                case Strategy::contract_accumulate:
-                    return contract_typed<I, A>(step, dst, src, src1, scratch);
-                default: EINC_ASSERT(false);
-                }
+            const auto run = [&](auto a) {
+                contract_typed<I, decltype(a)>(strategy, epilogue, dst, src, src1, scratch);
             };
             if constexpr (I == DType::f32)
-                if (step.accumulator == DType::f64) return run(double{});
+                if (accumulator == DType::f64) return run(double{});
             run(Natural{});
         }
     });
+}
+
+}  // namespace
+
+void contract(const strategy::ContractElementwise& products, DType accumulator, const Data& dst,
+              const Data& src, const Data& src1) {
+    contract_any(products, accumulator, Epilogue{}, dst, src, src1, nullptr);
+}
+void contract(const strategy::ContractRows& rows, DType accumulator, const Data& dst, const Data& src,
+              const Data& src1) {
+    contract_any(rows, accumulator, Epilogue{}, dst, src, src1, nullptr);
+}
+void contract(const strategy::ContractAccumulate& folding, DType accumulator, const Epilogue& epilogue,
+              const Data& dst, const Data& src, const Data& src1, std::byte* scratch) {
+    contract_any(folding, accumulator, epilogue, dst, src, src1, scratch);
 }
 
 }  // namespace einc::cpu::EINC_CPU_ISA

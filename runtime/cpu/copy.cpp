@@ -134,13 +134,13 @@ struct Tiling {
     Modes extent{}, src_stride{}, dst_stride{}, tile{}, buffer_stride{}, tiles_along{};
     Order read{}, write{}, walk{};
 
-    Tiling(const ScheduledStep& step, std::int64_t element_bytes)
-        : p(step.transpose_mode), q(step.nest.dst.rank() - 1) {
-        const TransposeTiles& t = step.tiles;
+    Tiling(const strategy::Transpose& transpose, std::int64_t element_bytes)
+        : p(transpose.source_mode), q(transpose.dst.rank() - 1) {
+        const TransposeTiles& t = transpose.tiles;
         for (std::size_t m = 0; m <= q; ++m) {
-            extent[m] = step.nest.dst.modes[m].extent;
-            src_stride[m] = step.nest.src.modes[m].stride;
-            dst_stride[m] = step.nest.dst.modes[m].stride;
+            extent[m] = transpose.dst.modes[m].extent;
+            src_stride[m] = transpose.src.modes[m].stride;
+            dst_stride[m] = transpose.dst.modes[m].stride;
             tile[m] = t.extents[m];
             tiles_along[m] = (extent[m] + tile[m] - 1) / tile[m];
         }
@@ -337,13 +337,13 @@ EINC_KERNEL void stream_tile(const Tiling& t, const std::int64_t* n, const std::
 
 // Tiles [begin, end) of a tiled transpose, through a buffer on this thread's stack.
 template <std::size_t Size>
-void transpose_tiles(const ScheduledStep& step, const Tiling& t, std::byte* dst, const std::byte* src,
-                     std::int64_t begin, std::int64_t end) {
+void transpose_tiles(const strategy::Transpose& transpose, const Tiling& t, std::byte* dst,
+                     const std::byte* src, std::int64_t begin, std::int64_t end) {
     alignas(64) std::byte buffer[transpose_buffer_bytes];
     constexpr auto size = static_cast<std::int64_t>(Size);
-    const bool registers = step.transpose_kind == TransposeKind::registers;
+    const bool registers = transpose.kind == TransposeKind::registers;
     [[maybe_unused]] const bool stream =
-        registers && step.streaming_stores && register_block > 0 && Size == 4;
+        registers && transpose.streaming_stores && register_block > 0 && Size == 4;
     Tiling::Modes origin{}, next_origin{};
     for (std::int64_t k = begin; k < end; ++k) {
         std::int64_t src_offset = 0, dst_offset = 0, next_src = 0, next_dst = 0;
@@ -370,17 +370,17 @@ void transpose_tiles(const ScheduledStep& step, const Tiling& t, std::byte* dst,
 #endif
 }
 
-// A 2-D transpose with a short side (8 elements or fewer): stream along the long one. Either the source
-// is read in order and written to a few destination rows, or the destination is written in order from a
-// few source rows; [begin, end) is a range of the long side.
+// A 2-D transpose with a short side (the schedule's short_source_mode): stream along the long one. Either
+// the source is read in order and written to a few destination rows, or the destination is written in
+// order from a few source rows; [begin, end) is a range of the long side.
 template <std::size_t Size>
 EINC_KERNEL void transpose_short(std::byte* d_bytes, const std::byte* s_bytes, std::int64_t begin,
-                                 std::int64_t end, std::int64_t rows, std::int64_t cols, std::int64_t src_col,
-                                 std::int64_t dst_row) {
+                                 std::int64_t end, bool few_rows, std::int64_t rows, std::int64_t cols,
+                                 std::int64_t src_col, std::int64_t dst_row) {
     using T = typename Bits<Size>::type;
     T* d = reinterpret_cast<T*>(d_bytes);
     const T* s = reinterpret_cast<const T*>(s_bytes);
-    if (rows <= 8) {  // few rows: columns [begin, end), each read in order (rows elements)
+    if (few_rows) {  // few rows: columns [begin, end), each read in order (rows elements)
         for (std::int64_t c = begin; c < end; ++c)
             for (std::int64_t r = 0; r < rows; ++r) d[r * dst_row + c] = s[c * src_col + r];
     } else {  // few columns: rows [begin, end), each written in order (cols elements)
@@ -394,21 +394,22 @@ EINC_KERNEL void transpose_short(std::byte* d_bytes, const std::byte* s_bytes, s
 // modes. (Moved directly, element by element between two power-of-two strided sides, every line of a
 // tile maps to the same L1 set, and lines evict each other before they are used up.)
 template <std::size_t Size>
-void transpose(const ScheduledStep& step, const Data& dst, const Data& src) {
-    if (step.transpose_kind != TransposeKind::short_side) {
-        const Tiling tiling(step, static_cast<std::int64_t>(Size));
+void transpose_by_size(const strategy::Transpose& transpose, const Data& dst, const Data& src) {
+    if (transpose.kind != TransposeKind::short_side) {
+        const Tiling tiling(transpose, static_cast<std::int64_t>(Size));
         const auto tiles = [&](std::int64_t begin, std::int64_t end) {
-            transpose_tiles<Size>(step, tiling, dst.base, src.base, begin, end);
+            transpose_tiles<Size>(transpose, tiling, dst.base, src.base, begin, end);
         };
-        if (step.split == Split::tiles)
-            parallel_for(step.tiles.count, tiles);
+        if (transpose.split == Split::tiles)
+            parallel_for(transpose.tiles.count, tiles);
         else
-            tiles(0, step.tiles.count);
+            tiles(0, transpose.tiles.count);
         return;
     }
-    const Layout& src_layout = step.nest.src;
-    const Layout& dst_layout = step.nest.dst;
-    const std::size_t p = step.transpose_mode, last = dst_layout.rank() - 1;
+    const Layout& src_layout = transpose.src;
+    const Layout& dst_layout = transpose.dst;
+    const std::size_t p = transpose.source_mode, last = dst_layout.rank() - 1;
+    const bool few_rows = transpose.short_source_mode;
     const std::int64_t rows = src_layout.modes[p].extent, cols = src_layout.modes[last].extent;
     const std::int64_t src_col =
         src_layout.modes[last].stride;  // elements; the source is unit stride along rows
@@ -425,19 +426,19 @@ void transpose(const ScheduledStep& step, const Data& dst, const Data& src) {
     dst_outer.modes.push_back(Mode{1, 0});
     const Nest<2> outer = make_nest<2>({&dst_outer, &src_outer}, {dst.base, src.base}, {Size, Size});
     constexpr std::int64_t band = 64;
-    const std::int64_t long_side = rows <= 8 ? cols : rows;
+    const std::int64_t long_side = few_rows ? cols : rows;
     const auto whole = [&](std::array<std::byte*, 2> ptr, std::int64_t, const std::array<std::int64_t, 2>&) {
-        transpose_short<Size>(ptr[0], ptr[1], 0, long_side, rows, cols, src_col, dst_row);
+        transpose_short<Size>(ptr[0], ptr[1], 0, long_side, few_rows, rows, cols, src_col, dst_row);
     };
-    switch (step.split) {
+    switch (transpose.split) {
     case Split::outer:
         parallel_for(outer.extents[0],
                      [&](std::int64_t begin, std::int64_t end) { for_each_run(outer, begin, end, whole); });
         break;
     case Split::tiles:
         parallel_for((long_side + band - 1) / band, [&](std::int64_t begin, std::int64_t end) {
-            transpose_short<Size>(dst.base, src.base, begin * band, std::min(end * band, long_side), rows,
-                                  cols, src_col, dst_row);
+            transpose_short<Size>(dst.base, src.base, begin * band, std::min(end * band, long_side), few_rows,
+                                  rows, cols, src_col, dst_row);
         });
         break;
     default: for_each_run(outer, 0, outer.extents[0], whole);
@@ -445,10 +446,9 @@ void transpose(const ScheduledStep& step, const Data& dst, const Data& src) {
 }
 
 template <std::size_t Size>
-void move(const ScheduledStep& step, const Data& dst, const Data& src) {
-    if (step.strategy == Strategy::transpose) return transpose<Size>(step, dst, src);
-    const Nest<2> nest = make_nest<2>({&step.nest.dst, &step.nest.src}, {dst.base, src.base}, {Size, Size});
-    walk(nest, step.split,
+void move_by_size(const strategy::Move& move, const Data& dst, const Data& src) {
+    const Nest<2> nest = make_nest<2>({&move.dst, &move.src}, {dst.base, src.base}, {Size, Size});
+    walk(nest, move.split,
          [](std::array<std::byte*, 2> p, std::int64_t count, const std::array<std::int64_t, 2>& stride) {
              move_run<Size>(p[0], p[1], count, stride[0], stride[1]);
          });
@@ -466,12 +466,12 @@ EINC_KERNEL void convert_run(std::byte* dst, const std::byte* src, std::int64_t 
 }
 
 template <DType From, DType To>
-void convert_copy(const ScheduledStep& step, const Data& dst, const Data& src) {
+void convert_copy(const strategy::Convert& convert, const Data& dst, const Data& src) {
     using S = storage_t<From>;
     using D = storage_t<To>;
     const Nest<2> nest =
-        make_nest<2>({&step.nest.dst, &step.nest.src}, {dst.base, src.base}, {sizeof(D), sizeof(S)});
-    walk(nest, step.split,
+        make_nest<2>({&convert.dst, &convert.src}, {dst.base, src.base}, {sizeof(D), sizeof(S)});
+    walk(nest, convert.split,
          [](std::array<std::byte*, 2> p, std::int64_t count, const std::array<std::int64_t, 2>& stride) {
              convert_run<From, To>(p[0], p[1], count, stride[0], stride[1]);
          });
@@ -493,11 +493,12 @@ EINC_KERNEL void store_values(std::byte* dst, const A* values, std::int64_t coun
 
 // dst = alpha * src + beta * dst, in the step's accumulator (the schedule makes such a copy `convert`).
 template <typename A>
-void scaled_copy(const ScheduledStep& step, const Data& dst, const Data& src) {
-    const Scale<A> scale(step.epilogue);
-    const Nest<2> nest = make_nest<2>({&step.nest.dst, &step.nest.src}, {dst.base, src.base},
+void scaled_copy(const strategy::Convert& convert, const Epilogue& epilogue, const Data& dst,
+                 const Data& src) {
+    const Scale<A> scale(epilogue);
+    const Nest<2> nest = make_nest<2>({&convert.dst, &convert.src}, {dst.base, src.base},
                                       {size_of(dst.dtype), size_of(src.dtype)});
-    walk(nest, step.split,
+    walk(nest, convert.split,
          [&](std::array<std::byte*, 2> p, std::int64_t count, const std::array<std::int64_t, 2>& stride) {
              constexpr std::int64_t chunk = 256;
              A values[chunk];
@@ -516,28 +517,41 @@ void scaled_copy(const ScheduledStep& step, const Data& dst, const Data& src) {
          });
 }
 
-}  // namespace
-
-void copy(const ScheduledStep& step, const Data& dst, const Data& src) {
-    if (step.nest.dst.size() == 0) return;
-    if (!step.epilogue.identity())
-        return with_accumulator_type(step.accumulator,
-                                     [&](auto a) { scaled_copy<decltype(a)>(step, dst, src); });
-    if (step.strategy == Strategy::convert) {
-        dispatch(src.dtype, [&](auto from) {
-            dispatch(dst.dtype, [&](auto to) {
-                convert_copy<decltype(from)::value, decltype(to)::value>(step, dst, src);
-            });
-        });
-        return;
-    }
-    switch (size_of(src.dtype)) {
-    case 1: return move<1>(step, dst, src);
-    case 2: return move<2>(step, dst, src);
-    case 4: return move<4>(step, dst, src);
-    case 8: return move<8>(step, dst, src);
+// Calls f.template operator()<Size>() for the element size of `dtype`.
+template <typename F>
+void by_size(DType dtype, F&& f) {
+    switch (size_of(dtype)) {
+    case 1: return f.template operator()<1>();
+    case 2: return f.template operator()<2>();
+    case 4: return f.template operator()<4>();
+    case 8: return f.template operator()<8>();
     default: EINC_ASSERT(false);
     }
+}
+
+}  // namespace
+
+void move(const strategy::Move& move, const Data& dst, const Data& src) {
+    if (move.dst.size() == 0) return;
+    by_size(src.dtype, [&]<std::size_t Size>() { move_by_size<Size>(move, dst, src); });
+}
+
+void transpose(const strategy::Transpose& transpose, const Data& dst, const Data& src) {
+    if (transpose.dst.size() == 0) return;
+    by_size(src.dtype, [&]<std::size_t Size>() { transpose_by_size<Size>(transpose, dst, src); });
+}
+
+void convert_elements(const strategy::Convert& convert, DType accumulator, const Epilogue& epilogue,
+                      const Data& dst, const Data& src) {
+    if (convert.dst.size() == 0) return;
+    if (!epilogue.identity())
+        return with_accumulator_type(accumulator,
+                                     [&](auto a) { scaled_copy<decltype(a)>(convert, epilogue, dst, src); });
+    dispatch(src.dtype, [&](auto from) {
+        dispatch(dst.dtype, [&](auto to) {
+            convert_copy<decltype(from)::value, decltype(to)::value>(convert, dst, src);
+        });
+    });
 }
 
 }  // namespace einc::cpu::EINC_CPU_ISA

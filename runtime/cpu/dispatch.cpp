@@ -36,26 +36,51 @@ int kernel_vector_bytes() {
 #endif
 }
 
-void copy(const ScheduledStep& step, const Data& dst, const Data& src) {
+// Each kernel of the instruction set chosen; `tuned`: whether the AVX2 set has it compiled.
 #if EINC_HAS_AVX2_KERNELS
-    if (use_avx2()) return avx2::copy(step, dst, src);
+#define EINC_DISPATCH(kernel, tuned, ...)                                                                    \
+    if (use_avx2() && (tuned)) return avx2::kernel(__VA_ARGS__);                                             \
+    baseline::kernel(__VA_ARGS__)
+#else
+#define EINC_DISPATCH(kernel, tuned, ...) baseline::kernel(__VA_ARGS__)
 #endif
-    baseline::copy(step, dst, src);
+
+void move(const strategy::Move& move, const Data& dst, const Data& src) {
+    EINC_DISPATCH(move, true, move, dst, src);
+}
+void transpose(const strategy::Transpose& transpose, const Data& dst, const Data& src) {
+    EINC_DISPATCH(transpose, true, transpose, dst, src);
+}
+void convert_elements(const strategy::Convert& convert, DType accumulator, const Epilogue& epilogue,
+                      const Data& dst, const Data& src) {
+    EINC_DISPATCH(convert_elements, true, convert, accumulator, epilogue, dst, src);
 }
 
-void reduce(const ScheduledStep& step, Reduction op, const Data& dst, const Data& src, std::byte* scratch) {
-#if EINC_HAS_AVX2_KERNELS
-    if (use_avx2() && tuned_reduction(src.dtype, op)) return avx2::reduce(step, op, dst, src, scratch);
-#endif
-    baseline::reduce(step, op, dst, src, scratch);
+void reduce(const strategy::ReduceRows& reduce, DType accumulator, const Data& dst, const Data& src) {
+    EINC_DISPATCH(reduce, tuned_reduction(src.dtype, reduce.op), reduce, accumulator, dst, src);
+}
+void reduce(const strategy::ReduceWindows& reduce, DType accumulator, const Data& dst, const Data& src) {
+    EINC_DISPATCH(reduce, tuned_reduction(src.dtype, reduce.op), reduce, accumulator, dst, src);
+}
+void reduce(const strategy::ReduceAccumulate& reduce, DType accumulator, const Epilogue& epilogue,
+            const Data& dst, const Data& src, std::byte* scratch) {
+    EINC_DISPATCH(reduce, tuned_reduction(src.dtype, reduce.op), reduce, accumulator, epilogue, dst, src,
+                  scratch);
 }
 
-void contract(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1,
-              std::byte* scratch) {
-#if EINC_HAS_AVX2_KERNELS
-    if (use_avx2()) return avx2::contract(step, dst, src, src1, scratch);
-#endif
-    baseline::contract(step, dst, src, src1, scratch);
+void contract(const strategy::ContractElementwise& contract, DType accumulator, const Data& dst,
+              const Data& src, const Data& src1) {
+    EINC_DISPATCH(contract, true, contract, accumulator, dst, src, src1);
 }
+void contract(const strategy::ContractRows& contract, DType accumulator, const Data& dst, const Data& src,
+              const Data& src1) {
+    EINC_DISPATCH(contract, true, contract, accumulator, dst, src, src1);
+}
+void contract(const strategy::ContractAccumulate& contract, DType accumulator, const Epilogue& epilogue,
+              const Data& dst, const Data& src, const Data& src1, std::byte* scratch) {
+    EINC_DISPATCH(contract, true, contract, accumulator, epilogue, dst, src, src1, scratch);
+}
+
+#undef EINC_DISPATCH
 
 }  // namespace einc::cpu

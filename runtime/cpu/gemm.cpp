@@ -133,19 +133,19 @@ private:
 // One CBLAS call per batch: a GEMM (a column-major C computed as C^T = B^T A^T), or a matrix-vector product
 // where C has one column (C = A x) or one row (C = x B, as B^T x).
 template <typename T>
-void blas_gemm(Strategy strategy, const Gemm& g, const T* a, const T* b, T* c) {
+void blas_gemm(bool gemv, const Gemm& g, const T* a, const T* b, T* c) {
     // The epilogue in BLAS's own alpha and beta (beta == 0: C is not read, as BLAS specifies).
     const T alpha = static_cast<T>(g.epilogue.alpha), beta = static_cast<T>(g.epilogue.beta);
     for (std::int64_t batch = 0; batch < g.batch; ++batch) {
         const T* ab = a + batch * g.a.batch_stride;
         const T* bb = b + batch * g.b.batch_stride;
         T* cb = c + batch * g.c.batch_stride;
-        if (strategy == Strategy::library_gemv && g.n == 1) {  // C (m) = A (m x k) x, x a column of B
+        if (gemv && g.n == 1) {  // C (m) = A (m x k) x, x a column of B
             const bool stored = g.a.row_major();
             Blas<T>::gemv(CblasRowMajor, stored ? CblasNoTrans : CblasTrans, blas_int(stored ? g.m : g.k),
                           blas_int(stored ? g.k : g.m), alpha, ab, blas_int(g.a.leading_dimension()), bb,
                           blas_int(g.b.row_stride), beta, cb, blas_int(g.c.row_stride));
-        } else if (strategy == Strategy::library_gemv) {  // C (n) = B^T (n x k) x, x the row of A
+        } else if (gemv) {  // C (n) = B^T (n x k) x, x the row of A
             const bool stored = g.b.row_major();
             Blas<T>::gemv(CblasRowMajor, stored ? CblasTrans : CblasNoTrans, blas_int(stored ? g.k : g.n),
                           blas_int(stored ? g.n : g.k), alpha, bb, blas_int(g.b.leading_dimension()), ab,
@@ -165,7 +165,8 @@ void blas_gemm(Strategy strategy, const Gemm& g, const T* a, const T* b, T* c) {
 
 // Through packed row-major blocks of the compute type T (in the scratch): m x k of A, k x n of B, m x n of C.
 template <DType D, typename T>
-void packed_gemm(const Gemm& g, const std::byte* a, const std::byte* b, std::byte* c, std::byte* scratch) {
+void packed_gemm(const Gemm& g, [[maybe_unused]] bool library_blocks, const std::byte* a, const std::byte* b,
+                 std::byte* c, std::byte* scratch) {
     T* pa = reinterpret_cast<T*>(scratch);
     T* pb = pa + g.m * g.k;
     T* pc = pb + g.k * g.n;
@@ -173,70 +174,85 @@ void packed_gemm(const Gemm& g, const std::byte* a, const std::byte* b, std::byt
         pack<D>(a, g.a, batch, g.m, g.k, pa);
         pack<D>(b, g.b, batch, g.k, g.n, pb);
 #if EINC_HAS_BLAS
-        if constexpr (std::is_same_v<T, float>) {
-            if (g.k > 0) {
+        if constexpr (std::is_same_v<T, float>)
+            if (library_blocks && g.k > 0) {
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(g.m),
                             static_cast<blasint>(g.n), static_cast<blasint>(g.k), 1.0f, pa,
                             static_cast<blasint>(g.k), pb, static_cast<blasint>(g.n), 0.0f, pc,
                             static_cast<blasint>(g.n));
-            } else {
-                std::fill(pc, pc + g.m * g.n, T{0});
+                unpack<D>(pc, g.c, batch, g.m, g.n, c, g.epilogue);
+                continue;
             }
-        } else {
-            blocked_gemm(pa, pb, pc, g.m, g.n, g.k);
-        }
-#else
-        blocked_gemm(pa, pb, pc, g.m, g.n, g.k);
 #endif
+        blocked_gemm(pa, pb, pc, g.m, g.n, g.k);
         unpack<D>(pc, g.c, batch, g.m, g.n, c, g.epilogue);
     }
 }
 
-}  // namespace
-
-void gemm(const ScheduledStep& step, const Gemm& g, DType dtype, const std::byte* a, const std::byte* b,
-          std::byte* c, std::byte* scratch) {
-    if (g.outer == 0 || g.batch == 0 || g.m == 0 || g.n == 0) return;
-    const auto size = static_cast<std::int64_t>(size_of(dtype));
 #if EINC_HAS_BLAS
-    // CBLAS for f32 and f64: the GEMMs (or matrix-vector products) of `one` at its operands' offsets.
-    const auto library = [&](const Gemm& one, std::int64_t a_at, std::int64_t b_at, std::int64_t c_at) {
+// CBLAS for f32 and f64: the GEMMs (or matrix-vector products) of g, outer x batch of them, each whole on a
+// thread where the schedule shares them out (Split::gemms).
+void library_gemms(const Gemm& g, bool gemv, Split split, DType dtype, const std::byte* a, const std::byte* b,
+                   std::byte* c) {
+    if (g.outer == 0 || g.batch == 0 || g.m == 0 || g.n == 0) return;
+    // The GEMMs of `one` at its operands' offsets (in elements).
+    const auto call = [&](const Gemm& one, std::int64_t a_at, std::int64_t b_at, std::int64_t c_at) {
         if (dtype == DType::f32)
-            return blas_gemm(step.strategy, one, reinterpret_cast<const float*>(a) + a_at,
+            return blas_gemm(gemv, one, reinterpret_cast<const float*>(a) + a_at,
                              reinterpret_cast<const float*>(b) + b_at, reinterpret_cast<float*>(c) + c_at);
         EINC_ASSERT(dtype == DType::f64);
-        blas_gemm(step.strategy, one, reinterpret_cast<const double*>(a) + a_at,
+        blas_gemm(gemv, one, reinterpret_cast<const double*>(a) + a_at,
                   reinterpret_cast<const double*>(b) + b_at, reinterpret_cast<double*>(c) + c_at);
     };
-    if (step.split ==
+    Gemm one = g;
+    one.outer = 1;
+    if (split ==
         Split::gemms) {  // GEMM i = (outer index i / batch, batch index i % batch), whole on a thread
-        EINC_ASSERT(step.strategy != Strategy::packed_gemm);
-        Gemm one = g;
-        one.outer = one.batch = 1;
+        one.batch = 1;
         const OneLibraryThread one_thread;
         parallel_for(g.outer * g.batch, [&](std::int64_t begin, std::int64_t end) {
             for (std::int64_t i = begin; i < end; ++i) {
                 const std::int64_t o = i / g.batch, n = i % g.batch;
-                library(one, o * g.a.outer_stride + n * g.a.batch_stride,
-                        o * g.b.outer_stride + n * g.b.batch_stride,
-                        o * g.c.outer_stride + n * g.c.batch_stride);
+                call(one, o * g.a.outer_stride + n * g.a.batch_stride,
+                     o * g.b.outer_stride + n * g.b.batch_stride,
+                     o * g.c.outer_stride + n * g.c.batch_stride);
             }
         });
         return;
     }
+    for (std::int64_t o = 0; o < g.outer; ++o)  // a strided-batched GEMM per outer index
+        call(one, o * g.a.outer_stride, o * g.b.outer_stride, o * g.c.outer_stride);
+}
 #endif
-    if (g.outer > 1) {  // a strided-batched GEMM per outer index, at its offsets
-        Gemm one = g;
-        one.outer = 1;
-        for (std::int64_t o = 0; o < g.outer; ++o)
-            gemm(step, one, dtype, a + o * g.a.outer_stride * size, b + o * g.b.outer_stride * size,
-                 c + o * g.c.outer_stride * size, scratch);
-        return;
-    }
+
+}  // namespace
+
+// (The schedule sends GEMMs to CBLAS only where the target has one.)
+void gemm([[maybe_unused]] const strategy::LibraryGemm& gemm, [[maybe_unused]] DType dtype,
+          [[maybe_unused]] const std::byte* a, [[maybe_unused]] const std::byte* b,
+          [[maybe_unused]] std::byte* c) {
 #if EINC_HAS_BLAS
-    if (step.strategy != Strategy::packed_gemm) return library(g, 0, 0, 0);
+    library_gemms(gemm.gemm, false, gemm.split, dtype, a, b, c);
+#else
+    EINC_ASSERT(false);
 #endif
-    EINC_ASSERT(step.strategy == Strategy::packed_gemm);
+}
+
+void gemm([[maybe_unused]] const strategy::LibraryGemv& gemv, [[maybe_unused]] DType dtype,
+          [[maybe_unused]] const std::byte* a, [[maybe_unused]] const std::byte* b,
+          [[maybe_unused]] std::byte* c) {
+#if EINC_HAS_BLAS
+    library_gemms(gemv.gemm, true, gemv.split, dtype, a, b, c);
+#else
+    EINC_ASSERT(false);
+#endif
+}
+
+void gemm(const strategy::PackedGemm& packed, DType dtype, DType accumulator, const std::byte* a,
+          const std::byte* b, std::byte* c, std::byte* scratch) {
+    const Gemm& g = packed.gemm;
+    if (g.outer == 0 || g.batch == 0 || g.m == 0 || g.n == 0) return;
+    const auto size = static_cast<std::int64_t>(size_of(dtype));
     dispatch(dtype, [&](auto tag) {
         constexpr DType D = decltype(tag)::value;
         if constexpr (D == DType::f8e4m3 || D == DType::f8e5m2 || D == DType::boolean) {
@@ -245,10 +261,12 @@ void gemm(const ScheduledStep& step, const Gemm& g, DType dtype, const std::byte
             // The accumulator the schedule chose: the compute type, integers wrapping modulo 2^64 as numpy's
             // int64.
             using T = std::conditional_t<std::is_floating_point_v<compute_t<D>>, compute_t<D>, std::uint64_t>;
-            EINC_ASSERT(step.accumulator == (std::is_integral_v<T> ? DType::i64
-                                             : sizeof(T) == 8      ? DType::f64
-                                                                   : DType::f32));
-            packed_gemm<D, T>(g, a, b, c, scratch);
+            EINC_ASSERT(accumulator == (std::is_integral_v<T> ? DType::i64
+                                        : sizeof(T) == 8      ? DType::f64
+                                                              : DType::f32));
+            for (std::int64_t o = 0; o < g.outer; ++o)  // a strided-batched GEMM per outer index
+                packed_gemm<D, T>(g, packed.library_blocks, a + o * g.a.outer_stride * size,
+                                  b + o * g.b.outer_stride * size, c + o * g.c.outer_stride * size, scratch);
         }
     });
 }

@@ -22,14 +22,23 @@
 
 namespace einc::cpu {
 
-// One set of kernels, for one instruction set.
+// One set of kernels, for one instruction set (kernels.hpp says what each does).
 #define EINC_DECLARE_KERNELS(isa)                                                                            \
     namespace isa {                                                                                          \
-    void copy(const ScheduledStep& step, const Data& dst, const Data& src);                                  \
-    void reduce(const ScheduledStep& step, Reduction op, const Data& dst, const Data& src,                   \
-                std::byte* scratch);                                                                         \
-    void contract(const ScheduledStep& step, const Data& dst, const Data& src, const Data& src1,             \
-                  std::byte* scratch);                                                                       \
+    void move(const strategy::Move& move, const Data& dst, const Data& src);                                 \
+    void transpose(const strategy::Transpose& transpose, const Data& dst, const Data& src);                  \
+    void convert_elements(const strategy::Convert& convert, DType accumulator, const Epilogue& epilogue,     \
+                          const Data& dst, const Data& src);                                                 \
+    void reduce(const strategy::ReduceRows& reduce, DType accumulator, const Data& dst, const Data& src);    \
+    void reduce(const strategy::ReduceWindows& reduce, DType accumulator, const Data& dst, const Data& src); \
+    void reduce(const strategy::ReduceAccumulate& reduce, DType accumulator, const Epilogue& epilogue,       \
+                const Data& dst, const Data& src, std::byte* scratch);                                       \
+    void contract(const strategy::ContractElementwise& contract, DType accumulator, const Data& dst,         \
+                  const Data& src, const Data& src1);                                                        \
+    void contract(const strategy::ContractRows& contract, DType accumulator, const Data& dst,                \
+                  const Data& src, const Data& src1);                                                        \
+    void contract(const strategy::ContractAccumulate& contract, DType accumulator, const Epilogue& epilogue, \
+                  const Data& dst, const Data& src, const Data& src1, std::byte* scratch);                   \
     }
 EINC_DECLARE_KERNELS(baseline)
 EINC_DECLARE_KERNELS(avx2)

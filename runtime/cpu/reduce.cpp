@@ -19,10 +19,9 @@ namespace einc::cpu::EINC_CPU_ISA {
 namespace {
 
 template <Reduction Op, DType In, DType Out, typename A>
-void reduce_rows(const ScheduledStep& step, const Data& dst, const Data& src) {
+void reduce_rows(const strategy::ReduceRows& nest, const Data& dst, const Data& src) {
     using S = storage_t<In>;
     using D = storage_t<Out>;
-    const CpuNest& nest = step.nest;
     const std::size_t rank = nest.src.rank();
     const Block block = block_of(nest.src, nest.acc);
     const Layout src_outer = outer_of(nest.src), dst_outer = outer_of(nest.dst);
@@ -50,7 +49,7 @@ void reduce_rows(const ScheduledStep& step, const Data& dst, const Data& src) {
                          rows(p[0], p[1], row_begin, row_end);
                      });
     };
-    switch (step.split) {
+    switch (nest.split) {
     case Split::outer:
         return parallel_for(nest_extent,
                             [&](std::int64_t b0, std::int64_t b1) { run(b0, b1, 0, block.outer); });
@@ -61,10 +60,10 @@ void reduce_rows(const ScheduledStep& step, const Data& dst, const Data& src) {
 }
 
 template <Reduction Op, DType In, DType Out, typename A>
-void reduce_windows(const ScheduledStep& step, const Data& dst, const Data& src) {
-    const Layout& dst_layout = step.nest.dst;
-    const Layout& src_layout = step.nest.src;
-    const std::int64_t window = step.window;
+void reduce_windows(const strategy::ReduceWindows& windows, const Data& dst, const Data& src) {
+    const Layout& dst_layout = windows.dst;
+    const Layout& src_layout = windows.src;
+    const std::int64_t window = windows.window;
     // The reduced modes give the window's offsets; the kept ones form the nest of outputs.
     Layout reduced, kept_src, kept_dst;
     for (std::size_t k = 0; k < dst_layout.rank(); ++k) {
@@ -75,8 +74,8 @@ void reduce_windows(const ScheduledStep& step, const Data& dst, const Data& src)
             kept_dst.modes.push_back(dst_layout.modes[k]);
         }
     }
-    EINC_ASSERT(window <= 16);
-    std::int64_t offsets[16];
+    EINC_ASSERT(window <= max_window);
+    std::int64_t offsets[max_window];
     for (std::int64_t w = 0; w < window; ++w) {
         std::int64_t flat = w, offset = 0;
         for (std::size_t k = reduced.rank(); k-- > 0;) {
@@ -94,7 +93,7 @@ void reduce_windows(const ScheduledStep& step, const Data& dst, const Data& src)
     // `rows` holds each window row's first offset.
     const std::int64_t adjacent =
         !reduced.modes.empty() && reduced.modes.back().stride == 1 ? reduced.modes.back().extent : 0;
-    std::int64_t rows[16];
+    std::int64_t rows[max_window];
     for (std::int64_t g = 0; adjacent > 0 && g < window / adjacent; ++g) rows[g] = offsets[g * adjacent];
     using S = storage_t<In>;
     using D = storage_t<Out>;
@@ -122,27 +121,28 @@ void reduce_windows(const ScheduledStep& step, const Data& dst, const Data& src)
                 fold_windows<Op, In, Out, A, 0>(out, in, count, ds, ss, offsets, window);
             });
     };
-    if (step.split == Split::outer)
+    if (windows.split == Split::outer)
         parallel_for(nest.extents[0], run);
     else
         run(0, nest.extents[0]);
 }
 
 template <Reduction Op, DType In, DType Out, typename A>
-void reduce_accumulate(const ScheduledStep& step, const Data& dst, const Data& src, std::byte* scratch) {
+void reduce_accumulate(const strategy::ReduceAccumulate& nest, const Epilogue& epilogue, const Data& dst,
+                       const Data& src, std::byte* scratch) {
     using S = storage_t<In>;
     using D = storage_t<Out>;
-    const CpuNest& nest = step.nest;
+    const strategy::Accumulators& arrays = nest.acc;
     const std::size_t rank = nest.src.rank();
-    Block block = block_of(nest.src, nest.acc);
-    block.rows_in_order = step.rows_in_order;
-    const Layout src_outer = outer_of(nest.src), acc_outer = outer_of(nest.acc);
+    Block block = block_of(nest.src, arrays.layout);
+    block.rows_in_order = nest.rows_in_order;
+    const Layout src_outer = outer_of(nest.src), acc_outer = outer_of(arrays.layout);
     const std::int64_t nest_extent = rank > 2 ? nest.src.modes[0].extent : 1;
     const auto array = [&](int k) {
-        return reinterpret_cast<A*>(scratch + k * step.array_stride);
+        return reinterpret_cast<A*>(scratch + k * arrays.array_stride);
     };  // 0: the result
     const A init = identity<A>(Op);
-    std::fill(array(0), array(0) + step.accumulators, init);
+    std::fill(array(0), array(0) + arrays.count, init);
 
     const Nest<2> blocks =
         make_nest<2>({&acc_outer, &src_outer}, {nullptr, src.base}, {sizeof(A), sizeof(S)});
@@ -157,7 +157,7 @@ void reduce_accumulate(const ScheduledStep& step, const Data& dst, const Data& s
                                             block, row_begin, row_end);
                      });
     };
-    switch (step.split) {
+    switch (nest.split) {
     case Split::outer:
         parallel_for(nest_extent,
                      [&](std::int64_t b0, std::int64_t b1) { fold_range(array(0), b0, b1, 0, block.outer); });
@@ -168,13 +168,13 @@ void reduce_accumulate(const ScheduledStep& step, const Data& dst, const Data& s
         break;
     case Split::partials_outer:
     case Split::partials_rows: {
-        const int threads = step.partial_arrays;
-        const bool by_outer = step.split == Split::partials_outer;
+        const int threads = arrays.partial_arrays;
+        const bool by_outer = nest.split == Split::partials_outer;
         const std::int64_t range = by_outer ? nest_extent : block.outer;
         parallel_for(threads, [&](std::int64_t first, std::int64_t last) {
             for (std::int64_t th = first; th < last; ++th) {
                 A* partial = array(static_cast<int>(th) + 1);
-                std::fill(partial, partial + step.accumulators, init);
+                std::fill(partial, partial + arrays.count, init);
                 const std::int64_t b0 = range * th / threads, b1 = range * (th + 1) / threads;
                 if (by_outer)
                     fold_range(partial, b0, b1, 0, block.outer);
@@ -183,8 +183,7 @@ void reduce_accumulate(const ScheduledStep& step, const Data& dst, const Data& s
             }
         });
         for (int th = 1; th <= threads; ++th)
-            for (std::int64_t i = 0; i < step.accumulators; ++i)
-                array(0)[i] = fold<Op>(array(0)[i], array(th)[i]);
+            for (std::int64_t i = 0; i < arrays.count; ++i) array(0)[i] = fold<Op>(array(0)[i], array(th)[i]);
         break;
     }
     default:
@@ -192,12 +191,12 @@ void reduce_accumulate(const ScheduledStep& step, const Data& dst, const Data& s
     }
 
     // Write out: mean divides by the number of terms folded into each accumulator.
-    const std::int64_t count = step.accumulators == 0 ? 0 : nest.src.size() / step.accumulators;
-    const auto [dst_kept, acc_kept] = kept_modes(nest.dst, nest.acc);
+    const std::int64_t count = arrays.count == 0 ? 0 : nest.src.size() / arrays.count;
+    const auto [dst_kept, acc_kept] = kept_modes(nest.dst, arrays.layout);
     const Nest<2> out = make_nest<2>(
         {&dst_kept, &acc_kept}, {dst.base, reinterpret_cast<std::byte*>(array(0))}, {sizeof(D), sizeof(A)});
     const std::int64_t outer = out.rank() == 0 ? 1 : out.extents[0];
-    if (step.epilogue.identity()) {
+    if (epilogue.identity()) {
         for_each_run(
             out, 0, outer,
             [&](std::array<std::byte*, 2> p, std::int64_t n, const std::array<std::int64_t, 2>& stride) {
@@ -208,7 +207,7 @@ void reduce_accumulate(const ScheduledStep& step, const Data& dst, const Data& s
         return;
     }
     // The epilogue after the reduction (and after mean's division), in the accumulator.
-    const Scale<A> scale(step.epilogue);
+    const Scale<A> scale(epilogue);
     with_reads(scale, [&](auto reads) {
         for_each_run(
             out, 0, outer,
@@ -223,14 +222,21 @@ void reduce_accumulate(const ScheduledStep& step, const Data& dst, const Data& s
     });
 }
 
+// The kernel of each strategy, with what it needs of the step.
 template <Reduction Op, DType In, DType Out, typename A>
-void reduce_typed(const ScheduledStep& step, const Data& dst, const Data& src, std::byte* scratch) {
-    switch (step.strategy) {
-    case Strategy::reduce_rows: return reduce_rows<Op, In, Out, A>(step, dst, src);
-    case Strategy::reduce_windows: return reduce_windows<Op, In, Out, A>(step, dst, src);
-    case Strategy::reduce_accumulate: return reduce_accumulate<Op, In, Out, A>(step, dst, src, scratch);
-    default: EINC_ASSERT(false);
-    }
+void reduce_typed(const strategy::ReduceRows& rows, const Epilogue&, const Data& dst, const Data& src,
+                  std::byte*) {
+    reduce_rows<Op, In, Out, A>(rows, dst, src);
+}
+template <Reduction Op, DType In, DType Out, typename A>
+void reduce_typed(const strategy::ReduceWindows& windows, const Epilogue&, const Data& dst, const Data& src,
+                  std::byte*) {
+    reduce_windows<Op, In, Out, A>(windows, dst, src);
+}
+template <Reduction Op, DType In, DType Out, typename A>
+void reduce_typed(const strategy::ReduceAccumulate& folding, const Epilogue& epilogue, const Data& dst,
+                  const Data& src, std::byte* scratch) {
+    reduce_accumulate<Op, In, Out, A>(folding, epilogue, dst, src, scratch);
 }
 
 // The element's compute type, or the wider f64 the schedule may ask for f32 sums (the accumulator policy,
@@ -266,8 +272,9 @@ constexpr bool avx2_build = true;
 constexpr bool avx2_build = false;
 #endif
 
-template <Reduction Op>
-void reduce_op(const ScheduledStep& step, const Data& dst, const Data& src, std::byte* scratch) {
+template <Reduction Op, typename Strategy>
+void reduce_op(const Strategy& strategy, DType accumulator, const Epilogue& epilogue, const Data& dst,
+               const Data& src, std::byte* scratch) {
     dispatch(src.dtype, [&](auto in) {
         constexpr DType I = decltype(in)::value;
         if constexpr ((Op == Reduction::mean &&
@@ -278,32 +285,46 @@ void reduce_op(const ScheduledStep& step, const Data& dst, const Data& src, std:
         } else if constexpr (avx2_build && !tuned_reduction(I, Op)) {
             EINC_ASSERT(false);  // the baseline's kernels run these (dispatch.cpp)
         } else {
-            with_accumulator<Op, I>(step.accumulator, [&](auto a) {
+            with_accumulator<Op, I>(accumulator, [&](auto a) {
                 using A = decltype(a);
                 constexpr DType R = reduced_dtype<Op, I>();
-                if (dst.dtype == I) return reduce_typed<Op, I, I, A>(step, dst, src, scratch);
+                if (dst.dtype == I) return reduce_typed<Op, I, I, A>(strategy, epilogue, dst, src, scratch);
                 if constexpr (R != I)
-                    if (dst.dtype == R) return reduce_typed<Op, I, R, A>(step, dst, src, scratch);
+                    if (dst.dtype == R)
+                        return reduce_typed<Op, I, R, A>(strategy, epilogue, dst, src, scratch);
                 EINC_ASSERT(false);
             });
         }
     });
 }
 
-}  // namespace
-
-void reduce(const ScheduledStep& step, Reduction op, const Data& dst, const Data& src, std::byte* scratch) {
-    switch (op) {
-    case Reduction::sum: return reduce_op<Reduction::sum>(step, dst, src, scratch);
-    case Reduction::mean: return reduce_op<Reduction::mean>(step, dst, src, scratch);
-    case Reduction::max: return reduce_op<Reduction::max>(step, dst, src, scratch);
-    case Reduction::min: return reduce_op<Reduction::min>(step, dst, src, scratch);
-    case Reduction::prod: return reduce_op<Reduction::prod>(step, dst, src, scratch);
-    case Reduction::any: return reduce_op<Reduction::any>(step, dst, src, scratch);
-    case Reduction::all: return reduce_op<Reduction::all>(step, dst, src, scratch);
+template <typename Strategy>
+void reduce_any(const Strategy& s, DType accumulator, const Epilogue& epilogue, const Data& dst,
+                const Data& src, std::byte* scratch) {
+    switch (s.op) {
+    case Reduction::sum: return reduce_op<Reduction::sum>(s, accumulator, epilogue, dst, src, scratch);
+    case Reduction::mean: return reduce_op<Reduction::mean>(s, accumulator, epilogue, dst, src, scratch);
+    case Reduction::max: return reduce_op<Reduction::max>(s, accumulator, epilogue, dst, src, scratch);
+    case Reduction::min: return reduce_op<Reduction::min>(s, accumulator, epilogue, dst, src, scratch);
+    case Reduction::prod: return reduce_op<Reduction::prod>(s, accumulator, epilogue, dst, src, scratch);
+    case Reduction::any: return reduce_op<Reduction::any>(s, accumulator, epilogue, dst, src, scratch);
+    case Reduction::all: return reduce_op<Reduction::all>(s, accumulator, epilogue, dst, src, scratch);
     case Reduction::none: break;
     }
     EINC_ASSERT(false);
+}
+
+}  // namespace
+
+void reduce(const strategy::ReduceRows& rows, DType accumulator, const Data& dst, const Data& src) {
+    reduce_any(rows, accumulator, Epilogue{}, dst, src, nullptr);
+}
+void reduce(const strategy::ReduceWindows& windows, DType accumulator, const Data& dst, const Data& src) {
+    reduce_any(windows, accumulator, Epilogue{}, dst, src, nullptr);
+}
+void reduce(const strategy::ReduceAccumulate& folding, DType accumulator, const Epilogue& epilogue,
+            const Data& dst, const Data& src, std::byte* scratch) {
+    reduce_any(folding, accumulator, epilogue, dst, src, scratch);
 }
 
 }  // namespace einc::cpu::EINC_CPU_ISA

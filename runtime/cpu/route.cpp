@@ -14,14 +14,16 @@ namespace {
 
 // The groups [begin, end) of the nest (row-major over the kept modes), each walked twice.
 template <DType D, typename A, bool Reads>
-void route_groups(const ScheduledStep& step, Reduction op, std::uint32_t kept, const Data& dst,
-                  const Data& src, const Data& grad, std::int64_t begin, std::int64_t end) {
+void route_groups(const strategy::Route& route, const Epilogue& epilogue, const Data& dst, const Data& src,
+                  const Data& grad, std::int64_t begin, std::int64_t end) {
     using S = storage_t<D>;
     constexpr auto size = static_cast<std::int64_t>(sizeof(S));
-    const Layout& in = step.nest.src;
-    const Layout& out = step.nest.dst;
-    const Layout& g = step.nest.src1;
-    const Scale<A> scale(step.epilogue);
+    const Reduction op = route.op;
+    const std::uint32_t kept = route.kept;
+    const Layout& in = route.src;
+    const Layout& out = route.dst;
+    const Layout& g = route.grad;
+    const Scale<A> scale(epilogue);
     const auto load = [](const std::byte* at) { return static_cast<A>(Element<D>::load(load_at<S>(at))); };
     // The terms of a group: one strided run when one mode is reduced, an odometer over the modes otherwise.
     const std::size_t reduced = in.rank() - kept;
@@ -111,25 +113,25 @@ void route_groups(const ScheduledStep& step, Reduction op, std::uint32_t kept, c
 
 }  // namespace
 
-void route(const ScheduledStep& step, Reduction op, std::uint32_t kept, const Data& dst, const Data& src,
-           const Data& grad) {
+void route(const strategy::Route& route, DType accumulator, const Epilogue& epilogue, const Data& dst,
+           const Data& src, const Data& grad) {
     std::int64_t groups = 1;
-    for (std::size_t m = 0; m < kept; ++m) groups *= step.nest.src.modes[m].extent;
+    for (std::size_t m = 0; m < route.kept; ++m) groups *= route.src.modes[m].extent;
     dispatch(src.dtype, [&](auto tag) {
         constexpr DType D = decltype(tag)::value;
         if constexpr (!std::is_floating_point_v<compute_t<D>>) {
             EINC_ASSERT(false);  // gradients are planned for floating dtypes only
         } else {
-            with_accumulator_type(step.accumulator, [&](auto zero) {
+            with_accumulator_type(accumulator, [&](auto zero) {
                 using A = decltype(zero);
                 if constexpr (std::is_floating_point_v<A>) {
-                    const Scale<A> scale(step.epilogue);
+                    const Scale<A> scale(epilogue);
                     with_reads(scale, [&](auto reads) {
                         const auto body = [&](std::int64_t begin, std::int64_t end) {
-                            route_groups<D, A, decltype(reads)::value>(step, op, kept, dst, src, grad, begin,
+                            route_groups<D, A, decltype(reads)::value>(route, epilogue, dst, src, grad, begin,
                                                                        end);
                         };
-                        if (step.split == Split::outer)
+                        if (route.split == Split::outer)
                             parallel_for(groups, body);  // threads take disjoint groups
                         else
                             body(0, groups);
