@@ -59,16 +59,6 @@ void fill_random(const Tensor& tensor, unsigned seed) {
     }
 }
 
-// Elements a layout with non-negative strides reaches: the storage it needs.
-std::int64_t span_of(const Shape& shape, const Shape& strides) {
-    std::int64_t last = 0;
-    for (std::size_t d = 0; d < shape.size(); ++d) {
-        if (shape[d] == 0) return 0;
-        last += (shape[d] - 1) * strides[d];
-    }
-    return last + 1;
-}
-
 #if EINC_HAS_CUDA
 // What waiting for an idle device costs (median of 5), subtracted from each timed batch.
 double gpu_sync_overhead() {
@@ -95,10 +85,14 @@ Operands make_operands(const LoadedOperands& loaded, Device device) {
     for (std::size_t i = 0; i < loaded.views.size(); ++i) {
         const TensorView& spec = loaded.views[i];
         Tensor host;
+        std::int64_t origin = 0;     // where element (0, ...) is in `host`, in elements
         if (spec.data != nullptr) {  // read from a .npy file (row-major)
             host = loaded.files.at(file++);
         } else {  // random data in a flat buffer that the layout's strides address
-            host = Tensor::empty(spec.dtype, {span_of(spec.shape, spec.strides)});
+            // Negative strides reach below element (0, ...): the buffer starts at the lowest offset.
+            const OffsetRange range = offset_range(make_layout(spec.shape, spec.strides));
+            host = Tensor::empty(spec.dtype, {range.end - range.begin});
+            origin = -range.begin;
             fill_random(host, static_cast<unsigned>(i + 1));
         }
         const Shape strides = spec.data != nullptr ? host.view().strides : spec.strides;
@@ -110,7 +104,9 @@ Operands make_operands(const LoadedOperands& loaded, Device device) {
                     fmt::format("for operand {}: {} {}", i, name_of(spec.dtype), format_shape(spec.shape))));
             }
 #endif
-        operands.views.push_back(TensorView{host.data(), spec.dtype, spec.shape, strides, device, 0});
+        operands.views.push_back(TensorView{static_cast<std::byte*>(host.data()) +
+                                                origin * static_cast<std::int64_t>(size_of(spec.dtype)),
+                                            spec.dtype, spec.shape, strides, device, 0});
         operands.storage.push_back(std::move(host));
     }
     return operands;

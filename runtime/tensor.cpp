@@ -1,5 +1,6 @@
 #include "runtime/tensor.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
@@ -58,6 +59,10 @@ std::string describe(const TensorView& view) {
 }
 
 Tensor Tensor::empty(DType dtype, Shape shape, Device device, int device_index) {
+    // (A negative length would make a negative byte count, which wraps to a huge size_t.)
+    if (std::any_of(shape.begin(), shape.end(), [](std::int64_t e) { return e < 0; }))
+        throw Error(ErrorKind::shape, fmt::format("a {} tensor of shape {} has a negative length",
+                                                  name_of(dtype), format_shape(shape)));
     const auto elements = checked_product(shape);
     const auto bytes =
         elements ? checked_mul(*elements, static_cast<std::int64_t>(size_of(dtype))) : std::nullopt;

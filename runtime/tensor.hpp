@@ -48,7 +48,7 @@ public:
     Tensor(TensorView view, std::shared_ptr<void> storage)
         : storage_(std::move(storage)), view_(std::move(view)) {}
     // Row-major; on a GPU (Device::cuda) when the CUDA backend is linked in. Throws einc::Error when the
-    // size overflows or the memory is not there.
+    // size overflows, a length is negative or the memory is not there.
     static Tensor empty(DType dtype, Shape shape, Device device = Device::cpu,
                         int device_index = 0);  // uninitialised
     static Tensor zeros(DType dtype, Shape shape, Device device = Device::cpu, int device_index = 0);

@@ -1,8 +1,10 @@
 // `einc run`: .npy files in, the call run on the CPU or on a GPU, .npy files out - each result checked
-// against the reference interpreter; and a GPU asked for where none is usable is a clear error.
+// against the reference interpreter; and a GPU asked for where none is usable is a clear error. `einc
+// bench` on operands laid out by strides.
 #include <doctest/doctest.h>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sstream>
 #include <unistd.h>
 
@@ -101,6 +103,28 @@ TEST_CASE("run: results written as .npy files equal the reference, on the CPU an
         check_run(dir, backend, Call{Op::unpack, "a *", Reduction::none, {}, false, {{4}, {5}}}, {packed}, 2);
     }
     if (backends.size() == 1) MESSAGE("no usable GPU: einc run --backend cuda was not run");
+}
+
+// bench fills a buffer of random data that a layout's strides address; negative strides reach below the
+// view's first element, so that buffer must start at the lowest offset (it once came out negative).
+TEST_CASE("bench: operands laid out with negative strides, on the CPU and, where there is one, on the GPU") {
+    std::vector<std::string> backends{"cpu"};
+    if (gpu_usable()) backends.emplace_back("cuda");
+    for (const std::string& backend : backends) {
+        CAPTURE(backend);
+        for (const std::vector<std::string>& call : std::vector<std::vector<std::string>>{
+                 {"rearrange", "a b -> (b a)", "(3,4):(-4,1)"},
+                 {"reduce", "a b -> a", "sum", "(5,6):(1,-5)"},
+                 {"einsum", "i j, j -> i", "(3,4):(-1,-3)", "(4):(-1)"},
+             }) {
+            std::vector<std::string> args{"bench"};
+            args.insert(args.end(), call.begin(), call.end());
+            args.insert(args.end(), {"--repeat", "1", "--warmup", "0", "--backend", backend});
+            const Result result = einc_cli(args);
+            CHECK_MESSAGE(result.status == cli::exit_ok, fmt::format("{}", fmt::join(args, " ")), "\n",
+                          result.err);
+        }
+    }
 }
 
 TEST_CASE("run: --backend cuda without a usable GPU is an error that says so, and writes nothing") {

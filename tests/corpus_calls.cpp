@@ -8,6 +8,8 @@
 #include "cli/arguments.hpp"
 #include "cli/commands.hpp"
 #include "compiler/bind.hpp"
+#include "compiler/layout.hpp"
+#include "tests/reference/reference.hpp"
 
 namespace einc::testing {
 
@@ -62,6 +64,21 @@ std::vector<CorpusCall> corpus_calls(const std::string& corpus_directory, DType 
         }
     }
     return calls;
+}
+
+CorpusOperand filled(const TensorSpec& spec, std::mt19937& rng) {
+    // A stride may be negative (numpy's reversed views): the view's origin, element (0, ...), is then not
+    // the lowest address it reaches, so the storage spans offset_range and the origin sits -begin into it.
+    const OffsetRange range = offset_range(make_layout(spec.shape, spec.strides));
+    const std::int64_t span = std::max<std::int64_t>(range.end - range.begin, 1);
+    std::uniform_int_distribution<int> value(spec.dtype == DType::boolean ? 0 : -1, 1);
+    std::vector<double> values(static_cast<std::size_t>(span));
+    for (double& v : values) v = value(rng);
+    CorpusOperand operand{reference::make_tensor(spec.dtype, Shape{span}, values), {}};
+    std::byte* origin = static_cast<std::byte*>(operand.storage.data()) -
+                        range.begin * static_cast<std::int64_t>(size_of(spec.dtype));
+    operand.view = TensorView{origin, spec.dtype, spec.shape, spec.strides};
+    return operand;
 }
 
 }  // namespace einc::testing

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@
 #include "runtime/cpu/kernels.hpp"
 #include "runtime/execute.hpp"
 #include "runtime/gpu_executor.hpp"
+#include "tests/corpus_calls.hpp"
 #include "tests/random_cases.hpp"
 #include "tests/reference/reference.hpp"
 
@@ -244,6 +246,105 @@ TEST_CASE("emulated GPU kernels give the reference interpreter's results") {
     for (const KernelKind kind : {KernelKind::elementwise, KernelKind::vector_copy, KernelKind::transpose,
                                   KernelKind::reduce_rows, KernelKind::reduce_columns, KernelKind::finalize})
         CHECK_MESSAGE(kinds_run[kind] > 0, "no case ran a ", name_of(kind), " kernel");
+}
+
+// The GPU test's corpus check (gpu_test.cpp), with its operand set-up, on the emulated device, for the
+// corpus calls whose operands have strides of their own (negative ones too, as numpy allows): host
+// storage from testing::filled, copied whole to the device (cuda::to_device), the view moved onto the
+// copy (on_gpu), the plan run there, and each result brought back as cuda::to_host does, by a contiguous
+// rearrange on the device where it is not row-major.
+TEST_CASE("emulated GPU: corpus calls on laid-out operands (negative strides too), set up as the GPU test "
+          "does, equal the reference") {
+    std::vector<testing::CorpusCall> calls;
+    for (const DType dtype : {DType::f32, DType::bf16, DType::i32})
+        for (testing::CorpusCall& c : testing::corpus_calls(EINC_CORPUS_DIR, dtype))
+            if (std::any_of(c.specs.begin(), c.specs.end(), [](const TensorSpec& s) {
+                    return !TensorView{nullptr, s.dtype, s.shape, s.strides}.is_row_major();
+                }))
+                calls.push_back(std::move(c));
+    const auto negative = [](const testing::CorpusCall& c) {
+        return std::any_of(c.specs.begin(), c.specs.end(), [](const TensorSpec& s) {
+            return std::any_of(s.strides.begin(), s.strides.end(), [](std::int64_t t) { return t < 0; });
+        });
+    };
+    REQUIRE(std::any_of(calls.begin(), calls.end(), negative));  // what this test is for
+
+    struct Run {
+        const testing::CorpusCall* call;
+        Prepared plan;
+        std::vector<std::optional<Prepared>> to_host;  // per output that is not row-major: its copy
+    };
+    std::vector<Run> runs;
+    std::vector<KernelSignature> kernels;
+    const auto add_kernels = [&](const Prepared& p) {
+        for (const KernelSignature& k : kernels_of(p.gpu))
+            if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
+    };
+    for (const testing::CorpusCall& c : calls) {
+        std::vector<TensorView> specs_only;
+        for (const TensorSpec& s : c.specs)
+            specs_only.push_back(TensorView{nullptr, s.dtype, s.shape, s.strides});
+        Run run{&c, prepare(c.call, specs_only, false), {}};
+        add_kernels(run.plan);
+        for (const TensorSpec& out : run.plan.plan.outputs) {
+            const TensorView laid{nullptr, out.dtype, out.shape, out.strides};
+            if (laid.is_row_major()) {
+                run.to_host.emplace_back();
+                continue;
+            }
+            run.to_host.push_back(prepare(Call{Op::rearrange, "... -> ...", Reduction::none, {}, false, {}},
+                                          std::span(&laid, 1), true));
+            add_kernels(*run.to_host.back());
+        }
+        runs.push_back(std::move(run));
+    }
+    const EmulatedKernels emulated(kernels);
+    EmulatedDevice device(emulated);
+
+    std::mt19937 rng(2024);
+    for (const Run& run : runs) {
+        CAPTURE(run.call->line);
+        std::vector<testing::CorpusOperand> host;
+        std::vector<Tensor> device_storage;  // the emulated device's memory is host memory
+        std::vector<TensorView> host_views, device_views;
+        std::vector<Shape> shapes;
+        for (const TensorSpec& s : run.call->specs) {
+            host.push_back(testing::filled(s, rng));
+            const Tensor& storage = host.back().storage;
+            device_storage.push_back(Tensor::empty(storage.dtype(), storage.shape()));
+            std::memcpy(device_storage.back().data(), storage.data(), storage.nbytes());
+            TensorView moved = host.back().view;
+            moved.data = static_cast<std::byte*>(device_storage.back().data()) +
+                         (static_cast<std::byte*>(moved.data) - static_cast<std::byte*>(storage.data()));
+            host_views.push_back(host.back().view);
+            device_views.push_back(moved);
+            shapes.push_back(s.shape);
+        }
+        const std::vector<Tensor> expected = reference::evaluate(bind(run.call->call, shapes), host_views);
+
+        const Plan& plan = run.plan.plan;
+        std::vector<Tensor> results;
+        std::vector<TensorView> outputs(plan.outputs.size());
+        for (std::size_t k = 0; k < outputs.size(); ++k) {
+            if (plan.view_source(k)) continue;
+            results.push_back(Tensor::empty(plan.outputs[k].dtype, plan.outputs[k].shape));
+            outputs[k] = results.back().view();
+        }
+        run_gpu_plan(plan, run.plan.gpu, device_views, outputs, device);
+        REQUIRE(outputs.size() == expected.size());
+        for (std::size_t k = 0; k < outputs.size(); ++k) {
+            TensorView got = outputs[k];
+            Tensor dense;
+            if (run.to_host[k]) {
+                dense = Tensor::empty(got.dtype, got.shape);
+                std::vector<TensorView> copied{dense.view()};
+                run_gpu_plan(run.to_host[k]->plan, run.to_host[k]->gpu, std::span(&got, 1), copied, device);
+                got = copied[0];
+            }
+            std::string difference;
+            CHECK_MESSAGE(testing::same_values(got, expected[k].view(), &difference), difference);
+        }
+    }
 }
 
 // The accumulator policy (compiler/schedule.hpp) differs on purpose between the backends: the CPU folds

@@ -40,25 +40,6 @@ bool gpu_present(const char* test) {
 
 #if EINC_HAS_CUDA
 
-// A host tensor laid out as `spec` (strides >= 0 in the corpus), holding -1, 0 and 1 at random: sums of
-// them stay exact in every float dtype, so GPU and CPU agree however they order their additions.
-struct HostOperand {
-    Tensor storage;
-    TensorView view;
-};
-HostOperand filled(const TensorSpec& spec, std::mt19937& rng) {
-    std::int64_t span = 1;
-    for (std::size_t d = 0; d < spec.shape.size(); ++d) span += (spec.shape[d] - 1) * spec.strides[d];
-    for (const std::int64_t e : spec.shape)
-        if (e == 0) span = 1;
-    std::uniform_int_distribution<int> value(spec.dtype == DType::boolean ? 0 : -1, 1);
-    std::vector<double> values(static_cast<std::size_t>(span));
-    for (double& v : values) v = value(rng);
-    HostOperand operand{reference::make_tensor(spec.dtype, Shape{span}, values), {}};
-    operand.view = TensorView{operand.storage.data(), spec.dtype, spec.shape, spec.strides};
-    return operand;
-}
-
 // The same view over a copy of its storage on the GPU.
 TensorView on_gpu(const TensorView& view, const Tensor& host_storage, const Tensor& device_storage) {
     TensorView moved = view;
@@ -87,11 +68,11 @@ bool check_corpus_call(const testing::CorpusCall& c, std::mt19937& rng) {
     for (const TensorSpec& s : on_cpu.plan().outputs) bytes += bytes_of(s);
     if (bytes > (std::int64_t{1} << 30) || on_cpu.plan().total.flops > 2e10) return false;
 
-    std::vector<HostOperand> host;
+    std::vector<testing::CorpusOperand> host;
     std::vector<Tensor> device_storage;
     std::vector<Input> host_inputs, device_inputs;
-    for (const TensorSpec& s : c.specs) host.push_back(filled(s, rng));
-    for (const HostOperand& h : host) {
+    for (const TensorSpec& s : c.specs) host.push_back(testing::filled(s, rng));
+    for (const testing::CorpusOperand& h : host) {
         device_storage.push_back(cuda::to_device(h.storage));
         host_inputs.emplace_back(h.view);
         device_inputs.emplace_back(on_gpu(h.view, h.storage, device_storage.back()));

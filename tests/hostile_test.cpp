@@ -384,9 +384,10 @@ TEST_CASE("hostile: zero-length axes give numpy's answers") {
     const TensorView empty_group{nullptr, DType::f32, {4, 0}, {0, 0}};
     CHECK_EINC_ERROR(reduce(empty_group, "a (b c) -> c", einc::sum, {{"b", int64_max}, {"c", 0}}), refused);
     CHECK_EINC_ERROR(repeat(empty_group, "a z -> a z b", {{"b", int64_max}}), refused);
-    // Tensor::empty refuses the same shapes, and byte counts past 64 bits.
+    // Tensor::empty refuses the same shapes, byte counts past 64 bits and negative lengths.
     CHECK_EINC_ERROR(Tensor::empty(DType::f32, {4, int64_max, 0}), "more bytes than fit in 64 bits");
     CHECK_EINC_ERROR(Tensor::empty(DType::f32, {std::int64_t{1} << 62, 2}), "more bytes than fit in 64 bits");
+    CHECK_EINC_ERROR(Tensor::empty(DType::f32, {3, -4}), "has a negative length");
     // Lengths that fit beside a 0 are fine: 4 x 2^60 x 0 is numpy's too.
     const TensorView big_empty{nullptr, DType::f32, {4, std::int64_t{1} << 60, 0}, {0, 0, 0}};
     CHECK(reduce(big_empty, "a b c -> c a", einc::sum).shape() == Shape{0, 4});
