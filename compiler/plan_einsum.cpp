@@ -100,12 +100,10 @@ std::string matrix_problem(const PlanBuilder& b, const Operand& x, const Groups&
 }
 
 // The axes of `group` ordered by their stride in `x`, outermost first.
-Axes ordered_by(const Axes& group, const Operand& x) {
-    Axes ordered = group;
-    std::stable_sort(ordered.begin(), ordered.end(), [&](AxisId a, AxisId c) {
-        return std::llabs(x.strides[static_cast<std::size_t>(a)]) >
-               std::llabs(x.strides[static_cast<std::size_t>(c)]);
-    });
+Axes ordered_by(const PlanBuilder& b, const Axes& group, const Operand& x) {
+    const Layout layout = b.layout_of(group, x);
+    Axes ordered;
+    for (const std::size_t k : order_by_stride(std::span(&layout, 1))) ordered.push_back(group[k]);
     return ordered;
 }
 
@@ -133,7 +131,7 @@ GemmChoice choose_gemm(const PlanBuilder& b, const Groups& groups, const Operand
     const auto candidates = [&](const Axes& group, std::initializer_list<const Operand*> operands) {
         std::vector<Axes> orders;
         for (const Operand* o : operands)
-            if (o) add_unique(orders, ordered_by(group, *o));
+            if (o) add_unique(orders, ordered_by(b, group, *o));
         return orders;
     };
     const Operand* c_ptr = c ? &*c : nullptr;
