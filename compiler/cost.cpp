@@ -139,12 +139,13 @@ Roofline roofline(const Cost& cost, const DeviceModel& device, DType dtype, bool
     return r;
 }
 
-Roof roof_of(const Cost& cost, const DeviceModel& device, DType dtype, bool allow_tf32) {
-    if (cost.flops == 0 && cost.bytes() == 0) return Roof::free;
-    return roofline(cost, device, dtype, allow_tf32).compute_bound ? Roof::compute : Roof::memory;
+RooflineBound roofline_bound(const Cost& cost, const DeviceModel& device, DType dtype, bool allow_tf32) {
+    if (cost.flops == 0 && cost.bytes() == 0) return RooflineBound::free;
+    return roofline(cost, device, dtype, allow_tf32).compute_bound ? RooflineBound::compute
+                                                                   : RooflineBound::memory;
 }
 
-std::string_view name_of(Roof roof) {
+std::string_view name_of(RooflineBound roof) {
     static constexpr std::string_view names[] = {"free", "memory", "compute"};
     return names[static_cast<std::size_t>(roof)];
 }
@@ -154,11 +155,11 @@ std::string describe_bound(const Cost& cost, const DeviceModel& device, DType dt
     std::string key(device.key);
     for (char& c : key) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     const std::string_view precision = dtype == DType::f32 && allow_tf32 ? "tf32" : name_of(dtype);
-    const Roof roof = roof_of(cost, device, dtype, allow_tf32);
-    if (roof == Roof::free) return "free: no FLOPs, no bytes moved";
+    const RooflineBound roof = roofline_bound(cost, device, dtype, allow_tf32);
+    if (roof == RooflineBound::free) return "free: no FLOPs, no bytes moved";
     if (cost.flops == 0) return fmt::format("memory-bound: 0 FLOP/B (pure data movement) on {}", key);
     return fmt::format("{}-bound: {:.3g} FLOP/B {} {:.3g} FLOP/B ridge of {} ({})", name_of(roof),
-                       cost.intensity(), roof == Roof::compute ? ">" : "<", r.ridge, key, precision);
+                       cost.intensity(), roof == RooflineBound::compute ? ">" : "<", r.ridge, key, precision);
 }
 
 // ---- counting ---------------------------------------------------------------------------------------
