@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <fmt/format.h>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -147,6 +148,8 @@ RooflineBound roofline_bound(const Cost& cost, const DeviceModel& device, DType 
 
 std::string_view name_of(RooflineBound roof) {
     static constexpr std::string_view names[] = {"free", "memory", "compute"};
+    static_assert(std::size(names) == static_cast<std::size_t>(RooflineBound::compute) + 1,
+                  "one name per RooflineBound, in order");
     return names[static_cast<std::size_t>(roof)];
 }
 
