@@ -169,7 +169,8 @@ std::string describe_bound(const Cost& cost, const DeviceModel& device, DType dt
 
 namespace {
 
-double bytes_of(const Layout& layout, DType dtype) {
+// The bytes of the distinct elements a layout reaches: broadcast elements count once.
+double distinct_bytes(const Layout& layout, DType dtype) {
     return static_cast<double>(distinct_elements(layout)) * static_cast<double>(size_of(dtype));
 }
 
@@ -195,16 +196,17 @@ Cost step_cost(const Plan& plan, const Step& step) {
         Overloaded{
             [](const View&) { return Cost{}; },
             [&](const Copy& copy) {
-                return Cost{0, bytes_of(copy.src.layout, dtype(copy.src.buffer)),
-                            bytes_of(copy.dst.layout, dtype(copy.dst.buffer)), workspace(copy.dst.buffer)};
+                return Cost{0, distinct_bytes(copy.src.layout, dtype(copy.src.buffer)),
+                            distinct_bytes(copy.dst.layout, dtype(copy.dst.buffer)),
+                            workspace(copy.dst.buffer)};
             },
             [&](const Reduce& reduce) {
                 const Layout out = written(reduce.dst.layout);
                 const double flops = static_cast<double>(reduce.src.layout.size()) +
                                      (reduce.op == Reduction::mean ? static_cast<double>(out.size())
                                                                    : 0);  // mean divides once per output
-                return Cost{flops, bytes_of(reduce.src.layout, dtype(reduce.src.buffer)),
-                            bytes_of(out, dtype(reduce.dst.buffer)), workspace(reduce.dst.buffer)};
+                return Cost{flops, distinct_bytes(reduce.src.layout, dtype(reduce.src.buffer)),
+                            distinct_bytes(out, dtype(reduce.dst.buffer)), workspace(reduce.dst.buffer)};
             },
             [&](const Contract& contract) {
                 const Layout out = written(contract.dst.layout);
@@ -216,17 +218,18 @@ Cost step_cost(const Plan& plan, const Step& step) {
                     (static_cast<double>(std::max<std::size_t>(1, contract.srcs.size() - 1)) +
                      (summed ? 1 : 0));
                 double read = 0;
-                for (const Access& src : contract.srcs) read += bytes_of(src.layout, dtype(src.buffer));
-                return Cost{flops, read, bytes_of(out, dtype(contract.dst.buffer)),
+                for (const Access& src : contract.srcs) read += distinct_bytes(src.layout, dtype(src.buffer));
+                return Cost{flops, read, distinct_bytes(out, dtype(contract.dst.buffer)),
                             workspace(contract.dst.buffer)};
             },
             [&](const Route& route) {
                 // Two passes over the terms (find the extremum or product, then share it out): two
                 // operations per element; x and the output's gradient read once, x's gradient written once.
                 return Cost{2.0 * static_cast<double>(route.src.layout.size()),
-                            bytes_of(route.src.layout, dtype(route.src.buffer)) +
-                                bytes_of(route.grad.layout, dtype(route.grad.buffer)),
-                            bytes_of(route.dst.layout, dtype(route.dst.buffer)), workspace(route.dst.buffer)};
+                            distinct_bytes(route.src.layout, dtype(route.src.buffer)) +
+                                distinct_bytes(route.grad.layout, dtype(route.grad.buffer)),
+                            distinct_bytes(route.dst.layout, dtype(route.dst.buffer)),
+                            workspace(route.dst.buffer)};
             },
             [&](const Gemm& gemm) {
                 // A matrix broadcast over the batch (batch stride 0) is read once.

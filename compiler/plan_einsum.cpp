@@ -112,7 +112,8 @@ void add_unique(std::vector<Axes>& candidates, Axes order) {
         candidates.push_back(std::move(order));
 }
 
-double bytes_of(const PlanBuilder& b, const Operand& x) {
+// The bytes of x stored densely (one element per index of its axes): what a copy of it writes.
+double dense_bytes(const PlanBuilder& b, const Operand& x) {
     return static_cast<double>(b.size_of_axes(x.axes)) * static_cast<double>(size_of(x.dtype));
 }
 
@@ -152,7 +153,7 @@ GemmChoice choose_gemm(const PlanBuilder& b, const Groups& groups, const Operand
                                                     std::optional<GemmMatrix>& slot) {
                             if (const auto modes = matrix_modes(b, o, choice.groups, rows, cols))
                                 slot = blas_matrix(o, *modes);
-                            if (!slot) choice.copied_bytes += 2 * bytes_of(b, o);
+                            if (!slot) choice.copied_bytes += 2 * dense_bytes(b, o);
                         };
                         try_matrix(a, m, k, choice.a);
                         try_matrix(x, k, n, choice.b);
