@@ -50,8 +50,8 @@ int bench(std::span<const std::string> command_line, std::ostream& out, std::ost
     const double peak = peak_flops(device, dtype);
     const Roofline bound = roofline(cost, device, dtype);
     const double achieved_flops = cost.flops / m.seconds, achieved_bytes = cost.bytes() / m.seconds;
-    const Roof roof = roof_of(cost, device, dtype);
-    const bool free = roof == Roof::free, memory_bound = roof == Roof::memory;
+    const RooflineBound roof = roofline_bound(cost, device, dtype);
+    const bool free = roof == RooflineBound::free, memory_bound = roof == RooflineBound::memory;
 
     if (args.json) {
         fmt::print(out,

@@ -166,7 +166,7 @@ double ChartAxes::y(double flops_per_second) const {
     return bottom - t * (bottom - top);
 }
 
-std::vector<Roof> compute_roofs(const DeviceModel& device) {
+std::vector<ComputeRoof> compute_roofs(const DeviceModel& device) {
     const std::array<std::pair<const char*, double>, 7> peaks{{{"f64", device.peak_f64},
                                                                {"f32", device.peak_f32},
                                                                {"tf32", device.peak_tf32},
@@ -174,17 +174,18 @@ std::vector<Roof> compute_roofs(const DeviceModel& device) {
                                                                {"f16", device.peak_f16},
                                                                {"fp8", device.peak_fp8},
                                                                {"int8", device.peak_i8}}};
-    std::vector<Roof> roofs;
+    std::vector<ComputeRoof> roofs;
     for (const auto& [name, peak] : peaks) {
         if (peak <= 0) continue;  // not supported on this device
-        const auto same =
-            std::find_if(roofs.begin(), roofs.end(), [peak = peak](const Roof& r) { return r.peak == peak; });
+        const auto same = std::find_if(roofs.begin(), roofs.end(),
+                                       [peak = peak](const ComputeRoof& r) { return r.peak == peak; });
         if (same != roofs.end())
             same->dtypes += fmt::format(" · {}", name);
         else
-            roofs.push_back(Roof{name, peak});
+            roofs.push_back(ComputeRoof{name, peak});
     }
-    std::sort(roofs.begin(), roofs.end(), [](const Roof& a, const Roof& b) { return a.peak < b.peak; });
+    std::sort(roofs.begin(), roofs.end(),
+              [](const ComputeRoof& a, const ComputeRoof& b) { return a.peak < b.peak; });
     return roofs;
 }
 
@@ -196,7 +197,7 @@ ChartAxes chart_axes(const RooflineChart& chart) {
         lo_x = std::min(lo_x, p.intensity), hi_x = std::max(hi_x, p.intensity);
         lo_y = std::min(lo_y, p.flops_per_second), hi_y = std::max(hi_y, p.flops_per_second);
     }
-    for (const Roof& roof : compute_roofs(device)) {
+    for (const ComputeRoof& roof : compute_roofs(device)) {
         hi_x = std::max(hi_x, roof.peak / device.bandwidth);  // every ridge is in the picture
         lo_x = std::min(lo_x, roof.peak / device.bandwidth);
         hi_y = std::max(hi_y, roof.peak);
@@ -230,7 +231,7 @@ public:
     }
 
     // The calls' dtypes' roofs are emphasised (solid, bold labels); the others are dashed.
-    bool used(const Roof& roof) const {
+    bool used(const ComputeRoof& roof) const {
         return std::any_of(chart_.dtypes.begin(), chart_.dtypes.end(),
                            [&](DType d) { return peak_flops(device_, d) == roof.peak; });
     }
@@ -307,7 +308,7 @@ public:
                             "stroke-width=\"2.5\"/>\n",
                             mx0_, my0_, mx1_, my1_);
         occupied_.add_segment(mx0_, my0_, mx1_, my1_, 2.5);
-        for (const Roof& roof : roofs_) {
+        for (const ComputeRoof& roof : roofs_) {
             const bool emphasised = used(roof);
             const double y = axes_.y(roof.peak), x0 = axes_.x(roof.peak / bw_);
             svg_ += fmt::format("<line class=\"compute-roof\" x1=\"{:.2f}\" y1=\"{:.2f}\" x2=\"{:.2f}\" "
@@ -324,7 +325,7 @@ public:
     // that is taken; as a last resort above it at the right edge whatever it covers. The calls' roofs are
     // labelled before the points (`emphasised`), the others after them: they give way.
     void label_roofs(bool emphasised) {
-        for (const Roof& roof : roofs_)
+        for (const ComputeRoof& roof : roofs_)
             if (used(roof) == emphasised) svg_ += label_roof(roof);
     }
 
@@ -357,7 +358,7 @@ public:
     // The ridges of the calls' dtypes: where their compute roof meets the memory roof.
     void ridges() {
         svg_ += "<g class=\"ridges\">\n";
-        for (const Roof& roof : roofs_) {
+        for (const ComputeRoof& roof : roofs_) {
             if (!used(roof)) continue;
             const double ridge = roof.peak / bw_, x = axes_.x(ridge), y = axes_.y(roof.peak);
             svg_ +=
@@ -540,7 +541,7 @@ private:
         return text_element(at.x, at.baseline, "start", attributes, text);
     }
 
-    std::string label_roof(const Roof& roof) {
+    std::string label_roof(const ComputeRoof& roof) {
         const std::string label = fmt::format("{}  {}", roof.dtypes, rate(roof.peak));
         const std::string style = std::string(used(roof) ? "font-weight=\"bold\"" : "fill=\"#666\"") +
                                   " stroke=\"white\" stroke-width=\"3\" paint-order=\"stroke\"";
@@ -557,7 +558,7 @@ private:
     const DeviceModel& device_;
     const ChartAxes axes_;
     const Box area_;
-    const std::vector<Roof> roofs_;
+    const std::vector<ComputeRoof> roofs_;
     const double bw_;
     double mx0_ = 0, my0_ = 0, mx1_ = 0, my1_ = 0;  // the memory roof's ends, in pixels
     double key_top_ = 0, legend_top_ = 0, caption_top_ = 0;

@@ -54,11 +54,11 @@ ChartAxes chart_axes(const RooflineChart& chart);
 std::string render_svg(const RooflineChart& chart);
 
 // One compute roof: the dtypes of the device sharing one dense peak ("bf16 · f16", 989.4e12).
-struct Roof {
+struct ComputeRoof {
     std::string dtypes;
     double peak = 0;
 };
-std::vector<Roof> compute_roofs(const DeviceModel& device);
+std::vector<ComputeRoof> compute_roofs(const DeviceModel& device);
 
 // A call's measured time, from `einc bench` (--timings) or timed on the spot (--measure).
 struct CallTiming {

@@ -1,5 +1,5 @@
 // Pass 1: bind. parse() reads the pattern; bind() hands it to the binder of its operation, one file each:
-// bind_expression.cpp (rearrange, reduce, repeat, einsum), bind_pack.cpp (pack, unpack) and
+// bind_expression*.cpp (rearrange, reduce, repeat, einsum), bind_pack.cpp (pack, unpack) and
 // bind_parse_shape.cpp; the checks they share are in bind_common.*.
 #include "compiler/bind.hpp"
 

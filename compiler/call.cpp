@@ -3,12 +3,16 @@
 #include <algorithm>
 #include <array>
 #include <fmt/format.h>
+#include <iterator>
 
 namespace einc {
 namespace {
 
 constexpr std::array op_names{"rearrange", "reduce", "repeat", "einsum", "pack", "unpack", "parse_shape"};
 constexpr std::array reduction_names{"none", "sum", "mean", "max", "min", "prod", "any", "all"};
+static_assert(op_names.size() == static_cast<std::size_t>(Op::parse_shape) + 1, "one name per Op, in order");
+static_assert(reduction_names.size() == static_cast<std::size_t>(Reduction::all) + 1,
+              "one name per Reduction, in order");
 
 }  // namespace
 

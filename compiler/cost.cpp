@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <fmt/format.h>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -139,13 +140,16 @@ Roofline roofline(const Cost& cost, const DeviceModel& device, DType dtype, bool
     return r;
 }
 
-Roof roof_of(const Cost& cost, const DeviceModel& device, DType dtype, bool allow_tf32) {
-    if (cost.flops == 0 && cost.bytes() == 0) return Roof::free;
-    return roofline(cost, device, dtype, allow_tf32).compute_bound ? Roof::compute : Roof::memory;
+RooflineBound roofline_bound(const Cost& cost, const DeviceModel& device, DType dtype, bool allow_tf32) {
+    if (cost.flops == 0 && cost.bytes() == 0) return RooflineBound::free;
+    return roofline(cost, device, dtype, allow_tf32).compute_bound ? RooflineBound::compute
+                                                                   : RooflineBound::memory;
 }
 
-std::string_view name_of(Roof roof) {
+std::string_view name_of(RooflineBound roof) {
     static constexpr std::string_view names[] = {"free", "memory", "compute"};
+    static_assert(std::size(names) == static_cast<std::size_t>(RooflineBound::compute) + 1,
+                  "one name per RooflineBound, in order");
     return names[static_cast<std::size_t>(roof)];
 }
 
@@ -154,18 +158,19 @@ std::string describe_bound(const Cost& cost, const DeviceModel& device, DType dt
     std::string key(device.key);
     for (char& c : key) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     const std::string_view precision = dtype == DType::f32 && allow_tf32 ? "tf32" : name_of(dtype);
-    const Roof roof = roof_of(cost, device, dtype, allow_tf32);
-    if (roof == Roof::free) return "free: no FLOPs, no bytes moved";
+    const RooflineBound roof = roofline_bound(cost, device, dtype, allow_tf32);
+    if (roof == RooflineBound::free) return "free: no FLOPs, no bytes moved";
     if (cost.flops == 0) return fmt::format("memory-bound: 0 FLOP/B (pure data movement) on {}", key);
     return fmt::format("{}-bound: {:.3g} FLOP/B {} {:.3g} FLOP/B ridge of {} ({})", name_of(roof),
-                       cost.intensity(), roof == Roof::compute ? ">" : "<", r.ridge, key, precision);
+                       cost.intensity(), roof == RooflineBound::compute ? ">" : "<", r.ridge, key, precision);
 }
 
 // ---- counting ---------------------------------------------------------------------------------------
 
 namespace {
 
-double bytes_of(const Layout& layout, DType dtype) {
+// The bytes of the distinct elements a layout reaches: broadcast elements count once.
+double distinct_bytes(const Layout& layout, DType dtype) {
     return static_cast<double>(distinct_elements(layout)) * static_cast<double>(size_of(dtype));
 }
 
@@ -191,16 +196,17 @@ Cost step_cost(const Plan& plan, const Step& step) {
         Overloaded{
             [](const View&) { return Cost{}; },
             [&](const Copy& copy) {
-                return Cost{0, bytes_of(copy.src.layout, dtype(copy.src.buffer)),
-                            bytes_of(copy.dst.layout, dtype(copy.dst.buffer)), workspace(copy.dst.buffer)};
+                return Cost{0, distinct_bytes(copy.src.layout, dtype(copy.src.buffer)),
+                            distinct_bytes(copy.dst.layout, dtype(copy.dst.buffer)),
+                            workspace(copy.dst.buffer)};
             },
             [&](const Reduce& reduce) {
                 const Layout out = written(reduce.dst.layout);
                 const double flops = static_cast<double>(reduce.src.layout.size()) +
                                      (reduce.op == Reduction::mean ? static_cast<double>(out.size())
                                                                    : 0);  // mean divides once per output
-                return Cost{flops, bytes_of(reduce.src.layout, dtype(reduce.src.buffer)),
-                            bytes_of(out, dtype(reduce.dst.buffer)), workspace(reduce.dst.buffer)};
+                return Cost{flops, distinct_bytes(reduce.src.layout, dtype(reduce.src.buffer)),
+                            distinct_bytes(out, dtype(reduce.dst.buffer)), workspace(reduce.dst.buffer)};
             },
             [&](const Contract& contract) {
                 const Layout out = written(contract.dst.layout);
@@ -212,17 +218,18 @@ Cost step_cost(const Plan& plan, const Step& step) {
                     (static_cast<double>(std::max<std::size_t>(1, contract.srcs.size() - 1)) +
                      (summed ? 1 : 0));
                 double read = 0;
-                for (const Access& src : contract.srcs) read += bytes_of(src.layout, dtype(src.buffer));
-                return Cost{flops, read, bytes_of(out, dtype(contract.dst.buffer)),
+                for (const Access& src : contract.srcs) read += distinct_bytes(src.layout, dtype(src.buffer));
+                return Cost{flops, read, distinct_bytes(out, dtype(contract.dst.buffer)),
                             workspace(contract.dst.buffer)};
             },
             [&](const Route& route) {
                 // Two passes over the terms (find the extremum or product, then share it out): two
                 // operations per element; x and the output's gradient read once, x's gradient written once.
                 return Cost{2.0 * static_cast<double>(route.src.layout.size()),
-                            bytes_of(route.src.layout, dtype(route.src.buffer)) +
-                                bytes_of(route.grad.layout, dtype(route.grad.buffer)),
-                            bytes_of(route.dst.layout, dtype(route.dst.buffer)), workspace(route.dst.buffer)};
+                            distinct_bytes(route.src.layout, dtype(route.src.buffer)) +
+                                distinct_bytes(route.grad.layout, dtype(route.grad.buffer)),
+                            distinct_bytes(route.dst.layout, dtype(route.dst.buffer)),
+                            workspace(route.dst.buffer)};
             },
             [&](const Gemm& gemm) {
                 // A matrix broadcast over the batch (batch stride 0) is read once.

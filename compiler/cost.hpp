@@ -73,9 +73,10 @@ struct Roofline {
 Roofline roofline(const Cost& cost, const DeviceModel& device, DType dtype, bool allow_tf32 = false);
 
 // Which roof a cost sits under: none (no FLOPs, no bytes: a view), memory or compute.
-enum class Roof : std::uint8_t { free, memory, compute };
-Roof roof_of(const Cost& cost, const DeviceModel& device, DType dtype, bool allow_tf32 = false);
-std::string_view name_of(Roof roof);  // "free", "memory", "compute"
+enum class RooflineBound : std::uint8_t { free, memory, compute };
+RooflineBound roofline_bound(const Cost& cost, const DeviceModel& device, DType dtype,
+                             bool allow_tf32 = false);
+std::string_view name_of(RooflineBound roof);  // "free", "memory", "compute"
 
 // "memory-bound: 0.25 FLOP/B < 295 FLOP/B ridge of H100 (bf16)"
 std::string describe_bound(const Cost& cost, const DeviceModel& device, DType dtype, bool allow_tf32 = false);

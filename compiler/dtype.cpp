@@ -1,6 +1,7 @@
 #include "compiler/dtype.hpp"
 
 #include <fmt/format.h>
+#include <iterator>
 
 #include "grammar/diagnostic.hpp"
 
@@ -25,6 +26,9 @@ constexpr DTypeInfo info[] = {
     {"i64", 8, "int64"},
     {"bool", 1, "bool_"},
 };
+static_assert(std::size(info) == static_cast<std::size_t>(DType::boolean) + 1,
+              "one entry per DType, in order");
+static_assert(std::size(all_dtypes) == std::size(info), "all_dtypes lists every DType");
 
 const DTypeInfo& info_of(DType dtype) {
     return info[static_cast<std::size_t>(dtype)];

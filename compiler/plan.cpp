@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <iterator>
 #include <limits>
 
 #include "compiler/canonicalize.hpp"
@@ -41,6 +42,7 @@ Epilogue epilogue_of(const Step& step) {
 
 std::string_view step_kind(const Step& step) {
     static constexpr std::string_view kinds[] = {"view", "copy", "reduce", "contract", "gemm", "route"};
+    static_assert(std::size(kinds) == std::variant_size_v<Step>, "one name per Step alternative");
     return kinds[step.index()];
 }
 

@@ -100,12 +100,10 @@ std::string matrix_problem(const PlanBuilder& b, const Operand& x, const Groups&
 }
 
 // The axes of `group` ordered by their stride in `x`, outermost first.
-Axes ordered_by(const Axes& group, const Operand& x) {
-    Axes ordered = group;
-    std::stable_sort(ordered.begin(), ordered.end(), [&](AxisId a, AxisId c) {
-        return std::llabs(x.strides[static_cast<std::size_t>(a)]) >
-               std::llabs(x.strides[static_cast<std::size_t>(c)]);
-    });
+Axes ordered_by(const PlanBuilder& b, const Axes& group, const Operand& x) {
+    const Layout layout = b.layout_of(group, x);
+    Axes ordered;
+    for (const std::size_t k : order_by_stride(std::span(&layout, 1))) ordered.push_back(group[k]);
     return ordered;
 }
 
@@ -114,7 +112,8 @@ void add_unique(std::vector<Axes>& candidates, Axes order) {
         candidates.push_back(std::move(order));
 }
 
-double bytes_of(const PlanBuilder& b, const Operand& x) {
+// The bytes of x stored densely (one element per index of its axes): what a copy of it writes.
+double dense_bytes(const PlanBuilder& b, const Operand& x) {
     return static_cast<double>(b.size_of_axes(x.axes)) * static_cast<double>(size_of(x.dtype));
 }
 
@@ -133,7 +132,7 @@ GemmChoice choose_gemm(const PlanBuilder& b, const Groups& groups, const Operand
     const auto candidates = [&](const Axes& group, std::initializer_list<const Operand*> operands) {
         std::vector<Axes> orders;
         for (const Operand* o : operands)
-            if (o) add_unique(orders, ordered_by(group, *o));
+            if (o) add_unique(orders, ordered_by(b, group, *o));
         return orders;
     };
     const Operand* c_ptr = c ? &*c : nullptr;
@@ -154,7 +153,7 @@ GemmChoice choose_gemm(const PlanBuilder& b, const Groups& groups, const Operand
                                                     std::optional<GemmMatrix>& slot) {
                             if (const auto modes = matrix_modes(b, o, choice.groups, rows, cols))
                                 slot = blas_matrix(o, *modes);
-                            if (!slot) choice.copied_bytes += 2 * bytes_of(b, o);
+                            if (!slot) choice.copied_bytes += 2 * dense_bytes(b, o);
                         };
                         try_matrix(a, m, k, choice.a);
                         try_matrix(x, k, n, choice.b);

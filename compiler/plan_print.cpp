@@ -89,10 +89,10 @@ std::vector<std::string> step_details(const Step& step) {
 }
 
 std::string cost_line(const Cost& cost, const DeviceModel& device, DType dtype) {
-    const Roof roof = roof_of(cost, device, dtype);
+    const RooflineBound roof = roofline_bound(cost, device, dtype);
     const std::string workspace =
         cost.workspace_bytes > 0 ? fmt::format("workspace {}", format_bytes(cost.workspace_bytes)) : "";
-    if (roof == Roof::free)
+    if (roof == RooflineBound::free)
         return workspace.empty() ? "free: no FLOPs, no bytes moved"
                                  : "no FLOPs, no bytes moved; " + workspace;
     return fmt::format("{}  read {}  write {}{}  intensity {:.3g} FLOP/B  {}-bound  {}",
@@ -250,7 +250,7 @@ void write_cost(Json& json, const Cost& cost, const DeviceModel& device, DType d
         .key("bytes_written")
         .value(cost.bytes_written);
     json.key("workspace_bytes").value(cost.workspace_bytes).key("intensity").value(cost.intensity());
-    json.key("bound").value(name_of(roof_of(cost, device, dtype)));
+    json.key("bound").value(name_of(roofline_bound(cost, device, dtype)));
     json.key("predicted_seconds").value(r.seconds);
 }
 

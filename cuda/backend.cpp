@@ -48,7 +48,7 @@ const DeviceInfo& info_of(int device) {
 }
 
 // (Tensor::empty has checked that the size fits.)
-std::size_t bytes_of(DType dtype, const Shape& shape) {
+std::size_t dense_bytes(DType dtype, const Shape& shape) {
     return static_cast<std::size_t>(TensorSpec{dtype, shape, {}}.bytes());
 }
 
@@ -59,7 +59,7 @@ void* allocate_bytes(DType dtype, const Shape& shape, int device, Malloc malloc)
     if (!available())
         throw Error(ErrorKind::device, "no CUDA GPU is available")
             .help("run on a machine with an NVIDIA GPU and driver");
-    const std::size_t bytes = bytes_of(dtype, shape);
+    const std::size_t bytes = dense_bytes(dtype, shape);
     void* memory = nullptr;
     if (bytes == 0) return memory;
     on_device(device, [&] {
@@ -146,7 +146,7 @@ public:
     }
 
     void fill_zero(const TensorView& dense) override {
-        const std::size_t bytes = bytes_of(dense.dtype, dense.shape);
+        const std::size_t bytes = dense_bytes(dense.dtype, dense.shape);
         if (bytes > 0)
             on_device(dense.device_index, [&] { check(cudaMemset(dense.data, 0, bytes), "cudaMemset"); });
     }

@@ -1,6 +1,7 @@
 #include "grammar/syntax.hpp"
 
 #include <fmt/format.h>
+#include <iterator>
 
 #include "grammar/print.hpp"
 
@@ -55,6 +56,8 @@ std::string to_string(const syntax::Pattern& pattern) {
 
 std::string print_syntax(const syntax::Pattern& pattern) {
     static constexpr const char* notation[] = {"einops notation", "compact subscripts", "pack pattern"};
+    static_assert(std::size(notation) == static_cast<std::size_t>(syntax::Notation::pack) + 1,
+                  "one name per Notation, in order");
     std::string out = fmt::format("syntax ({})\n", notation[static_cast<int>(pattern.notation)]);
     const auto line = [&](std::string label, const syntax::Operand& operand) {
         std::string dims;

@@ -27,7 +27,7 @@ struct ByteRange {
     const std::byte* end;
 };
 
-ByteRange bytes_of(const TensorView& view) {
+ByteRange byte_range_of(const TensorView& view) {
     const OffsetRange range =
         offset_range(make_layout(view.shape, view.strides));  // (no allocation to rank 8)
     const auto size = static_cast<std::int64_t>(size_of(view.dtype));
@@ -93,13 +93,14 @@ void check_no_aliasing(std::span<const Input> inputs, std::span<const TensorView
                 ErrorKind::usage,
                 fmt::format("output {} has strides that write some elements twice: {}", k, describe(out)));
         for (std::size_t i = 0; i < inputs.size(); ++i)
-            if (out.device == inputs[i].view().device && overlap(bytes_of(out), bytes_of(inputs[i].view())))
+            if (out.device == inputs[i].view().device &&
+                overlap(byte_range_of(out), byte_range_of(inputs[i].view())))
                 throw Error(ErrorKind::usage, fmt::format("output {} overlaps input {} in memory", k, i))
                     .note(fmt::format("output {}: {}", k, describe(out)))
                     .note(fmt::format("input {}: {}", i, describe(inputs[i].view())))
                     .help("einc does not compute in place: give an output in separate memory");
         for (std::size_t j = 0; j < k; ++j)
-            if (overlap(bytes_of(out), bytes_of(outputs[j])))
+            if (overlap(byte_range_of(out), byte_range_of(outputs[j])))
                 throw Error(ErrorKind::usage, fmt::format("outputs {} and {} overlap in memory", j, k));
     }
 }

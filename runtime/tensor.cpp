@@ -36,7 +36,11 @@ void* allocate_host(std::size_t bytes) {
 }  // namespace
 
 std::string_view name_of(Device device) {
-    return device == Device::cpu ? "cpu" : "cuda";
+    switch (device) {
+    case Device::cpu: return "cpu";
+    case Device::cuda: return "cuda";
+    }
+    EINC_ASSERT(false);
 }
 
 std::int64_t TensorView::numel() const {

@@ -49,12 +49,6 @@ TensorView on_gpu(const TensorView& view, const Tensor& host_storage, const Tens
     return moved;
 }
 
-std::int64_t bytes_of(const TensorSpec& spec) {
-    std::int64_t n = static_cast<std::int64_t>(size_of(spec.dtype));
-    for (const std::int64_t e : spec.shape) n *= e;
-    return n;
-}
-
 // Runs one corpus call on the CPU and on the GPU and compares; false when it was too large to run.
 bool check_corpus_call(const testing::CorpusCall& c, std::mt19937& rng) {
     const Expression expression(c.call);
@@ -64,8 +58,8 @@ bool check_corpus_call(const testing::CorpusCall& c, std::mt19937& rng) {
     const Program on_cpu = expression.bind(specs_only);
     // The CPU executor is the slow side: leave out what would take it more than about a second.
     std::int64_t bytes = 0;
-    for (const TensorSpec& s : on_cpu.plan().inputs) bytes += bytes_of(s);
-    for (const TensorSpec& s : on_cpu.plan().outputs) bytes += bytes_of(s);
+    for (const TensorSpec& s : on_cpu.plan().inputs) bytes += s.bytes();
+    for (const TensorSpec& s : on_cpu.plan().outputs) bytes += s.bytes();
     if (bytes > (std::int64_t{1} << 30) || on_cpu.plan().total.flops > 2e10) return false;
 
     std::vector<testing::CorpusOperand> host;

@@ -58,7 +58,7 @@ std::string big_endian(T value) {
     return out;
 }
 
-std::string bytes_of(const TensorView& view, std::size_t count) {
+std::string first_bytes(const TensorView& view, std::size_t count) {
     return std::string(static_cast<const char*>(view.data), count);
 }
 
@@ -138,14 +138,14 @@ TEST_CASE("npy: every dtype round-trips bit for bit, through memory and through 
         const Tensor from_memory = read_npy_bytes(npy_bytes(tensor), "memory.npy");
         CHECK(from_memory.dtype() == expected);
         CHECK(from_memory.shape() == shape);
-        CHECK(bytes_of(from_memory, size) == bytes);
+        CHECK(first_bytes(from_memory, size) == bytes);
 
         const fs::path path = dir.path / fmt::format("{}.npy", name_of(dtype));
         write_npy(path, tensor);
         const Tensor from_file = read_npy(path);
         CHECK(from_file.dtype() == expected);
         CHECK(from_file.shape() == shape);
-        CHECK(bytes_of(from_file, size) == bytes);
+        CHECK(first_bytes(from_file, size) == bytes);
     }
 }
 

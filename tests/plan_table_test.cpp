@@ -91,11 +91,10 @@ Plan plan_of(const Row& row, const PlanOptions& options = {}) {
 }
 
 std::string step_kinds(const Plan& plan) {
-    static constexpr std::string_view kinds[] = {"view", "copy", "reduce", "contract", "gemm"};
     std::string out;
     for (const PlanStep& step : plan.steps) {
         if (!out.empty()) out += ' ';
-        out += kinds[step.step.index()];
+        out += step_kind(step.step);
     }
     return out;
 }

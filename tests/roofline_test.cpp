@@ -214,13 +214,13 @@ TEST_CASE("roofline: the axis mapping is logarithmic, whole decades, and holds e
         CHECK(axes.y(p.flops_per_second) > axes.top);
         CHECK(axes.y(p.flops_per_second) < axes.bottom);
     }
-    for (const cli::Roof& roof : cli::compute_roofs(h100)) {
+    for (const cli::ComputeRoof& roof : cli::compute_roofs(h100)) {
         CHECK(roof.peak / h100.bandwidth > axes.x_min);
         CHECK(roof.peak / h100.bandwidth < axes.x_max);
         CHECK(roof.peak < axes.y_max);
     }
     // The roofs: equal peaks share one (f64 and f32 on an H100), sorted by peak.
-    const std::vector<cli::Roof> roofs = cli::compute_roofs(h100);
+    const std::vector<cli::ComputeRoof> roofs = cli::compute_roofs(h100);
     REQUIRE(roofs.size() == 4);
     CHECK(roofs[0].dtypes == "f64 · f32");
     CHECK(roofs[2].dtypes == "bf16 · f16");

@@ -33,7 +33,7 @@ namespace {
 
 using Bytes = std::vector<std::uint8_t>;
 
-Bytes bytes_of(std::string_view text) {
+Bytes to_bytes(std::string_view text) {
     return Bytes(text.begin(), text.end());
 }
 
@@ -81,7 +81,7 @@ std::vector<Bytes> pattern_seeds(const fs::path& corpus) {
             if (!line.starts_with("$ einc explain ")) continue;
             const std::vector<std::string> words =
                 testing::shell_words(line.substr(2)).value_or(std::vector<std::string>{});
-            if (words.size() >= 4) seeds.push_back(bytes_of(pattern_seed(words)));
+            if (words.size() >= 4) seeds.push_back(to_bytes(pattern_seed(words)));
         }
     }
     // A few the corpus has no line for: other dtypes run, many operands, deep groups, big sizes.
@@ -91,7 +91,7 @@ std::vector<Bytes> pattern_seeds(const fs::path& corpus) {
           "repeat bool\na -> a b 2\n3\nb=2\n\n", "einsum bf16 compact\n...ij,jk->...ik\n2x2x3 3x2\n\n\n",
           "rearrange\n(a b c) -> c b a\n4611686018427387904\nb=2 c=2\n\n", "pack i8\n* c\n2x3 3 4x1x3\n\n\n",
           "unpack f64\nb * c\n2x7x3\n\n2x2 -1\n"})
-        seeds.push_back(bytes_of(extra));
+        seeds.push_back(to_bytes(extra));
     return seeds;
 }
 
@@ -115,7 +115,7 @@ std::vector<Bytes> npy_seeds() {
         file += '\0';
         for (int i = 0; i < (major == 1 ? 2 : 4); ++i)
             file += static_cast<char>((header.size() >> (8 * i)) & 0xFF);
-        seeds.push_back(bytes_of(file + header + data));
+        seeds.push_back(to_bytes(file + header + data));
     };
     const std::string six(24, '\x01');
     by_hand("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }\n", six, 1);
@@ -137,8 +137,8 @@ std::vector<Bytes> corpus_seeds(const fs::path& corpus) {
         std::string together;
         for (std::string line; std::getline(in, line);) {
             if (line.empty() || line.starts_with("#")) continue;
-            seeds.push_back(bytes_of(line + "\n"));
-            if (seeds.size() % 8 == 0) seeds.push_back(bytes_of(std::exchange(together, {})));
+            seeds.push_back(to_bytes(line + "\n"));
+            if (seeds.size() % 8 == 0) seeds.push_back(to_bytes(std::exchange(together, {})));
             together += line + "\n";
         }
     }
@@ -148,7 +148,7 @@ std::vector<Bytes> corpus_seeds(const fs::path& corpus) {
           "reduce \"(a 17) b -> a\" sum ?x5\n", "rearrange \"a b -> b a\" ?x4 (3,4):(1,3)\n",
           "rearrange \"a b -> b a\" x.npy\n",
           "# a comment\n\n   \nrepeat \"h w -> h w c\" ?x? -a c=3 --dtype bool\r\n"})
-        seeds.push_back(bytes_of(bad));
+        seeds.push_back(to_bytes(bad));
     return seeds;
 }
 
