@@ -321,8 +321,7 @@ int roofline(std::span<const std::string> command_line, std::ostream& out, std::
         std::string bound = p.compute_bound ? "compute-bound" : "memory-bound";
         if (p.measured)
             bound = fmt::format("{:.3g}% of roof",
-                                100 * p.flops_per_second /
-                                    std::min(peak_flops(device, p.dtype), p.intensity * device.bandwidth));
+                                100 * p.flops_per_second / attainable_flops(device, p.dtype, p.intensity));
         fmt::print(out, "  {:<6} {:>12.3g} {:>14}  {:<14} {}\n", p.tag, p.intensity,
                    format_flops(p.flops_per_second) + "/s", bound, p.description);
     }
