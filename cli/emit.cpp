@@ -22,8 +22,7 @@ int emit(const CallArgs& args, std::ostream& out) {
     for (const TensorSpec& input : inputs) shapes.push_back(input.shape);
     const Plan planned = plan(bind(args.call, shapes), inputs);
     const DeviceModel& device = parse_device(args.device);
-    const Schedule scheduled =
-        schedule(planned, Target::gpu(device.multiprocessors > 0 ? device.multiprocessors : 132));
+    const Schedule scheduled = schedule(planned, gpu_target(device));
     for (std::size_t s = 0; s < planned.steps.size(); ++s) {
         const ScheduledStep& step = scheduled.steps[s];
         fmt::print(out, "// step {}: {}\n", s + 1, planned.steps[s].why);

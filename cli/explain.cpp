@@ -39,11 +39,15 @@ const DeviceModel& default_cpu_device(std::ostream& err) {
     return development;
 }
 
+Target gpu_target(const DeviceModel& device) {
+    return Target::gpu(device.multiprocessors > 0 ? device.multiprocessors : default_multiprocessors);
+}
+
 Target schedule_target(const CallArgs& args, const DeviceModel& device) {
     const bool gpu = args.backend.empty() ? device.multiprocessors > 0 : args.backend == "cuda";
     if (!args.backend.empty() && args.backend != "cpu" && args.backend != "cuda")
         throw UsageError(fmt::format("unknown backend '{}' (cpu, cuda)", args.backend));
-    if (gpu) return Target::gpu(device.multiprocessors > 0 ? device.multiprocessors : 132);
+    if (gpu) return gpu_target(device);
     return cpu_target();
 }
 

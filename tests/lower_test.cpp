@@ -1,7 +1,9 @@
 // lower(): the passes in order give what calling them one by one gives, it stops where asked (the front
-// end makes no plan, so plan errors wait), and lowering in two goes is lowering in one.
+// end makes no plan, so plan errors wait), and lowering in two goes is lowering in one. Also the one GPU
+// target the CLI lowers for.
 #include <doctest/doctest.h>
 
+#include "cli/commands.hpp"
 #include "compiler/bind.hpp"
 #include "compiler/lower.hpp"
 #include "grammar/diagnostic.hpp"
@@ -93,4 +95,19 @@ TEST_CASE("lower: a plan made elsewhere (a gradient's Route) is scheduled from w
     const Lowered lowered = lower(Lowered{.stage = Stage::planned, .bound = forward.bound, .plan = route},
                                   {.target = cpu_target()});
     CHECK(printed(lowered.plan, lowered.schedule) == printed(route, expected));
+}
+
+TEST_CASE("cli: one GPU target, the device's multiprocessors or an H100's") {
+    CHECK(cli::gpu_target(*device_model_named("a100")) == Target::gpu(108));
+    CHECK(cli::gpu_target(*device_model_named("h200")) == Target::gpu(132));
+    CHECK(cli::gpu_target(*device_model_named("cpu")) == Target::gpu(default_multiprocessors));
+    CHECK(Target{}.multiprocessors == default_multiprocessors);
+    cli::CallArgs args;
+    args.backend = "cuda";
+    CHECK(cli::schedule_target(args, *device_model_named("cpu")) ==
+          cli::gpu_target(*device_model_named("cpu")));
+    CHECK(cli::schedule_target(args, *device_model_named("a100")) == Target::gpu(108));
+    args.backend = "";
+    CHECK(cli::schedule_target(args, *device_model_named("a100")) == Target::gpu(108));
+    CHECK(cli::schedule_target(args, *device_model_named("cpu")).backend == Backend::cpu);
 }
