@@ -8,9 +8,9 @@
 
 #include "cli/arguments.hpp"
 #include "cli/commands.hpp"
-#include "compiler/bind.hpp"
 #include "compiler/gradient.hpp"
 #include "compiler/layout.hpp"
+#include "compiler/lower.hpp"
 #include "compiler/schedule.hpp"
 
 namespace einc::cli {
@@ -231,19 +231,19 @@ CorpusEntry plan_line(const std::string& location, const std::string& line) {
                 specs.push_back(TensorSpec{dtype, shapes[k],
                                            call.operands[k].strides.value_or(row_major_strides(shapes[k]))});
             try {
-                const Bound bound = bind(call.call, shapes);
+                const Lowered front = lower(call.call, specs, {.until = Stage::bound});
                 for (const bool contiguous :
                      {false, true}) {  // views, and results written into given outputs
-                    PlanOptions options;
-                    options.contiguous = contiguous;
-                    for (const KernelSignature& k :
-                         possible_kernels(plan(bound, specs, options), !symbolic.empty()))
+                    const Lowered planned =
+                        lower(front, {.until = Stage::planned, .plan = {.contiguous = contiguous}});
+                    for (const KernelSignature& k : possible_kernels(planned.plan, !symbolic.empty()))
                         add_unique(entry.kernels, k);
                 }
                 if (call.backward) {  // `--backward`: the kernels of its gradients too (row-major output
                                       // gradients)
+                    const Plan forward = lower(front, {.until = Stage::planned}).plan;
                     for (const BackwardPlan& backward :
-                         plan_backward(bound, specs, row_major_gradients(plan(bound, specs))))
+                         plan_backward(front.bound, specs, row_major_gradients(forward)))
                         for (const KernelSignature& k : possible_kernels(backward.plan, !symbolic.empty()))
                             add_unique(entry.kernels, k);
                 }

@@ -41,8 +41,11 @@ const DeviceModel& parse_device(const std::string& key);
 // What CPU timings are compared with when no --device is given: this machine's saved calibration
 // ("local"), else the development machine's entry ("cpu"), with a note on `err` saying so.
 const DeviceModel& default_cpu_device(std::ostream& err);
-// The target `explain` and `emit` schedule for: --backend, else the device's kind; a GPU with the
-// device's multiprocessors (an H100's where the device is a CPU), the CPU as einc runs on this machine.
+// The GPU the commands schedule for: one with the device's multiprocessors, or where the device is a CPU,
+// default_multiprocessors (an H100's). `emit` always schedules for it.
+Target gpu_target(const DeviceModel& device);
+// The target `explain` schedules for: --backend, else the device's kind; gpu_target(device), or the CPU
+// as einc runs on this machine.
 Target schedule_target(const CallArgs& args, const DeviceModel& device);
 
 }  // namespace einc::cli

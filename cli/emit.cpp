@@ -5,9 +5,8 @@
 
 #include "cli/cli.hpp"
 #include "cli/commands.hpp"
-#include "compiler/bind.hpp"
 #include "compiler/codegen.hpp"
-#include "compiler/schedule.hpp"
+#include "compiler/lower.hpp"
 #include "einc_build_info.hpp"
 #include "grammar/diagnostic.hpp"
 #if EINC_HAS_CUDA
@@ -17,13 +16,11 @@
 namespace einc::cli {
 
 int emit(const CallArgs& args, std::ostream& out) {
-    const std::vector<TensorSpec> inputs = load_operands(args).specs;
-    std::vector<Shape> shapes;
-    for (const TensorSpec& input : inputs) shapes.push_back(input.shape);
-    const Plan planned = plan(bind(args.call, shapes), inputs);
-    const DeviceModel& device = parse_device(args.device);
-    const Schedule scheduled =
-        schedule(planned, Target::gpu(device.multiprocessors > 0 ? device.multiprocessors : 132));
+    Lowered lowered = lower(args.call, load_operands(args).specs, {.until = Stage::planned});
+    const Target target = gpu_target(parse_device(args.device));  // (an unknown --device: after the plan)
+    lowered = lower(std::move(lowered), {.until = Stage::scheduled, .target = target});
+    const Plan& planned = lowered.plan;
+    const Schedule& scheduled = lowered.schedule;
     for (std::size_t s = 0; s < planned.steps.size(); ++s) {
         const ScheduledStep& step = scheduled.steps[s];
         fmt::print(out, "// step {}: {}\n", s + 1, planned.steps[s].why);

@@ -5,8 +5,7 @@
 #include "cli/commands.hpp"
 #include "compiler/bind.hpp"
 #include "compiler/gradient.hpp"
-#include "compiler/plan.hpp"
-#include "compiler/schedule.hpp"
+#include "compiler/lower.hpp"
 #include "grammar/diagnostic.hpp"
 #include "grammar/print.hpp"
 #include "runtime/calibration.hpp"
@@ -39,11 +38,15 @@ const DeviceModel& default_cpu_device(std::ostream& err) {
     return development;
 }
 
+Target gpu_target(const DeviceModel& device) {
+    return Target::gpu(device.multiprocessors > 0 ? device.multiprocessors : default_multiprocessors);
+}
+
 Target schedule_target(const CallArgs& args, const DeviceModel& device) {
     const bool gpu = args.backend.empty() ? device.multiprocessors > 0 : args.backend == "cuda";
     if (!args.backend.empty() && args.backend != "cpu" && args.backend != "cuda")
         throw UsageError(fmt::format("unknown backend '{}' (cpu, cuda)", args.backend));
-    if (gpu) return Target::gpu(device.multiprocessors > 0 ? device.multiprocessors : 132);
+    if (gpu) return gpu_target(device);
     return cpu_target();
 }
 
@@ -66,23 +69,24 @@ LoadedOperands load_operands(const CallArgs& args) {
 }
 
 int explain(const CallArgs& args, std::ostream& out) {
-    const syntax::Pattern pattern = parse(args.call);
+    const syntax::Pattern pattern = parse(args.call);  // a syntax error first, before the operands are read
     const std::vector<TensorSpec> inputs = load_operands(args).specs;
     const DeviceModel& device = parse_device(args.device);
-    std::vector<Shape> shapes;
-    for (const TensorSpec& input : inputs) shapes.push_back(input.shape);
-    const Bound bound = bind(pattern, args.call, shapes);
-    PlanOptions options;
-    options.require_view = args.view;
-    if (!args.print_plan && !args.print_schedule &&
-        !args.json) {  // the front end alone: no planning, no plan errors
+    // The front end alone unless a plan is printed: no planning, no plan errors.
+    const bool front_end = !args.print_plan && !args.print_schedule && !args.json;
+    Lowered lowered =
+        lower(args.call, pattern, inputs,
+              {.until = front_end ? Stage::bound : Stage::planned, .plan = {.require_view = args.view}});
+    if (front_end) {
         fmt::print(out, "{}{}", args.print_syntax ? print_syntax(pattern) : "",
-                   args.print_bound ? print_bound(bound) : "");
+                   args.print_bound ? print_bound(lowered.bound) : "");
         return exit_ok;
     }
-    const Plan planned = plan(bound, inputs, options);
-    const Target target = schedule_target(args, device);
-    const Schedule scheduled = schedule(planned, target);
+    const Target target = schedule_target(args, device);  // (refuses an unknown --backend after the plan)
+    lowered = lower(std::move(lowered), {.until = Stage::scheduled, .target = target});
+    const Bound& bound = lowered.bound;
+    const Plan& planned = lowered.plan;
+    const Schedule& scheduled = lowered.schedule;
     if (args.backward) {
         const std::vector<BackwardPlan> backward = plan_backward(bound, inputs, row_major_gradients(planned));
         std::vector<Schedule> schedules;

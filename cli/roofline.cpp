@@ -17,6 +17,7 @@
 #include "cli/roofline_chart.hpp"
 #include "compiler/bind.hpp"
 #include "compiler/gradient.hpp"
+#include "compiler/lower.hpp"
 #include "grammar/diagnostic.hpp"
 
 namespace einc::cli {
@@ -94,17 +95,13 @@ struct ChartPlan {
     std::string label;  // "" or "backward 2"
 };
 std::vector<ChartPlan> plan_call(const CallArgs& args) {
-    const syntax::Pattern pattern = parse(args.call);
+    const syntax::Pattern pattern = parse(args.call);  // a syntax error first, before the operands are read
     const std::vector<TensorSpec> inputs = load_operands(args).specs;
-    std::vector<Shape> shapes;
-    for (const TensorSpec& input : inputs) shapes.push_back(input.shape);
-    PlanOptions options;
-    options.require_view = args.view;
-    const Bound bound = bind(pattern, args.call, shapes);
-    Plan forward = plan(bound, inputs, options);
-    if (!args.backward) return {ChartPlan{std::move(forward), ""}};
+    Lowered forward =
+        lower(args.call, pattern, inputs, {.until = Stage::planned, .plan = {.require_view = args.view}});
+    if (!args.backward) return {ChartPlan{std::move(forward.plan), ""}};
     std::vector<ChartPlan> plans;
-    for (BackwardPlan& b : plan_backward(bound, inputs, row_major_gradients(forward)))
+    for (BackwardPlan& b : plan_backward(forward.bound, inputs, row_major_gradients(forward.plan)))
         plans.push_back(ChartPlan{std::move(b.plan), fmt::format("backward {}", plans.size() + 1)});
     return plans;
 }
@@ -321,8 +318,7 @@ int roofline(std::span<const std::string> command_line, std::ostream& out, std::
         std::string bound = p.compute_bound ? "compute-bound" : "memory-bound";
         if (p.measured)
             bound = fmt::format("{:.3g}% of roof",
-                                100 * p.flops_per_second /
-                                    std::min(peak_flops(device, p.dtype), p.intensity * device.bandwidth));
+                                100 * p.flops_per_second / attainable_flops(device, p.dtype, p.intensity));
         fmt::print(out, "  {:<6} {:>12.3g} {:>14}  {:<14} {}\n", p.tag, p.intensity,
                    format_flops(p.flops_per_second) + "/s", bound, p.description);
     }

@@ -509,9 +509,9 @@ public:
             svg_ += text_element(rate_right, y, "end", "", rate(p.flops_per_second));
             std::string bound;
             if (p.measured) {
-                const double peak = peak_flops(device_, p.dtype);
-                const double attainable = std::min(peak, p.intensity * bw_);
-                bound = fmt::format("{:.0f}% of attainable", 100 * p.flops_per_second / attainable);
+                bound =
+                    fmt::format("{:.0f}% of attainable",
+                                100 * p.flops_per_second / attainable_flops(device_, p.dtype, p.intensity));
             } else {
                 bound = p.compute_bound ? "compute-bound" : "memory-bound";
             }

@@ -128,6 +128,10 @@ double peak_flops(const DeviceModel& device, DType dtype, bool allow_tf32) {
     return device.peak_f32;
 }
 
+double attainable_flops(const DeviceModel& device, DType dtype, double intensity, bool allow_tf32) {
+    return std::min(peak_flops(device, dtype, allow_tf32), intensity * device.bandwidth);
+}
+
 Roofline roofline(const Cost& cost, const DeviceModel& device, DType dtype, bool allow_tf32) {
     const double peak = peak_flops(device, dtype, allow_tf32);
     Roofline r;
@@ -136,7 +140,7 @@ Roofline roofline(const Cost& cost, const DeviceModel& device, DType dtype, bool
     r.seconds = std::max(compute, memory);
     r.compute_bound = compute > memory;
     r.ridge = peak / device.bandwidth;
-    r.attainable_flops = std::min(peak, cost.intensity() * device.bandwidth);
+    r.attainable_flops = attainable_flops(device, dtype, cost.intensity(), allow_tf32);
     return r;
 }
 

@@ -63,6 +63,9 @@ const DeviceModel& keep_device_model(const DeviceModel& model);
 // The peak a step computing in `dtype` can reach: the tensor-core peak for bf16/f16/fp8/i8 (and for
 // f32 when tf32 is allowed), the vector peak for f32/f64; integers wider than 8 bits use the f32 rate.
 double peak_flops(const DeviceModel& device, DType dtype, bool allow_tf32 = false);
+// The FLOP/s a step of `intensity` (FLOP/B) computing in `dtype` can attain: min(peak, intensity *
+// bandwidth), the roof it sits under.
+double attainable_flops(const DeviceModel& device, DType dtype, double intensity, bool allow_tf32 = false);
 
 struct Roofline {
     double seconds = 0;           // max(compute time, memory time)

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 #include <set>
 
-#include "compiler/bind.hpp"
+#include "compiler/lower.hpp"
 #include "compiler/plan_builder.hpp"
 #include "grammar/diagnostic.hpp"
 
@@ -351,11 +351,9 @@ std::vector<BackwardPlan> plan_backward(const Bound& forward, std::span<const Te
             plans.push_back(BackwardPlan{std::move(call), forward, std::move(plan), options.epilogue});
             continue;
         }
-        std::vector<Shape> shapes;
-        for (const TensorSpec& operand : operands) shapes.push_back(operand.shape);
-        Bound bound = bind(call.call, shapes);
-        Plan plan = einc::plan(bound, operands, options);
-        plans.push_back(BackwardPlan{std::move(call), std::move(bound), std::move(plan), options.epilogue});
+        Lowered lowered = lower(call.call, operands, {.until = Stage::planned, .plan = options});
+        plans.push_back(BackwardPlan{std::move(call), std::move(lowered.bound), std::move(lowered.plan),
+                                     options.epilogue});
     }
     return plans;
 }

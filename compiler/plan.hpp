@@ -180,11 +180,11 @@ std::string_view step_kind(const Step& step);
 DType compute_dtype(const Plan& plan, const Step& step);
 
 struct PlanOptions {
-    bool require_view = false;          // fail unless every result is a view of an input
-    bool contiguous = false;            // never return a view: materialise every result
-    std::vector<Shape> output_strides;  // strides of caller-provided outputs; empty: row-major results
-    Epilogue
-        epilogue;  // out = alpha * result + beta * out for every output; not the identity: no View results
+    bool require_view = false;            // fail unless every result is a view of an input
+    bool contiguous = false;              // never return a view: materialise every result
+    std::vector<Shape> output_strides{};  // strides of caller-provided outputs; empty: row-major results
+    // out = alpha * result + beta * out for every output; not the identity: no View results
+    Epilogue epilogue{};
     std::size_t optimal_operand_limit = 8;  // exhaustive contraction-order search up to this many operands
 };
 

@@ -44,14 +44,18 @@ namespace einc {
 enum class Backend : std::uint8_t { cpu, cuda };
 std::string_view name_of(Backend backend);
 
+// The multiprocessors a GPU schedule is made for where no GPU is named: an H100 SXM's.
+inline constexpr int default_multiprocessors = 132;
+
 // What scheduling needs to know of where a plan runs.
 struct Target {
     Backend backend = Backend::cpu;
     int threads = 1;       // cpu: the threads a step may use
     int vector_bytes = 0;  // cpu: the register width of in-register transposes (32 AVX2, 16 SSE2, 0 none)
     bool blas = false;     // cpu: a CBLAS is linked, for f32 and f64 GEMMs
-    int multiprocessors = 132;  // cuda: 32 blocks of 256 threads per multiprocessor keep it busy
-    bool allow_tf32 = false;    // cuda: f32 GEMMs may run in TF32 (Options::allow_tf32)
+    int multiprocessors =
+        default_multiprocessors;  // cuda: 32 blocks of 256 threads per multiprocessor keep it busy
+    bool allow_tf32 = false;      // cuda: f32 GEMMs may run in TF32 (Options::allow_tf32)
 
     static Target cpu(int threads, int vector_bytes, bool blas);
     static Target gpu(int multiprocessors, bool allow_tf32 = false);

@@ -12,7 +12,7 @@
 namespace einc::detail {
 namespace {
 
-std::int64_t size_in_bytes(const Layout& layout, DType dtype) {
+std::int64_t dense_bytes(const Layout& layout, DType dtype) {
     return saturating_mul(layout.size(), static_cast<std::int64_t>(size_of(dtype)));
 }
 
@@ -99,7 +99,7 @@ ScheduledStep schedule_copy(const Plan& plan, const Copy& copy, const Target& ta
     const DType from = plan.spec(copy.src.buffer).dtype, to = plan.spec(copy.dst.buffer).dtype;
     const DType accumulator = accumulator_dtype(Reduction::none, from, 1, Backend::cpu);
     const Layout &dst = copy.dst.layout, &src = copy.src.layout;
-    const bool parallel = size_in_bytes(dst, to) >= parallel_threshold_bytes && target.threads >= 2;
+    const bool parallel = dense_bytes(dst, to) >= parallel_threshold_bytes && target.threads >= 2;
     const Split outer = parallel && dst.rank() > 0 && dst.modes[0].extent >= 2 ? Split::outer : Split::none;
     // An epilogue does arithmetic on every element: the converting loop, never a bit move or a transpose.
     const bool moves_bits = from == to && copy.epilogue.identity();
@@ -207,7 +207,7 @@ ScheduledStep schedule_reduce(const Plan& plan, const Reduce& reduce, const Targ
     const std::int64_t size = reduce.src.layout.size();
     const std::int64_t terms = t.size == 0 ? 0 : size / t.size;
     const DType accumulator = accumulator_dtype(reduce.op, in, terms, Backend::cpu);
-    const std::int64_t bytes = size_in_bytes(reduce.src.layout, in);
+    const std::int64_t bytes = dense_bytes(reduce.src.layout, in);
     const bool parallel = bytes >= parallel_threshold_bytes && target.threads >= 2;
 
     Layout src = permute(reduce.src.layout, t.order), acc = permute(t.acc, t.order),
@@ -282,7 +282,7 @@ ScheduledStep schedule_contract(const Plan& plan, const Contract& contract, cons
     const std::int64_t terms = t.size == 0 ? 0 : size / t.size;
     const DType accumulator = accumulator_dtype(Reduction::sum, in, terms, Backend::cpu);
     const bool parallel =
-        saturating_mul(size_in_bytes(contract.dst.layout, in), 2) >= parallel_threshold_bytes &&
+        saturating_mul(dense_bytes(contract.dst.layout, in), 2) >= parallel_threshold_bytes &&
         target.threads >= 2;
     const bool plain =
         contract.epilogue.identity();       // else the accumulator array, whose write-out applies it
@@ -365,7 +365,7 @@ ScheduledStep schedule_route(const Plan& plan, const Route& route, const Target&
     for (std::size_t m = route.kept; m < route.src.layout.rank(); ++m)
         terms = saturating_mul(terms, route.src.layout.modes[m].extent);
     const bool parallel =
-        size_in_bytes(route.dst.layout, dtype) >= parallel_threshold_bytes && target.threads >= 2;
+        dense_bytes(route.dst.layout, dtype) >= parallel_threshold_bytes && target.threads >= 2;
     const Split split =
         parallel && route.kept > 0 && route.dst.layout.modes[0].extent >= 2 ? Split::outer : Split::none;
     return scheduled(

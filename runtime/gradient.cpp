@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/lower.hpp"
 #include "grammar/diagnostic.hpp"
 #include "runtime/backend.hpp"
 
@@ -105,8 +106,10 @@ Gradient Gradient::bind(const Expression& call, std::span<const TensorView> inpu
                                 target.input))
                     .help("give a row-major gradient, or accumulate into it (beta = 1)");
         const Options step_options{.alpha = backward.epilogue.alpha, .beta = backward.epilogue.beta};
-        Program program = Program::from_plan(std::move(backward.bound), std::move(backward.plan),
-                                             step_options, first.device, first.device_index, what);
+        Program program = Program::from_lowered(Lowered{.stage = Stage::planned,
+                                                        .bound = std::move(backward.bound),
+                                                        .plan = std::move(backward.plan)},
+                                                step_options, first.device, first.device_index, what);
         state->steps.push_back(Gradient::Step{std::move(backward.call), std::move(program)});
     }
     Gradient gradient;

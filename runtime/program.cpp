@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "compiler/bind.hpp"
+#include "compiler/lower.hpp"
 #include "grammar/diagnostic.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/execute.hpp"
@@ -125,7 +126,6 @@ Program Expression::bind(std::span<const TensorView> inputs, std::span<const Ten
 
 Program Expression::bind_to(std::span<const TensorView> inputs, const std::span<const TensorView>* outputs,
                             const Options& options) const {
-    std::vector<Shape> shapes;
     std::vector<TensorSpec> specs;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         if (inputs[i].strides.size() != inputs[i].shape.size())
@@ -136,51 +136,52 @@ Program Expression::bind_to(std::span<const TensorView> inputs, const std::span<
                         fmt::format("inputs are on different devices: input 0 on {} {}, input {} on {} {}",
                                     name_of(inputs[0].device), inputs[0].device_index, i,
                                     name_of(inputs[i].device), inputs[i].device_index));
-        shapes.push_back(inputs[i].shape);
         specs.push_back(spec_of(inputs[i]));
     }
-    Bound bound = einc::bind(state_->syntax, state_->call, shapes);
+    // Lowered in two goes: the caller's outputs are checked against the bound call before planning.
+    Lowered lowered = lower(state_->call, state_->syntax, specs, {.until = Stage::bound});
     PlanOptions plan_options;
-    if (outputs) plan_options.output_strides = output_strides(bound, inputs, *outputs);
+    if (outputs) plan_options.output_strides = output_strides(lowered.bound, inputs, *outputs);
     plan_options.require_view = options.require_view;
     plan_options.contiguous = options.contiguous;
     plan_options.epilogue = Epilogue{options.alpha, options.beta};
-    Plan plan = einc::plan(bound, specs, plan_options);
-    if (outputs) check_bound_outputs(plan, inputs, *outputs);
+    lowered = lower(std::move(lowered), {.until = Stage::planned, .plan = std::move(plan_options)});
+    if (outputs) check_bound_outputs(lowered.plan, inputs, *outputs);
     const TensorView first = inputs.empty() ? TensorView{} : inputs[0];
-    return Program::from_plan(
-        std::move(bound), std::move(plan), options, first.device, first.device_index,
+    return Program::from_lowered(
+        std::move(lowered), options, first.device, first.device_index,
         fmt::format("{} \"{}\" on {}", name_of(state_->call.op), state_->call.pattern, describe(first)));
 }
 
-Program Program::from_plan(Bound bound, Plan plan, const Options& options, Device device, int device_index,
-                           std::string_view what) {
+Program Program::from_lowered(Lowered lowered, const Options& options, Device device, int device_index,
+                              std::string_view what) {
     auto state = std::make_shared<Program::State>();
-    state->bound = std::move(bound);
-    state->plan = std::move(plan);
     state->options = options;
     state->device = device;
     state->device_index = device_index;
-    for (std::size_t k = 0; k < state->plan.outputs.size(); ++k)
-        state->view_sources.push_back(state->plan.view_source(k));
+    const Plan& plan = lowered.plan;
+    for (std::size_t k = 0; k < plan.outputs.size(); ++k) state->view_sources.push_back(plan.view_source(k));
     // (A plan without steps - a pack of empty tensors - still has results to allocate.)
     state->only_views =
-        !state->plan.steps.empty() &&
-        std::all_of(state->plan.steps.begin(), state->plan.steps.end(),
-                    [](const PlanStep& step) { return std::holds_alternative<View>(step.step); });
+        !plan.steps.empty() && std::all_of(plan.steps.begin(), plan.steps.end(), [](const PlanStep& step) {
+            return std::holds_alternative<View>(step.step);
+        });
     try {
         // A plan of views runs nowhere: its schedule needs no device (nor a GPU backend).
         Target target = !state->only_views             ? target_of(state->device, state->device_index)
                         : state->device == Device::cpu ? cpu_target()
                                                        : Target::gpu(1);
         target.allow_tf32 = options.allow_tf32 && target.backend == Backend::cuda;
-        state->schedule = einc::schedule(state->plan, target);
+        lowered = lower(std::move(lowered), {.until = Stage::scheduled, .target = target});
         if (!state->only_views)
-            state->prepared = prepare(state->schedule, state->device, state->device_index);
+            state->prepared = prepare(lowered.schedule, state->device, state->device_index);
     } catch (Error& e) {  // a step the device cannot run, a kernel that cannot be compiled or found: say
                           // which call needed it
         throw std::move(e.note(fmt::format("needed by {}", what)));
     }
+    state->bound = std::move(lowered.bound);
+    state->plan = std::move(lowered.plan);
+    state->schedule = std::move(lowered.schedule);
     return Program(std::move(state));
 }
 

@@ -46,6 +46,7 @@ struct Options {
 
 class Program;
 class Gradient;
+struct Lowered;  // compiler/lower.hpp: what binding a program lowers (not an installed header)
 
 // Scratch memory the caller owns, for Program::run: at least program.workspace_bytes() bytes on the
 // program's device, aligned to 64 bytes on the CPU and 256 on a GPU. With one, a run into caller outputs
@@ -125,10 +126,10 @@ public:
 private:
     struct State;
     explicit Program(std::shared_ptr<const State> state) : state_(std::move(state)) {}
-    // Schedules and prepares a plan made for inputs on `device`; `what` ("einsum \"...\" on ...") names the
-    // call in errors.
-    static Program from_plan(Bound bound, Plan plan, const Options& options, Device device, int device_index,
-                             std::string_view what);
+    // Schedules and prepares a call lowered up to its plan (compiler/lower.hpp) for inputs on `device`;
+    // `what` ("einsum \"...\" on ...") names the call in errors.
+    static Program from_lowered(Lowered lowered, const Options& options, Device device, int device_index,
+                                std::string_view what);
     std::shared_ptr<const State> state_;
     friend class Expression;
     friend class PlanCache;

@@ -412,3 +412,15 @@ TEST_CASE("bench: usage errors, and --backend cuda without a GPU backend or a us
                             : "--backend cuda needs einc's GPU backend, which this build does not have") !=
           std::string::npos);
 }
+
+TEST_CASE("roofline: attainable FLOP/s is the lower roof, as roofline() reports it") {
+    const DeviceModel& h100 = *device_model_named("h100");
+    const double ridge = h100.peak_bf16 / h100.bandwidth;
+    CHECK(attainable_flops(h100, DType::bf16, ridge / 4) == doctest::Approx(h100.peak_bf16 / 4));
+    CHECK(attainable_flops(h100, DType::bf16, ridge * 4) == h100.peak_bf16);
+    CHECK(attainable_flops(h100, DType::f32, 1e6) == h100.peak_f32);
+    CHECK(attainable_flops(h100, DType::f32, 1e6, /*allow_tf32=*/true) == h100.peak_tf32);
+    const Cost cost{.flops = 1e9, .bytes_read = 3e6, .bytes_written = 1e6};
+    CHECK(attainable_flops(h100, DType::f16, cost.intensity()) ==
+          roofline(cost, h100, DType::f16).attainable_flops);
+}
