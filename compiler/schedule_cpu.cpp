@@ -327,7 +327,7 @@ ScheduledStep schedule_contract(const Plan& plan, const Contract& contract, cons
 // A CBLAS step of several GEMMs (outer x batch) shares them between threads where they divide evenly
 // enough (a multiple of the threads, or at least twice as many), each GEMM on one thread of the library:
 // OpenBLAS's threads within each of many small GEMMs are slower than whole GEMMs side by side
-// (docs/performance.md, "GEMMs shared between threads").
+// (measured: docs/performance.md, "CPU: another machine ... (2026-11-26)").
 ScheduledStep schedule_gemm(const Plan& plan, const Gemm& gemm, const Target& target) {
     const DType in = plan.spec(gemm.a.buffer).dtype;
     if (gemm.m == 1 && gemm.n == 1 && gemm.k > 0 && is_floating(in)) {
@@ -379,8 +379,8 @@ ScheduledStep schedule_cpu_step(const Plan& plan, const PlanStep& planned, const
     // Streaming (non-temporal) stores where the step moves at least half the last-level cache (its cost's
     // bytes read and written): its destination would not stay cached for long beside the source, and would
     // evict what this step has still to read; stored around the caches, it also skips reading each line
-    // before writing it (docs/performance.md, "Streaming stores"). Where the kernels have them: register
-    // transposes (of 4-byte elements), products of f32.
+    // before writing it (measured: docs/performance.md, "CPU: another machine ... (2026-11-26)"). Where the
+    // kernels have them: register transposes (of 4-byte elements), products of f32.
     const bool streams = planned.cost.bytes() >= static_cast<double>(streaming_bytes);
     return std::visit(
         Overloaded{
