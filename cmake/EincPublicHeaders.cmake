@@ -6,7 +6,7 @@
 set(EINC_PUBLIC_HEADERS
   grammar/diagnostic.hpp grammar/syntax.hpp
   compiler/bound.hpp compiler/call.hpp compiler/cost.hpp compiler/dtype.hpp compiler/epilogue.hpp compiler/gradient.hpp compiler/kernel_abi.hpp compiler/layout.hpp
-  compiler/plan.hpp compiler/schedule.hpp compiler/shape.hpp compiler/small_vector.hpp
+  compiler/plan.hpp compiler/reduction.hpp compiler/schedule.hpp compiler/shape.hpp compiler/small_vector.hpp
   runtime/api.hpp runtime/calibration.hpp runtime/dims.hpp runtime/dlpack.hpp runtime/gradient.hpp runtime/kernel_registry.hpp runtime/npy.hpp runtime/plan_cache.hpp
   runtime/program.hpp runtime/tensor.hpp runtime/threads.hpp
   cuda/cuda.hpp)

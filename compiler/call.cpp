@@ -5,14 +5,13 @@
 #include <fmt/format.h>
 #include <iterator>
 
+#include "compiler/reduction.hpp"
+
 namespace einc {
 namespace {
 
 constexpr std::array op_names{"rearrange", "reduce", "repeat", "einsum", "pack", "unpack", "parse_shape"};
-constexpr std::array reduction_names{"none", "sum", "mean", "max", "min", "prod", "any", "all"};
 static_assert(op_names.size() == static_cast<std::size_t>(Op::parse_shape) + 1, "one name per Op, in order");
-static_assert(reduction_names.size() == static_cast<std::size_t>(Reduction::all) + 1,
-              "one name per Reduction, in order");
 
 }  // namespace
 
@@ -20,7 +19,7 @@ std::string_view name_of(Op op) {
     return op_names.at(static_cast<std::size_t>(op));
 }
 std::string_view name_of(Reduction reduction) {
-    return reduction_names.at(static_cast<std::size_t>(reduction));
+    return reduction == Reduction::none ? "none" : info_of(reduction).name;
 }
 
 std::optional<Op> op_named(std::string_view name) {
@@ -30,13 +29,15 @@ std::optional<Op> op_named(std::string_view name) {
 }
 
 std::optional<Reduction> reduction_named(std::string_view name) {
-    for (std::size_t i = 1; i < reduction_names.size(); ++i)
-        if (name == reduction_names[i]) return static_cast<Reduction>(i);
+    for (const ReductionInfo& info : reduction_table)
+        if (name == info.name) return info.op;
     return std::nullopt;
 }
 
 std::vector<std::string_view> all_reduction_names() {
-    return {reduction_names.begin() + 1, reduction_names.end()};
+    std::vector<std::string_view> names;
+    for (const ReductionInfo& info : reduction_table) names.push_back(info.name);
+    return names;
 }
 
 namespace {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/reduction.hpp"
 #include "grammar/diagnostic.hpp"
 
 namespace einc {
@@ -90,36 +91,35 @@ std::string store(DType d, const std::string& pointer, const std::string& value)
     }
 }
 
+// The identity of op's fold (reduction_table), as an accumulator-typed expression.
 std::string identity(Reduction op, DType acc) {
     const bool floating = is_floating(acc);
     const std::string inf = acc == DType::f64 ? "einc_inf_f64()" : "einc_inf_f32()";
-    switch (op) {
-    case Reduction::prod:
-    case Reduction::all: return floating ? "1" : "(einc_i64)1";
-    case Reduction::max: return floating ? "-" + inf : "(einc_i64)(-0x7fffffffffffffffll - 1)";
-    case Reduction::min: return floating ? inf : "(einc_i64)0x7fffffffffffffffll";
-    default: return floating ? "0" : "(einc_i64)0";
-    }
-}
-
-// `acc` folded with `x`. max and min propagate NaN, as PyTorch does.
-std::string fold(Reduction op, const std::string& acc, const std::string& x) {
-    switch (op) {
-    case Reduction::sum:
-    case Reduction::mean: return fmt::format("({} + {})", acc, x);
-    case Reduction::prod: return fmt::format("({} * {})", acc, x);
-    case Reduction::max: return fmt::format("(({1} > {0} || {1} != {1}) ? {1} : {0})", acc, x);
-    case Reduction::min: return fmt::format("(({1} < {0} || {1} != {1}) ? {1} : {0})", acc, x);
-    case Reduction::any: return fmt::format("(einc_i64)(({} != 0) || ({} != 0))", acc, x);
-    case Reduction::all: return fmt::format("(einc_i64)(({} != 0) && ({} != 0))", acc, x);
-    case Reduction::none: break;
+    switch (info_of(op).identity) {
+    case Identity::zero: return floating ? "0" : "(einc_i64)0";
+    case Identity::one: return floating ? "1" : "(einc_i64)1";
+    case Identity::lowest: return floating ? "-" + inf : "(einc_i64)(-0x7fffffffffffffffll - 1)";
+    case Identity::highest: return floating ? inf : "(einc_i64)0x7fffffffffffffffll";
     }
     EINC_ASSERT(false);
 }
 
-// The value a reduction stores: mean divides by the number of terms.
+// `acc` folded with `x`, as op's row of reduction_table says. max and min propagate NaN, as PyTorch does.
+std::string fold(Reduction op, const std::string& acc, const std::string& x) {
+    switch (info_of(op).combine) {
+    case Combine::add: return fmt::format("({} + {})", acc, x);
+    case Combine::multiply: return fmt::format("({} * {})", acc, x);
+    case Combine::maximum: return fmt::format("(({1} > {0} || {1} != {1}) ? {1} : {0})", acc, x);
+    case Combine::minimum: return fmt::format("(({1} < {0} || {1} != {1}) ? {1} : {0})", acc, x);
+    case Combine::logical_or: return fmt::format("(einc_i64)(({} != 0) || ({} != 0))", acc, x);
+    case Combine::logical_and: return fmt::format("(einc_i64)(({} != 0) && ({} != 0))", acc, x);
+    }
+    EINC_ASSERT(false);
+}
+
+// The value a reduction stores: the fold, divided by the number of terms where the op divides (mean).
 std::string finish(Reduction op, const std::string& acc, const std::string& accumulator) {
-    if (op == Reduction::mean) return fmt::format("({} / ({})terms)", acc, accumulator);
+    if (info_of(op).divides) return fmt::format("({} / ({})terms)", acc, accumulator);
     return acc;
 }
 
@@ -380,7 +380,7 @@ struct Text {
     std::string finalize() const {
         std::string body =
             fmt::format("    const {0} outputs = ({0})p.kept_count, split = ({0})p.split;\n", idx());
-        if (s.op == Reduction::mean)
+        if (info_of(s.op).divides)
             body += fmt::format("    const {0} terms = ({0})p.reduced_count;\n", idx());
         body += fmt::format("    for ({0} out = ({0})blockIdx.x * ({0})blockDim.x + ({0})threadIdx.x; out < "
                             "outputs; out += ({0})gridDim.x * ({0})blockDim.x) {{\n",
@@ -441,7 +441,8 @@ struct Text {
         body += "        einc_i64 o0 = 0, o1 = 0, o2 = 0;\n";
         body += decompose("i", "kept_extent", "kept_stride", s.kept_rank, kept_accesses(true), idx());
         body += fmt::format("        const {0} gradient = ({0}){1};\n", a, load(s.sources[1], "src1 + o2"));
-        if (s.op == Reduction::prod) {
+        const Combine combine = info_of(s.op).combine;
+        if (combine == Combine::multiply) {
             body += fmt::format("        {} product = 1;\n        einc_i64 zeros = 0;\n", a);
             body += route_terms(
                 false,
@@ -455,9 +456,9 @@ struct Text {
                             "            {1}\n",
                             a, store_result("share", "q0")));
         } else {
-            EINC_ASSERT(s.op == Reduction::max || s.op == Reduction::min);
+            EINC_ASSERT(combine == Combine::maximum || combine == Combine::minimum);
             // A term that equals the extremum so far is a tie; one beyond it starts the count again.
-            const std::string beyond = s.op == Reduction::max ? ">" : "<";
+            const std::string beyond = combine == Combine::maximum ? ">" : "<";
             body += fmt::format("        {0} extremum = ({0}){1};\n        einc_i64 ties = 0;\n        bool "
                                 "has_nan = false;\n",
                                 a, load(s.sources[0], "src0 + o1"));

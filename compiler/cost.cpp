@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compiler/checked.hpp"
+#include "compiler/reduction.hpp"
 #include "compiler/schedule.hpp"
 #include "grammar/diagnostic.hpp"
 
@@ -206,9 +207,9 @@ Cost step_cost(const Plan& plan, const Step& step) {
             },
             [&](const Reduce& reduce) {
                 const Layout out = written(reduce.dst.layout);
-                const double flops = static_cast<double>(reduce.src.layout.size()) +
-                                     (reduce.op == Reduction::mean ? static_cast<double>(out.size())
-                                                                   : 0);  // mean divides once per output
+                const ReductionInfo& op = info_of(reduce.op);  // mean also divides, once per output
+                const double flops = op.flops_per_term * static_cast<double>(reduce.src.layout.size()) +
+                                     (op.divides ? static_cast<double>(out.size()) : 0);
                 return Cost{flops, distinct_bytes(reduce.src.layout, dtype(reduce.src.buffer)),
                             distinct_bytes(out, dtype(reduce.dst.buffer)), workspace(reduce.dst.buffer)};
             },

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <iterator>
 
+#include "compiler/reduction.hpp"
 #include "grammar/diagnostic.hpp"
 
 namespace einc {
@@ -52,15 +53,6 @@ std::optional<DType> dtype_named(std::string_view name) {
     return std::nullopt;
 }
 
-bool is_floating(DType dtype) {
-    return dtype == DType::f64 || dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16 ||
-           dtype == DType::f8e4m3 || dtype == DType::f8e5m2;
-}
-
-bool is_integer(DType dtype) {
-    return dtype == DType::i8 || dtype == DType::i32 || dtype == DType::i64;
-}
-
 DType result_dtype(Op op, Reduction reduction, DType input, bool reduces_an_axis) {
     const bool fp8 = input == DType::f8e4m3 || input == DType::f8e5m2;
     if (op == Op::einsum) {
@@ -74,22 +66,12 @@ DType result_dtype(Op op, Reduction reduction, DType input, bool reduces_an_axis
     if (fp8)
         throw Error(ErrorKind::unsupported, fmt::format("reduce on {} is not supported", name_of(input)))
             .help("fp8 tensors are supported for data movement: rearrange, repeat, pack, unpack");
-    switch (reduction) {
-    case Reduction::sum:
-    case Reduction::prod: return is_floating(input) ? input : DType::i64;
-    case Reduction::max:
-    case Reduction::min: return input;
-    case Reduction::any:
-    case Reduction::all: return DType::boolean;
-    case Reduction::mean:
-        if (!is_floating(input))
-            throw Error(ErrorKind::unsupported,
-                        fmt::format("mean of {} values is not defined", name_of(input)))
-                .help("as in einops, mean needs a floating-point tensor: convert it first, or use sum");
-        return input;
-    case Reduction::none: break;
-    }
-    EINC_ASSERT(false);
+    if (info_of(reduction).result == ResultRule::floating && !is_floating(input))
+        throw Error(ErrorKind::unsupported,
+                    fmt::format("{} of {} values is not defined", name_of(reduction), name_of(input)))
+            .help(fmt::format("as in einops, {} needs a floating-point tensor: convert it first, or use sum",
+                              name_of(reduction)));
+    return reduced_dtype(reduction, input);
 }
 
 }  // namespace einc

@@ -19,8 +19,13 @@ inline constexpr DType all_dtypes[] = {DType::f64,    DType::f32, DType::f16, DT
 std::size_t size_of(DType dtype);
 std::string_view name_of(DType dtype);                    // "f32", "bf16", "bool", ...
 std::optional<DType> dtype_named(std::string_view name);  // also numpy's names: "float32", "int64", ...
-bool is_floating(DType dtype);
-bool is_integer(DType dtype);  // i8 i32 i64 (not bool)
+constexpr bool is_floating(DType dtype) {
+    return dtype == DType::f64 || dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16 ||
+           dtype == DType::f8e4m3 || dtype == DType::f8e5m2;
+}
+constexpr bool is_integer(DType dtype) {  // i8 i32 i64 (not bool)
+    return dtype == DType::i8 || dtype == DType::i32 || dtype == DType::i64;
+}
 
 // The dtype of the result of `op` on operands of dtype `input` (all operands share one dtype):
 //   data movement keeps it; sum and prod of integers and bool give i64 (numpy), any/all give bool,

@@ -6,6 +6,7 @@
 
 #include "compiler/lower.hpp"
 #include "compiler/plan_builder.hpp"
+#include "compiler/reduction.hpp"
 #include "grammar/diagnostic.hpp"
 
 namespace einc {
@@ -221,9 +222,23 @@ std::vector<BackwardCall> backward_calls(const Bound& forward, DType dtype) {
                               names.axes(forward.broadcast))}};
     case Op::reduce: {
         const Reduction r = forward.reduction;
-        if (r == Reduction::any || r == Reduction::all)
+        double n = 1;  // terms per output
+        for (const AxisId a : forward.reduced) n *= static_cast<double>(forward.size(a));
+        const auto repeated = [&](double alpha, const std::string& scaled) {
+            return std::vector<BackwardCall>{
+                {call_between(Op::repeat, names, forward.outputs[0], forward.inputs[0]),
+                 false,
+                 {output_gradient()},
+                 {GradientTarget{}},
+                 alpha,
+                 forward.reduced.empty() ? std::string("d(in 0) = the output's gradient, rearranged back")
+                                         : fmt::format("d(in 0) = the output's gradient repeated along {}{}",
+                                                       names.axes(forward.reduced), scaled)}};
+        };
+        switch (info_of(r).gradient) {
+        case GradientRule::none:
             throw refuse(fmt::format("reduce {} is not differentiable: its result is a boolean", name_of(r)));
-        if (r == Reduction::max || r == Reduction::min || r == Reduction::prod) {
+        case GradientRule::route: {
             Call call{Op::reduce, named_pattern(forward), r, {}, false, {}};
             return {BackwardCall{
                 std::move(call),
@@ -231,25 +246,16 @@ std::vector<BackwardCall> backward_calls(const Bound& forward, DType dtype) {
                 {input(0), output_gradient()},
                 {GradientTarget{}},
                 1,
-                r == Reduction::prod
+                info_of(r).combine == Combine::multiply
                     ? "d(in 0) = the output's gradient times the product of the other terms"
                     : fmt::format("d(in 0) = the output's gradient, routed to the {}ima (ties share it)",
-                                  r == Reduction::max ? "max" : "min")}};
+                                  name_of(r))}};
         }
-        double n = 1;
-        for (const AxisId a : forward.reduced) n *= static_cast<double>(forward.size(a));
-        const double alpha =
-            r == Reduction::mean && n > 0 ? 1 / n : 1;  // (an empty input has no gradient to scale)
-        return {BackwardCall{call_between(Op::repeat, names, forward.outputs[0], forward.inputs[0]),
-                             false,
-                             {output_gradient()},
-                             {GradientTarget{}},
-                             alpha,
-                             forward.reduced.empty()
-                                 ? std::string("d(in 0) = the output's gradient, rearranged back")
-                                 : fmt::format("d(in 0) = the output's gradient repeated along {}{}",
-                                               names.axes(forward.reduced),
-                                               r == Reduction::mean ? fmt::format(", times 1/{}", n) : "")}};
+        case GradientRule::broadcast: return repeated(1, "");
+        case GradientRule::scaled_broadcast:  // (an empty input has no gradient to scale)
+            return repeated(n > 0 ? 1 / n : 1, fmt::format(", times 1/{}", n));
+        }
+        EINC_ASSERT(false);
     }
     case Op::einsum: return einsum_backward(forward, names);
     case Op::pack: {

@@ -65,14 +65,6 @@ Target Target::gpu(int multiprocessors, bool allow_tf32) {
     return target;
 }
 
-DType accumulator_dtype(Reduction op, DType input, std::int64_t terms, Backend backend) {
-    if (!is_floating(input)) return DType::i64;
-    if (input == DType::f64) return DType::f64;
-    const bool sums = op == Reduction::sum || op == Reduction::mean || op == Reduction::prod;
-    if (backend == Backend::cpu && input == DType::f32 && sums && terms > max_window) return DType::f64;
-    return DType::f32;
-}
-
 bool gemm_in_library(const Plan& plan, const Gemm& gemm, const Target& target) {
     const DType dtype = plan.spec(gemm.a.buffer).dtype;
     if (target.backend == Backend::cuda)

@@ -38,6 +38,7 @@
 
 #include "kernel_abi.hpp"
 #include "plan.hpp"
+#include "reduction.hpp"
 
 namespace einc {
 
@@ -318,10 +319,19 @@ std::string print_schedule(const Plan& plan, const Schedule& schedule);
 // rule for every backend, written down in docs/cost-model.md:
 //   integers and bool   i64 (sums and products wrap modulo 2^64, as numpy's int64 arithmetic)
 //   f64                 f64
-//   other floats        f32, except on the CPU sums, means and products of f32 over more than 16 terms,
-//                       in f64 (free at memory speed there; GPUs run f64 at 1/2 to 1/64 of the f32 rate)
-// `terms` is the number of values folded into one result (1 for steps that only move or convert).
-DType accumulator_dtype(Reduction op, DType input, std::int64_t terms, Backend backend);
+//   other floats        f32, except on the CPU folds of f32 that widen (reduction_table: sums, means and
+//                       products) over more than max_window terms, in f64 (free at memory speed there;
+//                       GPUs run f64 at 1/2 to 1/64 of the f32 rate)
+// `terms` is the number of values folded into one result (1 for steps that only move or convert); op is
+// Reduction::none for steps that only move, convert or multiply. (constexpr: the CPU kernels instantiate
+// exactly the accumulators it can give.)
+constexpr DType accumulator_dtype(Reduction op, DType input, std::int64_t terms, Backend backend) {
+    if (!is_floating(input)) return DType::i64;
+    if (input == DType::f64) return DType::f64;
+    const bool widens = op != Reduction::none && info_of(op).widens_f32;
+    if (backend == Backend::cpu && input == DType::f32 && widens && terms > max_window) return DType::f64;
+    return DType::f32;
+}
 
 // Whether a Gemm step runs in the vendor library (CBLAS, cuBLAS) rather than as packed blocks or kernels.
 bool gemm_in_library(const Plan& plan, const Gemm& gemm, const Target& target);

@@ -13,6 +13,7 @@
 #include <immintrin.h>
 #endif
 
+#include "runtime/cpu/accumulator.hpp"
 #include "runtime/cpu/epilogue.hpp"
 #include "runtime/cpu/fold.hpp"
 #include "runtime/cpu/kernels.hpp"
@@ -336,15 +337,11 @@ void contract_any(const Strategy& strategy, DType accumulator, const Epilogue& e
     dispatch(src.dtype, [&](auto in) {
         constexpr DType I = decltype(in)::value;
         if constexpr (I == DType::f8e4m3 || I == DType::f8e5m2 || I == DType::boolean) {
-            throw Error(ErrorKind::unsupported, fmt::format("einsum of {} is not supported", name_of(I)));
+            EINC_ASSERT(false);  // the plan refuses einsum of these (result_dtype)
         } else {
-            using Natural = wrapping_t<Reduction::sum, compute_t<I>>;
-            const auto run = [&](auto a) {
+            with_accumulator<Reduction::sum, I>(accumulator, [&](auto a) {
                 contract_typed<I, decltype(a)>(strategy, epilogue, dst, src, src1, scratch);
-            };
-            if constexpr (I == DType::f32)
-                if (accumulator == DType::f64) return run(double{});
-            run(Natural{});
+            });
         }
     });
 }

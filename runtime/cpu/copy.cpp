@@ -7,6 +7,7 @@
 #include <immintrin.h>
 #endif
 
+#include "runtime/cpu/accumulator.hpp"
 #include "runtime/cpu/element.hpp"
 #include "runtime/cpu/epilogue.hpp"
 #include "runtime/cpu/isa.hpp"
@@ -545,8 +546,8 @@ void convert_elements(const strategy::Convert& convert, DType accumulator, const
                       const Data& dst, const Data& src) {
     if (convert.dst.size() == 0) return;
     if (!epilogue.identity())
-        return with_accumulator_type(accumulator,
-                                     [&](auto a) { scaled_copy<decltype(a)>(convert, epilogue, dst, src); });
+        return with_any_accumulator(accumulator, Reduction::none,
+                                    [&](auto a) { scaled_copy<decltype(a)>(convert, epilogue, dst, src); });
     dispatch(src.dtype, [&](auto from) {
         dispatch(dst.dtype, [&](auto to) {
             convert_copy<decltype(from)::value, decltype(to)::value>(convert, dst, src);

@@ -46,14 +46,4 @@ inline void store_scaled(std::byte* at, A value, const Scale<A>& scale) {
     store_at<S>(at, Element<Out>::store(convert<compute_t<Out>>(v)));
 }
 
-// Calls f(A{}) with the C++ type of a step's accumulator dtype: float, double, or uint64 (integers).
-template <typename F>
-inline void with_accumulator_type(DType accumulator, F&& f) {
-    switch (accumulator) {
-    case DType::f64: return f(double{});
-    case DType::i64: return f(std::uint64_t{});
-    default: return f(float{});
-    }
-}
-
 }  // namespace einc::cpu

@@ -18,49 +18,50 @@
 
 namespace einc::cpu::EINC_CPU_ISA {
 
-// Integer sums and products fold in uint64, so that they wrap modulo 2^64 as numpy's int64 arithmetic does
-// (signed overflow is undefined in C++); everything else folds in its compute type, or in the wider type
-// the schedule asked for (f64 for long sums of f32).
-template <Reduction Op, typename C>
-using wrapping_t =
-    std::conditional_t<std::is_integral_v<C> && (Op == Reduction::sum || Op == Reduction::prod),
-                       std::uint64_t, C>;
+// How op Op folds (its row of compiler/reduction.hpp's reduction_table), for the kernels' `if constexpr`s.
+template <Reduction Op>
+inline constexpr Combine combine_of = info_of(Op).combine;
+template <Reduction Op>
+inline constexpr bool extremum = combine_of<Op> == Combine::maximum || combine_of<Op> == Combine::minimum;
 
 template <typename A>
 A identity(Reduction op) {
-    switch (op) {
-    case Reduction::prod:
-    case Reduction::all: return A{1};
-    case Reduction::max:
+    switch (info_of(op).identity) {
+    case Identity::zero: return A{0};
+    case Identity::one: return A{1};
+    case Identity::lowest:
         if constexpr (std::is_floating_point_v<A>)
             return -std::numeric_limits<A>::infinity();
         else
             return std::numeric_limits<A>::lowest();
-    case Reduction::min:
+    case Identity::highest:
         if constexpr (std::is_floating_point_v<A>)
             return std::numeric_limits<A>::infinity();
         else
             return std::numeric_limits<A>::max();
-    default: return A{0};
     }
+    return A{0};  // (unreachable: the switch is exhaustive)
 }
 
 // Folding x into acc. max/min propagate NaN, as PyTorch does: once acc is NaN it stays NaN. (GCC
 // vectorises the short-circuit form twice as well as `(x > acc) | (x != x)`.)
 template <Reduction Op, typename A>
 inline A fold(A acc, A x) {
-    if constexpr (Op == Reduction::sum || Op == Reduction::mean)
+    constexpr Combine c = combine_of<Op>;
+    if constexpr (c == Combine::add)
         return acc + x;
-    else if constexpr (Op == Reduction::prod)
+    else if constexpr (c == Combine::multiply)
         return acc * x;
-    else if constexpr (Op == Reduction::max)
+    else if constexpr (c == Combine::maximum)
         return (x > acc || x != x) ? x : acc;
-    else if constexpr (Op == Reduction::min)
+    else if constexpr (c == Combine::minimum)
         return (x < acc || x != x) ? x : acc;
-    else if constexpr (Op == Reduction::any)
+    else if constexpr (c == Combine::logical_or)
         return (acc != 0 || x != 0) ? A{1} : A{0};
-    else
-        return (acc != 0 && x != 0) ? A{1} : A{0};  // all
+    else {
+        static_assert(c == Combine::logical_and, "a new Combine: fold it here");
+        return (acc != 0 && x != 0) ? A{1} : A{0};
+    }
 }
 
 // The two innermost modes of a traversal, which each fold call walks as a 2-D block: `outer` rows of
@@ -89,13 +90,14 @@ inline T extreme_run(T value, const T* __restrict row, std::int64_t count) {
         for (int j = 0; j < 4; ++j) {
             V x;
             std::memcpy(&x, row + i + j * lanes, sizeof x);
-            extreme[j] = (Op == Reduction::max ? x > extreme[j] : x < extreme[j]) ? x : extreme[j];
+            extreme[j] =
+                (combine_of<Op> == Combine::maximum ? x > extreme[j] : x < extreme[j]) ? x : extreme[j];
             nan[j] = x != x ? x : nan[j];
         }
     for (; i + lanes <= count; i += lanes) {
         V x;
         std::memcpy(&x, row + i, sizeof x);
-        extreme[0] = (Op == Reduction::max ? x > extreme[0] : x < extreme[0]) ? x : extreme[0];
+        extreme[0] = (combine_of<Op> == Combine::maximum ? x > extreme[0] : x < extreme[0]) ? x : extreme[0];
         nan[0] = x != x ? x : nan[0];
     }
     for (int j = 0; j < 4; ++j)
@@ -181,12 +183,10 @@ inline A fold_row(A value, const storage_t<In>* row, std::int64_t inner, std::in
         for (int i = 0; i < K; ++i) value = fold<Op>(value, load(row[i * inner_src]));
         return value;
     } else {
-        if constexpr ((Op == Reduction::max || Op == Reduction::min) && std::is_same_v<A, storage_t<In>> &&
-                      std::is_floating_point_v<A>)
+        if constexpr (extremum<Op> && std::is_same_v<A, storage_t<In>> && std::is_floating_point_v<A>)
             if (inner_src == 1) return extreme_run<Op>(value, row, inner);
-        if constexpr ((Op == Reduction::sum || Op == Reduction::mean) &&
-                      (In == DType::f32 || In == DType::f64) && std::is_floating_point_v<A> &&
-                      sizeof(A) >= sizeof(storage_t<In>))
+        if constexpr (combine_of<Op> == Combine::add && (In == DType::f32 || In == DType::f64) &&
+                      std::is_floating_point_v<A> && sizeof(A) >= sizeof(storage_t<In>))
             if (inner_src == 1) return sum_run(value, row, inner);
         if (inner_src == 1 && inner >= 16) {
             A v0 = identity<A>(Op), v1 = v0, v2 = v0, v3 = v0;
@@ -217,7 +217,7 @@ EINC_KERNEL void fold_short_rows(A* __restrict a, const storage_t<In>* __restric
 // A reduced value as the result dtype: mean divides by the number of elements folded into it.
 template <Reduction Op, DType Out, typename A>
 inline storage_t<Out> finish(A value, std::int64_t count) {
-    if constexpr (Op == Reduction::mean) value = count == 0 ? A(NAN) : value / static_cast<A>(count);
+    if constexpr (info_of(Op).divides) value = count == 0 ? A(NAN) : value / static_cast<A>(count);
     return Element<Out>::store(convert<compute_t<Out>>(value));
 }
 
@@ -294,9 +294,8 @@ EINC_KERNEL void fold_block(A* __restrict a, const storage_t<In>* __restrict x, 
         std::int64_t r = begin;
         if (inner_acc == 1 && inner_src == 1) {
             if (b.rows_in_order) return fold_rows_in_order<Op, In, A>(a, x, inner, outer_src, begin, end);
-            if constexpr ((Op == Reduction::sum || Op == Reduction::mean) &&
-                          (In == DType::f32 || In == DType::f64) && std::is_floating_point_v<A> &&
-                          sizeof(A) >= sizeof(storage_t<In>))
+            if constexpr (combine_of<Op> == Combine::add && (In == DType::f32 || In == DType::f64) &&
+                          std::is_floating_point_v<A> && sizeof(A) >= sizeof(storage_t<In>))
                 if (outer_src == inner && (32 / static_cast<std::int64_t>(sizeof(A))) % inner == 0)
                     return sum_periodic(a, x + begin * inner, (end - begin) * inner, inner);
             // Eight rows per pass: two groups of four, each folded in the element's compute type before its
@@ -369,11 +368,12 @@ EINC_KERNEL void fold_windows(storage_t<Out>* __restrict d, const storage_t<In>*
 // either is NaN; a NaN x then takes its place.
 template <Reduction Op>
 __attribute__((target("avx2"))) inline __m256 fold_lanes(__m256 acc, __m256 x) {
-    if constexpr (Op == Reduction::max || Op == Reduction::min) {
-        const __m256 folded = Op == Reduction::max ? _mm256_max_ps(x, acc) : _mm256_min_ps(x, acc);
+    if constexpr (extremum<Op>) {
+        const __m256 folded =
+            combine_of<Op> == Combine::maximum ? _mm256_max_ps(x, acc) : _mm256_min_ps(x, acc);
         return _mm256_blendv_ps(folded, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
     } else {
-        static_assert(Op == Reduction::sum || Op == Reduction::mean);
+        static_assert(combine_of<Op> == Combine::add);
         return _mm256_add_ps(acc, x);
     }
 }
@@ -400,7 +400,7 @@ fold_pair_windows(float* d, const float* x, std::int64_t count, const std::int64
         __m256 acc = fold_row_pairs<Op>(run + rows[0]);
         for (std::int64_t g = 1; g < row_count; ++g)
             acc = fold_lanes<Op>(acc, fold_row_pairs<Op>(run + rows[g]));
-        if constexpr (Op == Reduction::mean)
+        if constexpr (info_of(Op).divides)
             acc = _mm256_div_ps(acc, _mm256_set1_ps(static_cast<float>(2 * row_count)));
         _mm256_storeu_ps(
             d + i, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(acc), 0xD8)));  // outputs in order
@@ -418,8 +418,7 @@ template <Reduction Op, DType In, DType Out, typename A, int S>
 EINC_KERNEL void fold_adjacent_windows(storage_t<Out>* __restrict d, const storage_t<In>* __restrict x,
                                        std::int64_t count, const std::int64_t* rows, std::int64_t row_count) {
 #if defined(EINC_CPU_AVX2)
-    constexpr bool folds_lanes =
-        Op == Reduction::sum || Op == Reduction::mean || Op == Reduction::max || Op == Reduction::min;
+    constexpr bool folds_lanes = combine_of<Op> == Combine::add || extremum<Op>;
     if constexpr (S == 2 && In == DType::f32 && Out == DType::f32 && std::is_same_v<A, float> &&
                   folds_lanes) {
         const std::int64_t done = fold_pair_windows<Op>(d, x, count, rows, row_count);

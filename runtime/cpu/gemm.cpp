@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "einc_build_info.hpp"
+#include "runtime/cpu/accumulator.hpp"
 #include "runtime/cpu/element.hpp"
 #include "runtime/cpu/epilogue.hpp"
 #include "runtime/cpu/kernels.hpp"
@@ -256,17 +257,14 @@ void gemm(const strategy::PackedGemm& packed, DType dtype, DType accumulator, co
     dispatch(dtype, [&](auto tag) {
         constexpr DType D = decltype(tag)::value;
         if constexpr (D == DType::f8e4m3 || D == DType::f8e5m2 || D == DType::boolean) {
-            throw Error(ErrorKind::unsupported, fmt::format("einsum of {} is not supported", name_of(D)));
+            EINC_ASSERT(false);  // the plan refuses einsum of these (result_dtype)
         } else {
-            // The accumulator the schedule chose: the compute type, integers wrapping modulo 2^64 as numpy's
-            // int64.
-            using T = std::conditional_t<std::is_floating_point_v<compute_t<D>>, compute_t<D>, std::uint64_t>;
-            EINC_ASSERT(accumulator == (std::is_integral_v<T> ? DType::i64
-                                        : sizeof(T) == 8      ? DType::f64
-                                                              : DType::f32));
-            for (std::int64_t o = 0; o < g.outer; ++o)  // a strided-batched GEMM per outer index
-                packed_gemm<D, T>(g, packed.library_blocks, a + o * g.a.outer_stride * size,
-                                  b + o * g.b.outer_stride * size, c + o * g.c.outer_stride * size, scratch);
+            with_accumulator<Reduction::none, D>(accumulator, [&](auto t) {
+                for (std::int64_t o = 0; o < g.outer; ++o)  // a strided-batched GEMM per outer index
+                    packed_gemm<D, decltype(t)>(g, packed.library_blocks, a + o * g.a.outer_stride * size,
+                                                b + o * g.b.outer_stride * size,
+                                                c + o * g.c.outer_stride * size, scratch);
+            });
         }
     });
 }

@@ -51,7 +51,8 @@ EINC_DECLARE_KERNELS(avx2)
 constexpr bool tuned_reduction(DType input, Reduction op) {
     const bool floating =
         input == DType::f64 || input == DType::f32 || input == DType::f16 || input == DType::bf16;
-    return floating && op != Reduction::any && op != Reduction::all;
+    const Combine combine = info_of(op).combine;
+    return floating && combine != Combine::logical_or && combine != Combine::logical_and;
 }
 
 // The instruction set dispatch() chose: "avx2" or "baseline" (EINC_CPU_ISA=baseline forces it).

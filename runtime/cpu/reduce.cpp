@@ -9,6 +9,7 @@
 // accumulator array of its own, combined at the end.
 #include <fmt/format.h>
 
+#include "runtime/cpu/accumulator.hpp"
 #include "runtime/cpu/epilogue.hpp"
 #include "runtime/cpu/fold.hpp"
 #include "runtime/cpu/kernels.hpp"
@@ -214,7 +215,7 @@ void reduce_accumulate(const strategy::ReduceAccumulate& nest, const Epilogue& e
             [&](std::array<std::byte*, 2> p, std::int64_t n, const std::array<std::int64_t, 2>& stride) {
                 for (std::int64_t i = 0; i < n; ++i) {
                     A value = load_at<A>(p[1] + i * stride[1]);
-                    if constexpr (Op == Reduction::mean)
+                    if constexpr (info_of(Op).divides)
                         value = count == 0 ? A(NAN) : value / static_cast<A>(count);
                     store_scaled<Out, decltype(reads)::value>(p[0] + i * stride[0], value, scale);
                 }
@@ -239,33 +240,6 @@ void reduce_typed(const strategy::ReduceAccumulate& folding, const Epilogue& epi
     reduce_accumulate<Op, In, Out, A>(folding, epilogue, dst, src, scratch);
 }
 
-// The element's compute type, or the wider f64 the schedule may ask for f32 sums (the accumulator policy,
-// compiler/schedule.hpp); anything else would be a schedule these kernels were not built for.
-template <Reduction Op, DType In, typename F>
-void with_accumulator(DType accumulator, F&& f) {
-    using Natural = wrapping_t<Op, compute_t<In>>;
-    if constexpr (In == DType::f32 &&
-                  (Op == Reduction::sum || Op == Reduction::mean || Op == Reduction::prod))
-        if (accumulator == DType::f64) return f(double{});
-    EINC_ASSERT(accumulator == (std::is_integral_v<Natural> ? DType::i64
-                                : sizeof(Natural) == 8      ? DType::f64
-                                                            : DType::f32));
-    f(Natural{});
-}
-
-// The dtype a reduction of In gives (result_dtype(), compiler/dtype.cpp): its own, i64 for integer sums and
-// products, bool for any/all; or the input's own where nothing is reduced. Only these are compiled: every
-// result dtype for every op tripled this file's build time.
-template <Reduction Op, DType In>
-constexpr DType reduced_dtype() {
-    if constexpr (Op == Reduction::any || Op == Reduction::all)
-        return DType::boolean;
-    else if constexpr ((Op == Reduction::sum || Op == Reduction::prod) && std::is_integral_v<compute_t<In>>)
-        return DType::i64;
-    else
-        return In;
-}
-
 #if defined(EINC_CPU_AVX2)
 constexpr bool avx2_build = true;
 #else
@@ -277,17 +251,19 @@ void reduce_op(const Strategy& strategy, DType accumulator, const Epilogue& epil
                const Data& src, std::byte* scratch) {
     dispatch(src.dtype, [&](auto in) {
         constexpr DType I = decltype(in)::value;
-        if constexpr ((Op == Reduction::mean &&
-                       !(I == DType::f64 || I == DType::f32 || I == DType::f16 || I == DType::bf16)) ||
-                      I == DType::f8e4m3 || I == DType::f8e5m2) {
-            throw Error(ErrorKind::unsupported,
-                        fmt::format("{} of {} is not supported", name_of(Op), name_of(I)));
+        // (The plan refuses what the op does not take - mean of integers, fp8 arithmetic: result_dtype.)
+        if constexpr ((info_of(Op).result == ResultRule::floating && !is_floating(I)) || I == DType::f8e4m3 ||
+                      I == DType::f8e5m2) {
+            EINC_ASSERT(false);
         } else if constexpr (avx2_build && !tuned_reduction(I, Op)) {
             EINC_ASSERT(false);  // the baseline's kernels run these (dispatch.cpp)
         } else {
             with_accumulator<Op, I>(accumulator, [&](auto a) {
                 using A = decltype(a);
-                constexpr DType R = reduced_dtype<Op, I>();
+                // The op's result dtype, or the input's where nothing is reduced (a rearrange, as einops
+                // runs it). Only these are compiled: every result dtype for every op tripled this file's
+                // build time.
+                constexpr DType R = reduced_dtype(Op, I);
                 if (dst.dtype == I) return reduce_typed<Op, I, I, A>(strategy, epilogue, dst, src, scratch);
                 if constexpr (R != I)
                     if (dst.dtype == R)

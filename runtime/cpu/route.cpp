@@ -4,6 +4,7 @@
 // group's output gradient.
 #include <algorithm>
 
+#include "runtime/cpu/accumulator.hpp"
 #include "runtime/cpu/element.hpp"
 #include "runtime/cpu/epilogue.hpp"
 #include "runtime/cpu/kernels.hpp"
@@ -65,7 +66,7 @@ void route_groups(const strategy::Route& route, const Epilogue& epilogue, const 
         const std::byte* x = src.base + sx * size;
         std::byte* dx = dst.base + sd * size;
         const A gradient = load(grad.base + sg * size);
-        if (op == Reduction::prod) {
+        if (info_of(op).combine == Combine::multiply) {
             A product = 1;
             std::int64_t zeros = 0;
             walk(x, dx, [&](const std::byte* at, std::byte*) {
@@ -83,7 +84,7 @@ void route_groups(const strategy::Route& route, const Epilogue& epilogue, const 
             });
         } else {
             // The extremum and its ties in one pass; a NaN term leaves nothing attaining it (every share 0).
-            const bool max = op == Reduction::max;
+            const bool max = info_of(op).combine == Combine::maximum;
             A extremum = load(x);
             std::int64_t ties = 0;
             bool nan = false;
@@ -122,7 +123,7 @@ void route(const strategy::Route& route, DType accumulator, const Epilogue& epil
         if constexpr (!std::is_floating_point_v<compute_t<D>>) {
             EINC_ASSERT(false);  // gradients are planned for floating dtypes only
         } else {
-            with_accumulator_type(accumulator, [&](auto zero) {
+            with_any_accumulator(accumulator, route.op, [&](auto zero) {
                 using A = decltype(zero);
                 if constexpr (std::is_floating_point_v<A>) {
                     const Scale<A> scale(epilogue);
