@@ -80,6 +80,10 @@ T shfl_down(T value, int delta) {
 #define EINC_SHARED(type, name, count) type* name = einc_emu::shared<type>(count)
 #define EINC_SYNC() einc_emu::sync()
 #define EINC_SHFL_DOWN(value, delta) einc_emu::shfl_down(value, delta)
+#define EINC_LD(pointer) (*(pointer))
+#define EINC_ST(pointer, value) (*(pointer) = (value))
+#define EINC_LDS(pointer) (*(pointer))
+#define EINC_STS(pointer, value) (*(pointer) = (value))
 #define EINC_RESTRICT
 
 typedef long long einc_i64;
