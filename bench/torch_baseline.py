@@ -76,6 +76,15 @@ permutations = [
     ("perm6d_0", f32, (16 // scale, 32, 16, 32, 16, 16), (5, 3, 1, 4, 2, 0)),
     ("perm6d_1", f32, (16 // scale, 32, 16, 32, 16, 16), (2, 5, 0, 4, 1, 3)),
     ("perm6d_2", f32, (16 // scale, 32, 16, 32, 16, 16), (1, 4, 5, 0, 3, 2)),
+    ("transpose_8xN_f32", f32, (8, 8388608 // scale), (1, 0)),
+    ("transpose_8xN_bf16", bf16, (8, 16777216 // scale), (1, 0)),
+    ("transpose_Nx8_bf16", bf16, (16777216 // scale, 8), (1, 0)),
+    ("channels_last_16", f32, (16 // scale, 16, 512, 512), (0, 2, 3, 1)),
+    ("channels_first_16", f32, (16 // scale, 512, 512, 16), (0, 3, 1, 2)),
+    ("permute3d", f32, (256 // scale, 512, 512), (2, 1, 0)),
+    # "a b c d e -> e c a d b"
+    ("permute5d", f32, (32 // scale, 32, 32, 32, 64), (4, 2, 0, 3, 1)),
+    ("transpose_bf16", bf16, (8192 // scale, 16384), (1, 0)),
 ]
 for key, dtype, shape, order in permutations:
     x = random(dtype, *shape)
@@ -93,6 +102,14 @@ reductions = [
     ("amax_scores", bf16, (8 // scale, 16, 2048, 2048), torch.amax, (3,)),
     ("sum_scores_outer", bf16, (8 // scale, 16, 2048, 2048), torch.sum, (2,)),
     ("mean_tokens", bf16, (8 // scale, 2048, 2048), torch.mean, (1,)),
+    ("sum_outer_8", f32, (8388608 // scale, 8), torch.sum, (0,)),
+    ("max_outer_2_bf16", bf16, (67108864 // scale, 2), torch.amax, (0,)),
+    ("sum_outer_32_bf16", bf16, (4194304 // scale, 32), torch.sum, (0,)),
+    ("sum_all", f32, (67108864 // scale,), torch.sum, None),
+    ("max_all_bf16", bf16, (134217728 // scale,), torch.amax, None),
+    ("sum_middle", f32, (64 // scale, 1024, 1024), torch.sum, (1,)),
+    ("sum_inner_2_bf16", bf16, (67108864 // scale, 2), torch.sum, (1,)),
+    ("sum_inner_65536", f32, (1024 // scale, 65536), torch.sum, (1,)),
 ]
 for key, dtype, shape, op, dims in reductions:
     x = random(dtype, *shape)

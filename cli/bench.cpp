@@ -22,11 +22,11 @@ std::string percent(double fraction) {
     return fmt::format("{:.3g}%", 100 * fraction);
 }
 
-// The cost-model device a measurement is compared with: --device; else this machine (its calibration, or
-// the development machine's entry) for the CPU backend, an H100 for cuda.
+// The cost-model device a measurement is compared with: --device; else this machine - its GPU for cuda,
+// its calibration (or the development machine's entry) for the CPU backend.
 const DeviceModel& bench_device(const CallArgs& args, const BenchSettings& settings, std::ostream& err) {
     if (!args.device.empty()) return parse_device(args.device);
-    return settings.backend == "cuda" ? parse_device("h100") : default_cpu_device(err);
+    return settings.backend == "cuda" ? gpu_device("") : default_cpu_device(err);
 }
 
 }  // namespace

@@ -38,6 +38,9 @@ DType parse_dtype(const std::string& name);
 Device execution_device(const std::string& backend);
 // The cost model's device named by --device (h100 when empty); "local" reads this machine's calibration.
 const DeviceModel& parse_device(const std::string& key);
+// The model a GPU command compares with: `key` where given, else the GPU this machine has (an H200's
+// where it is one), else an H100's.
+const DeviceModel& gpu_device(const std::string& key);
 // What CPU timings are compared with when no --device is given: this machine's saved calibration
 // ("local"), else the development machine's entry ("cpu"), with a note on `err` saying so.
 const DeviceModel& default_cpu_device(std::ostream& err);

@@ -17,7 +17,7 @@ namespace einc::cli {
 
 int emit(const CallArgs& args, std::ostream& out) {
     Lowered lowered = lower(args.call, load_operands(args).specs, {.until = Stage::planned});
-    const Target target = gpu_target(parse_device(args.device));  // (an unknown --device: after the plan)
+    const Target target = gpu_target(gpu_device(args.device));  // (an unknown --device: after the plan)
     lowered = lower(std::move(lowered), {.until = Stage::scheduled, .target = target});
     const Plan& planned = lowered.plan;
     const Schedule& scheduled = lowered.schedule;

@@ -6,11 +6,15 @@
 #include "compiler/bind.hpp"
 #include "compiler/gradient.hpp"
 #include "compiler/lower.hpp"
+#include "einc_build_info.hpp"
 #include "grammar/diagnostic.hpp"
 #include "grammar/print.hpp"
 #include "runtime/calibration.hpp"
 #include "runtime/execute.hpp"
 #include "runtime/npy.hpp"
+#if EINC_HAS_CUDA
+#include "cuda/cuda.hpp"
+#endif
 
 namespace einc::cli {
 
@@ -26,6 +30,15 @@ const DeviceModel& parse_device(const std::string& key) {
     const DeviceModel* device = device_model_named(key.empty() ? "h100" : key);
     if (!device) throw UsageError(fmt::format("unknown device '{}' (h100 h200 a100 cpu local)", key));
     return *device;
+}
+
+const DeviceModel& gpu_device(const std::string& key) {
+    if (!key.empty()) return parse_device(key);
+#if EINC_HAS_CUDA
+    if (cuda::available())
+        if (const DeviceModel* found = device_model_of_gpu(cuda::describe_device())) return *found;
+#endif
+    return parse_device("h100");
 }
 
 const DeviceModel& default_cpu_device(std::ostream& err) {
@@ -71,7 +84,7 @@ LoadedOperands load_operands(const CallArgs& args) {
 int explain(const CallArgs& args, std::ostream& out) {
     const syntax::Pattern pattern = parse(args.call);  // a syntax error first, before the operands are read
     const std::vector<TensorSpec> inputs = load_operands(args).specs;
-    const DeviceModel& device = parse_device(args.device);
+    const DeviceModel& device = args.backend == "cuda" ? gpu_device(args.device) : parse_device(args.device);
     // The front end alone unless a plan is printed: no planning, no plan errors.
     const bool front_end = !args.print_plan && !args.print_schedule && !args.json;
     Lowered lowered =

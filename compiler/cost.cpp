@@ -75,6 +75,12 @@ std::span<const DeviceModel> device_models() {
     return devices;
 }
 
+const DeviceModel* device_model_of_gpu(std::string_view gpu_name) {
+    for (const char* key : {"H200", "H100", "A100"})  // (an H200's name does not contain "H100")
+        if (gpu_name.find(key) != std::string_view::npos) return device_model_named(key);
+    return nullptr;
+}
+
 const DeviceModel* device_model_named(std::string_view key) {
     std::string lower;
     for (const char c : key) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -49,6 +49,9 @@ std::span<const DeviceModel> device_models();
 // runtime installs (runtime/calibration.hpp; the compiler reads no files): throws einc::Error when there
 // is no calibration, or it is malformed.
 const DeviceModel* device_model_named(std::string_view key);
+// The model of a GPU by the name its driver gives ("NVIDIA H200", "NVIDIA H100 80GB HBM3" ...): the
+// table's entry whose name it contains; null for a GPU the table does not know.
+const DeviceModel* device_model_of_gpu(std::string_view gpu_name);
 
 // Where device_model_named("local") gets its model: a function that returns one kept by
 // keep_device_model, or throws einc::Error saying why there is none.
