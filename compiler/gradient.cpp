@@ -255,7 +255,8 @@ std::vector<BackwardCall> backward_calls(const Bound& forward, DType dtype) {
         case GradientRule::scaled_broadcast:  // (an empty input has no gradient to scale)
             return repeated(n > 0 ? 1 / n : 1, fmt::format(", times 1/{}", n));
         }
-        EINC_ASSERT(false);
+        EINC_ASSERT(false);  // (the switch is exhaustive)
+        return {};
     }
     case Op::einsum: return einsum_backward(forward, names);
     case Op::pack: {

@@ -15,7 +15,8 @@ Lowered lower(const Call& call, std::span<const TensorSpec> inputs, const LowerO
 Lowered lower(const Call& call, const syntax::Pattern& syntax, std::span<const TensorSpec> inputs,
               const LowerOptions& options) {
     Lowered lowered;
-    lowered.inputs.assign(inputs.begin(), inputs.end());
+    // The operands' strides as plans read them (planned_stride), once: explain shows what runs.
+    for (const TensorSpec& input : inputs) lowered.inputs.push_back(planned(input));
     std::vector<Shape> shapes;
     for (const TensorSpec& input : inputs) shapes.push_back(input.shape);
     // 2. bind: names, groups and `...` into elementary axes with sizes, checked against the shapes

@@ -32,7 +32,8 @@ enum class Stage : std::uint8_t {
 
 struct Lowered {
     Stage stage = Stage::bound;
-    std::vector<TensorSpec> inputs{};  // the operands' layouts, as given: what the plan reads
+    std::vector<TensorSpec>
+        inputs{};  // the operands' layouts, strides planned (planned()): what the plan reads
     Bound bound{};
     Plan plan{};          // from Stage::planned
     Schedule schedule{};  // at Stage::scheduled

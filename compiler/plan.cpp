@@ -30,6 +30,13 @@ const TensorSpec& Plan::spec(Buffer buffer) const {
     EINC_ASSERT(false);
 }
 
+TensorSpec planned(TensorSpec spec) {
+    const bool empty = std::find(spec.shape.begin(), spec.shape.end(), 0) != spec.shape.end();
+    for (std::size_t d = 0; d < spec.shape.size() && d < spec.strides.size(); ++d)
+        spec.strides[d] = planned_stride(spec.shape[d], spec.strides[d], empty);
+    return spec;
+}
+
 std::int64_t TensorSpec::bytes() const {
     return saturating_mul(checked_product(shape).value_or(INT64_MAX),
                           static_cast<std::int64_t>(size_of(dtype)));

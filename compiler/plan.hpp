@@ -142,6 +142,15 @@ struct TensorSpec {
     Layout layout() const { return make_layout(shape, strides); }
 };
 
+// The stride a plan reads dim `d` of an operand with: 0 along a dim of extent 1 and for an empty operand
+// (`empty`: some extent is 0), which are never stepped along; the operand's own otherwise. One rule, for
+// lower() and for the runtime's plan cache, so that what `explain` shows is what runs.
+constexpr std::int64_t planned_stride(std::int64_t extent, std::int64_t stride, bool empty) {
+    return empty || extent == 1 ? 0 : stride;
+}
+// `spec` with its planned strides.
+TensorSpec planned(TensorSpec spec);
+
 // The order in which einsum contracts three or more operands, as opt_einsum reports it: each pair
 // indexes the current operand list; the two are removed and their result appended.
 struct ContractionPath {

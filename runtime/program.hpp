@@ -86,11 +86,10 @@ private:
 Expression compile(Op op, std::string_view pattern, const AxisSizes& sizes = {},
                    Reduction reduction = Reduction::none);
 
-// The stride a program is planned with for dim d of `view` (`empty`: view.numel() == 0): 0 for a dim of
-// length 1 and for an empty tensor, which are never stepped along; the view's own otherwise. Plans and
-// the plan cache see strides only through this.
+// The stride a program is planned with for dim d of `view` (`empty`: view.numel() == 0): the compiler's
+// rule (compiler/plan.hpp), without building a TensorSpec - the plan cache matches views by it.
 inline std::int64_t planned_stride(const TensorView& view, std::size_t d, bool empty) {
-    return empty || view.shape[d] == 1 ? 0 : view.strides[d];
+    return einc::planned_stride(view.shape[d], view.strides[d], empty);
 }
 // The layout a program is planned for: the view's dtype and shape, its planned strides.
 TensorSpec spec_of(const TensorView& view);
