@@ -134,13 +134,41 @@ TEST_CASE(
           "  --dtype bf16\n"
           "  ^^^^^^^\n"
           "  help: write the call as after `einc explain`: <op> \"<pattern>\" <shapes>\n");
-    const std::string no_size_fits = rendered_errors("reduce \"(a 17) b -> a\" sum ?x5\n");
-    CHECK(no_size_fits.starts_with("kernels.txt:1:9: error: can't divide"));
-    CHECK(no_size_fits.find("no size tried for the `?` extents fits") != std::string::npos);
+    // A `?` that another operand fixes is not free: the line is bound with every `?` at 0 to find them.
+    const std::string fixed = rendered_errors("einsum \"i j, j k -> i k\" ?x? 3x4\n");
+    CHECK(
+        fixed.starts_with("kernels.txt:1:11: error: axis 'j' has length 0 in operand 0 but 3 in operand 1"));
+    CHECK(fixed.find("a `?` must be free to take any length its dim allows") != std::string::npos);
+    CHECK(rendered_errors("reduce \"a b -> a\" sum ?x? --dtype f8e4m3\n")
+              .find("note: at every size the `?` extents can take") != std::string::npos);
     CHECK(rendered_errors("rearrange \"a b -> b a\" ?x4 (3,4):(1,3)\n")
               .find("`?` sizes go with row-major operands") != std::string::npos);
     CHECK(rendered_errors("rearrange \"a b -> b a\" x.npy\n").find("a corpus gives shapes, not .npy files") !=
           std::string::npos);
+}
+
+TEST_CASE(
+    "aot corpus: a `?` is any length its dim allows; lines whose kernels no finite set holds, or with too "
+    "many size classes, are errors") {
+    // (h 17) takes multiples of 17, 0 included: h at 0, 1 and longer.
+    const cli::Corpus groups = cli::read_corpus_text("reduce \"(a 17) b -> a\" sum ?x5\n", "k.txt");
+    CHECK(groups.errors.empty());
+    // The gradient of mean carries 1/n in its kernel: one per length of a `?` it reduces over.
+    CHECK(rendered_errors("reduce \"b s e -> b e\" mean ?x?x768 --backward\n") ==
+          "kernels.txt:1:11: error: the gradient of mean scales by 1/n, a constant of its kernel: with 's' a "
+          "`?` "
+          "extent, there is a kernel for every length\n"
+          "  reduce \"b s e -> b e\" mean ?x?x768 --backward\n"
+          "            ^\n"
+          "  help: give the reduced extents, or leave out --backward (the gradient's kernels are then "
+          "compiled at "
+          "run time)\n");
+    CHECK(cli::read_corpus_text("reduce \"b s e -> b s\" mean ?x?x768 --backward\n", "k.txt").errors.empty());
+    // Each axis a `?` sizes three ways: nine of them are 3^9 classes, more than the 3^8 planned.
+    CHECK(rendered_errors("rearrange \"a b c d e f g h i -> i h g f e d c b a\" ?x?x?x?x?x?x?x?x?\n")
+              .starts_with("kernels.txt:1:12: error: this line has 19683 size classes"));
+    CHECK(cli::read_corpus_text("rearrange \"a b c d e f g h -> h g f e d c b a\" ?x?x?x?x?x?x?x?\n", "k.txt")
+              .errors.empty());
 }
 
 TEST_CASE("aot corpus: a missing file is an error that names it") {
