@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <functional>
 #include <limits>
 
 #include "grammar/diagnostic.hpp"
@@ -134,8 +135,17 @@ Pairwise contract_in_list(const AxisSet& a, const AxisSet& b, const std::vector<
     return p;
 }
 
-ContractionPath greedy(std::span<const AxisSet> operands, const AxisSet& output,
-                       std::span<const std::int64_t> sizes) {
+// Contracts the list pairwise, the result of each contraction appended, until one operand is left: at
+// each step the pair `pick` returns of the candidates, every pair (i, j), i < j, in the order (0, 1),
+// (0, 2), ..., (1, 2), ...
+struct Candidate {
+    std::size_t i, j;
+    Pairwise pair;
+    double size;  // of its result
+};
+template <typename Pick>
+ContractionPath walk(std::span<const AxisSet> operands, const AxisSet& output,
+                     std::span<const std::int64_t> sizes, Pick pick) {
     std::vector<AxisSet> list(operands.begin(), operands.end());
     ContractionPath path;
     path.optimal = false;
@@ -144,29 +154,64 @@ ContractionPath greedy(std::span<const AxisSet> operands, const AxisSet& output,
     for (const AxisSet& set : list)
         for (const AxisId axis : set) ++holders[static_cast<std::size_t>(axis)];
     for (const AxisId axis : output) in_output[static_cast<std::size_t>(axis)] = true;
+    std::vector<Candidate> candidates;
     while (list.size() > 1) {
-        std::size_t best_i = 0, best_j = 1;
-        Pairwise best_pair;
-        double best_flops = std::numeric_limits<double>::infinity(), best_size = 0;
+        candidates.clear();
         for (std::size_t i = 0; i < list.size(); ++i)
             for (std::size_t j = i + 1; j < list.size(); ++j) {
-                const Pairwise p = contract_in_list(list[i], list[j], holders, in_output, sizes);
+                Pairwise p = contract_in_list(list[i], list[j], holders, in_output, sizes);
                 const double size = product(p.result, sizes);
-                if (p.flops < best_flops || (p.flops == best_flops && size < best_size)) {
-                    best_i = i, best_j = j, best_pair = p, best_flops = p.flops, best_size = size;
-                }
+                candidates.push_back(Candidate{i, j, std::move(p), size});
             }
-        path.pairs.emplace_back(best_i, best_j);
-        path.optimized_flops += best_flops;
-        path.largest_intermediate = std::max(path.largest_intermediate, best_size);
-        for (const std::size_t k : {best_i, best_j})
+        const std::size_t picked = pick(std::span<const Candidate>(candidates));
+        EINC_ASSERT(picked < candidates.size());
+        Candidate& best = candidates[picked];
+        path.pairs.emplace_back(best.i, best.j);
+        path.optimized_flops += best.pair.flops;
+        path.largest_intermediate = std::max(path.largest_intermediate, best.size);
+        for (const std::size_t k : {best.i, best.j})
             for (const AxisId axis : list[k]) --holders[static_cast<std::size_t>(axis)];
-        for (const AxisId axis : best_pair.result) ++holders[static_cast<std::size_t>(axis)];
-        list.erase(list.begin() + static_cast<std::ptrdiff_t>(best_j));
-        list.erase(list.begin() + static_cast<std::ptrdiff_t>(best_i));
-        list.push_back(best_pair.result);
+        for (const AxisId axis : best.pair.result) ++holders[static_cast<std::size_t>(axis)];
+        list.erase(list.begin() + static_cast<std::ptrdiff_t>(best.j));
+        list.erase(list.begin() + static_cast<std::ptrdiff_t>(best.i));
+        list.push_back(std::move(best.pair.result));
     }
     return path;
+}
+
+// The cheapest pair at each step (the smaller result on a tie; the first of equals).
+std::size_t cheapest(std::span<const Candidate> candidates) {
+    std::size_t best = 0;
+    for (std::size_t c = 1; c < candidates.size(); ++c) {
+        const Candidate &x = candidates[c], &y = candidates[best];
+        if (x.pair.flops < y.pair.flops || (x.pair.flops == y.pair.flops && x.size < y.size)) best = c;
+    }
+    return best;
+}
+
+// The axis sets of the operands and the output, sorted and unique.
+std::pair<std::vector<AxisSet>, AxisSet> sets_of(std::span<const std::vector<AxisId>> operands,
+                                                 std::span<const AxisId> output) {
+    std::vector<AxisSet> sets;
+    for (const auto& axes : operands) {
+        AxisSet set(axes.begin(), axes.end());
+        std::sort(set.begin(), set.end());
+        set.erase(std::unique(set.begin(), set.end()), set.end());
+        sets.push_back(std::move(set));
+    }
+    AxisSet out(output.begin(), output.end());
+    std::sort(out.begin(), out.end());
+    return {std::move(sets), std::move(out)};
+}
+
+// opt_einsum's count for one loop over every axis.
+double naive_flops(std::span<const AxisSet> operands, const AxisSet& output,
+                   std::span<const std::int64_t> sizes) {
+    AxisSet all;
+    for (const AxisSet& set : operands) all = unite(all, set);
+    const bool summed = all.size() > output.size();
+    return product(all, sizes) *
+           (static_cast<double>(std::max<std::size_t>(1, operands.size() - 1)) + (summed ? 1 : 0));
 }
 
 }  // namespace
@@ -175,23 +220,21 @@ ContractionPath contraction_order(std::span<const std::vector<AxisId>> operands,
                                   std::span<const AxisId> output, std::span<const std::int64_t> sizes,
                                   std::size_t optimal_limit) {
     EINC_ASSERT(operands.size() >= 2);
-    std::vector<AxisSet> sets;
-    AxisSet all;
-    for (const auto& axes : operands) {
-        AxisSet set(axes.begin(), axes.end());
-        std::sort(set.begin(), set.end());
-        set.erase(std::unique(set.begin(), set.end()), set.end());
-        all = unite(all, set);
-        sets.push_back(std::move(set));
-    }
-    AxisSet out(output.begin(), output.end());
-    std::sort(out.begin(), out.end());
+    const auto [sets, out] = sets_of(operands, output);
     const bool use_optimal = operands.size() <= std::min<std::size_t>(optimal_limit, max_optimal_operands);
-    ContractionPath path = use_optimal ? optimal(sets, out, sizes) : greedy(sets, out, sizes);
-    const bool summed = all.size() > out.size();
-    path.naive_flops =
-        product(all, sizes) *
-        (static_cast<double>(std::max<std::size_t>(1, operands.size() - 1)) + (summed ? 1 : 0));
+    ContractionPath path = use_optimal ? optimal(sets, out, sizes) : walk(sets, out, sizes, cheapest);
+    path.naive_flops = naive_flops(sets, out, sizes);
+    return path;
+}
+
+ContractionPath contraction_path(std::span<const std::vector<AxisId>> operands,
+                                 std::span<const AxisId> output, std::span<const std::int64_t> sizes,
+                                 const std::function<std::size_t(std::size_t)>& pick) {
+    EINC_ASSERT(operands.size() >= 2);
+    const auto [sets, out] = sets_of(operands, output);
+    ContractionPath path = walk(
+        sets, out, sizes, [&](std::span<const Candidate> candidates) { return pick(candidates.size()); });
+    path.naive_flops = naive_flops(sets, out, sizes);
     return path;
 }
 

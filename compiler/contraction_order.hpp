@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -21,5 +22,15 @@ namespace einc {
 ContractionPath contraction_order(std::span<const std::vector<AxisId>> operands,
                                   std::span<const AxisId> output, std::span<const std::int64_t> sizes,
                                   std::size_t optimal_limit);
+
+// The path that contracts, at each step, the pair pick(n) of the n pairs (i, j), i < j, of the current
+// list, in the order (0, 1), (0, 2), ..., (1, 2), ... - with the counts of that order. As pick ranges over
+// its answers, every order there is: what the planner takes under PlanChoices (plan.hpp), where `einc aot`
+// plans an einsum in every order its `?` extents could make the search choose.
+// @pre operands.size() >= 2
+// @post path.pairs.size() == operands.size() - 1
+ContractionPath contraction_path(std::span<const std::vector<AxisId>> operands,
+                                 std::span<const AxisId> output, std::span<const std::int64_t> sizes,
+                                 const std::function<std::size_t(std::size_t)>& pick);
 
 }  // namespace einc

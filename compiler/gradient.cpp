@@ -320,7 +320,8 @@ TensorSpec gradient_view(const Bound& forward, const TensorSpec& gradient, const
 
 std::vector<BackwardPlan> plan_backward(const Bound& forward, std::span<const TensorSpec> inputs,
                                         std::span<const TensorSpec> output_gradients,
-                                        std::span<const TensorSpec> input_gradients, Epilogue epilogue) {
+                                        std::span<const TensorSpec> input_gradients, Epilogue epilogue,
+                                        std::span<PlanChoices> choices) {
     EINC_ASSERT(inputs.size() == forward.inputs.size() && output_gradients.size() == forward.outputs.size());
     EINC_ASSERT(input_gradients.empty() || input_gradients.size() == inputs.size());
     const DType dtype = inputs.empty() ? DType::f32 : inputs[0].dtype;
@@ -331,7 +332,9 @@ std::vector<BackwardPlan> plan_backward(const Bound& forward, std::span<const Te
                                            : input_gradients[input];
         };
     std::vector<BackwardPlan> plans;
-    for (BackwardCall& call : backward_calls(forward, dtype)) {
+    std::vector<BackwardCall> calls = backward_calls(forward, dtype);
+    EINC_ASSERT(choices.empty() || choices.size() == calls.size());
+    for (BackwardCall& call : calls) {
         std::vector<TensorSpec> operands;
         for (const GradientOperand& operand : call.operands) {
             switch (operand.kind) {
@@ -348,6 +351,7 @@ std::vector<BackwardPlan> plan_backward(const Bound& forward, std::span<const Te
         // strides, with the caller's epilogue; a partial result is the identity's.
         const bool to_inputs = call.results.front().to_input;
         PlanOptions options;
+        options.choices = choices.empty() ? nullptr : &choices[plans.size()];
         options.epilogue = to_inputs ? Epilogue{epilogue.alpha * call.alpha, epilogue.beta} : Epilogue{};
         if (to_inputs && (!input_gradients.empty() || call.results.front().view))
             for (const GradientTarget& target : call.results)

@@ -84,10 +84,13 @@ std::vector<TensorSpec> row_major_gradients(const Plan& forward);
 // (one per forward output, of its shape and dtype), each call planned. The input gradients are written
 // row-major (where a result is a view of an output gradient, it may stay one) - or, given their layouts
 // (`input_gradients`, one per input), into those, stored as alpha * gradient + beta * old (`epilogue`).
+// `choices`, if given, one per backward call (backward_calls), takes each call's choices that compare
+// sizes (PlanChoices, plan.hpp): no call's plan depends on another's choices (a partial result is
+// row-major however it was computed), so they can be walked each on its own.
 std::vector<BackwardPlan> plan_backward(const Bound& forward, std::span<const TensorSpec> inputs,
                                         std::span<const TensorSpec> output_gradients,
                                         std::span<const TensorSpec> input_gradients = {},
-                                        Epilogue epilogue = {});
+                                        Epilogue epilogue = {}, std::span<PlanChoices> choices = {});
 
 // The layout of target's view of `gradient`, the gradient of forward input target.input (all of it
 // unless target.view).

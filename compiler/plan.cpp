@@ -67,6 +67,21 @@ DType compute_dtype(const Plan& plan, const Step& step) {
     return plan.spec(source).dtype;
 }
 
+std::size_t PlanChoices::choose(std::size_t count) {
+    EINC_ASSERT(count >= 1);
+    if (depth_ == taken_.size()) taken_.push_back(Taken{0, count});
+    // A walk replays the answers of the one before up to the choice it changes (planning is deterministic).
+    EINC_ASSERT(taken_[depth_].count == count);
+    return taken_[depth_++].index;
+}
+
+bool PlanChoices::next() {
+    EINC_ASSERT(depth_ == taken_.size());  // a walk asks again every choice the one before it asked
+    depth_ = 0;
+    while (!taken_.empty() && ++taken_.back().index == taken_.back().count) taken_.pop_back();
+    return !taken_.empty();
+}
+
 namespace detail {
 namespace {
 

@@ -188,6 +188,30 @@ std::string_view step_kind(const Step& step);
 // The dtype a step computes in (its source's): what decides its peak FLOP/s.
 DType compute_dtype(const Plan& plan, const Step& step);
 
+// The planner's choices that compare sizes, rather than ask whether an extent is 0 or 1: the order in which
+// einsum contracts three or more operands (contraction_order), and which operands a GEMM copies (the
+// fewest bytes). Given one (PlanOptions::choices), the planner asks it at each such choice which of the
+// alternatives to take - every alternative it could take for some sizes - so that `einc aot` can plan a
+// call every way its `?` extents could make the planner choose (cli/aot_corpus.cpp). It walks every
+// sequence of answers, depth first:
+//
+//   PlanChoices choices;
+//   do plans.push_back(plan(bound, inputs, {.choices = &choices})); while (choices.next());
+class PlanChoices {
+public:
+    // Which of `count` (>= 1) alternatives to take at the next choice of this walk.
+    std::size_t choose(std::size_t count);
+    // Starts the next walk, which answers differently; false when every sequence has been walked.
+    bool next();
+
+private:
+    struct Taken {
+        std::size_t index, count;
+    };
+    std::vector<Taken> taken_;  // the answers of the walk, in order
+    std::size_t depth_ = 0;     // the choices asked so far in this walk
+};
+
 struct PlanOptions {
     bool require_view = false;            // fail unless every result is a view of an input
     bool contiguous = false;              // never return a view: materialise every result
@@ -195,6 +219,7 @@ struct PlanOptions {
     // out = alpha * result + beta * out for every output; not the identity: no View results
     Epilogue epilogue{};
     std::size_t optimal_operand_limit = 8;  // exhaustive contraction-order search up to this many operands
+    PlanChoices* choices = nullptr;         // given: it takes the choices that compare sizes (above)
 };
 
 // @pre inputs[i].shape == bound.inputs[i].shape() and all inputs share one dtype

@@ -121,14 +121,16 @@ struct GemmChoice {
     Groups groups;
     std::optional<GemmMatrix> a, b, c;  // absent: that operand is copied first (or, for c, after)
     double copied_bytes = 0;
+    unsigned copied = 0;  // which: 1 a, 2 x, 4 c
 };
 
-// Picks the order of the axes within each group so that the fewest bytes are copied: an order is
-// read off one operand's strides (the destination's first); each operand that is not a BLAS matrix
-// in that order gets copied. Batch axes that are not one stride may split into an outer loop of GEMMs
-// and the GEMM's batch (at the same place in every operand), which copies nothing.
-GemmChoice choose_gemm(const PlanBuilder& b, const Groups& groups, const Operand& a, const Operand& x,
-                       const std::optional<Operand>& c) {
+// Every way to map the pair onto a GEMM with these groups, in the planner's order of preference: per order
+// of the axes within each group - read off one operand's strides (the destination's first) - and split of
+// the batch axes, the operands that are not a BLAS matrix in that order, which get copied. Batch axes that
+// are not one stride may split into an outer loop of GEMMs and the GEMM's batch (at the same place in
+// every operand), which copies nothing.
+std::vector<GemmChoice> gemm_candidates(const PlanBuilder& b, const Groups& groups, const Operand& a,
+                                        const Operand& x, const std::optional<Operand>& c) {
     const auto candidates = [&](const Axes& group, std::initializer_list<const Operand*> operands) {
         std::vector<Axes> orders;
         for (const Operand* o : operands)
@@ -141,26 +143,36 @@ GemmChoice choose_gemm(const PlanBuilder& b, const Groups& groups, const Operand
     const auto n_orders = candidates(groups.n, {c_ptr, &x});
     const auto k_orders = candidates(groups.k, {&a, &x});
 
-    std::optional<GemmChoice> best;
+    std::vector<GemmChoice> choices;
     for (const Axes& batch : batch_orders)
         for (std::size_t outer = 0; outer < std::max<std::size_t>(batch.size(), 1); ++outer)
             for (const Axes& m : m_orders)
                 for (const Axes& n : n_orders)
                     for (const Axes& k : k_orders) {
-                        GemmChoice choice{Groups{batch, m, n, k, outer}, std::nullopt, std::nullopt,
-                                          std::nullopt, 0};
+                        GemmChoice choice{
+                            Groups{batch, m, n, k, outer}, std::nullopt, std::nullopt, std::nullopt, 0, 0};
                         const auto try_matrix = [&](const Operand& o, const Axes& rows, const Axes& cols,
-                                                    std::optional<GemmMatrix>& slot) {
+                                                    std::optional<GemmMatrix>& slot, unsigned which) {
                             if (const auto modes = matrix_modes(b, o, choice.groups, rows, cols))
                                 slot = blas_matrix(o, *modes);
-                            if (!slot) choice.copied_bytes += 2 * dense_bytes(b, o);
+                            if (slot) return;
+                            choice.copied_bytes += 2 * dense_bytes(b, o);
+                            choice.copied |= which;
                         };
-                        try_matrix(a, m, k, choice.a);
-                        try_matrix(x, k, n, choice.b);
-                        if (c) try_matrix(*c, m, n, choice.c);
-                        if (!best || choice.copied_bytes < best->copied_bytes) best = std::move(choice);
+                        try_matrix(a, m, k, choice.a, 1);
+                        try_matrix(x, k, n, choice.b, 2);
+                        if (c) try_matrix(*c, m, n, choice.c, 4);
+                        choices.push_back(std::move(choice));
                     }
-    return *best;
+    return choices;
+}
+
+// The first of the candidates that copies the fewest bytes.
+GemmChoice fewest_copies(std::vector<GemmChoice> candidates) {
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < candidates.size(); ++i)
+        if (candidates[i].copied_bytes < candidates[best].copied_bytes) best = i;
+    return std::move(candidates[best]);
 }
 
 // The classifications that batch some of the M (or N) axes instead: the operand without them is read
@@ -193,6 +205,42 @@ std::vector<Groups> with_broadcast_batches(const Groups& groups) {
     return alternatives;
 }
 
+// The GEMM of the pair with the fewest bytes copied: the plain classification's, unless it copies and
+// one batching some M or N axes copies fewer (the first of equals).
+GemmChoice chosen_gemm(const PlanBuilder& b, const Groups& groups, const Operand& a, const Operand& x,
+                       const std::optional<Operand>& c) {
+    GemmChoice best = fewest_copies(gemm_candidates(b, groups, a, x, c));
+    if (best.copied_bytes > 0)
+        for (const Groups& alternative : with_broadcast_batches(groups)) {
+            GemmChoice candidate = fewest_copies(gemm_candidates(b, alternative, a, x, c));
+            if (candidate.copied_bytes < best.copied_bytes) best = std::move(candidate);
+        }
+    return best;
+}
+
+// chosen_gemm's choice as PlanChoices takes it: one of the candidates it could choose for some sizes.
+// It takes the first candidate - the plain classification's, then those batching M or N axes - that
+// copies the fewest bytes, and an operand's bytes can be anything, 0 included: a candidate can be chosen
+// unless an earlier one copies a subset of what it copies (then never more bytes).
+GemmChoice possible_gemm(const PlanBuilder& b, const Groups& groups, const Operand& a, const Operand& x,
+                         const std::optional<Operand>& c) {
+    std::vector<GemmChoice> possible;
+    const auto consider = [&](std::vector<GemmChoice> candidates) {
+        for (GemmChoice& candidate : candidates)
+            if (std::none_of(possible.begin(), possible.end(), [&](const GemmChoice& earlier) {
+                    return (earlier.copied & ~candidate.copied) == 0;
+                }))
+                possible.push_back(std::move(candidate));
+    };
+    consider(gemm_candidates(b, groups, a, x, c));
+    const bool copy_free = std::any_of(possible.begin(), possible.end(),
+                                       [](const GemmChoice& choice) { return choice.copied == 0; });
+    if (!copy_free)  // (else none that batches could be chosen: it copies a superset of nothing)
+        for (const Groups& alternative : with_broadcast_batches(groups))
+            consider(gemm_candidates(b, alternative, a, x, c));
+    return std::move(possible[b.options.choices->choose(possible.size())]);
+}
+
 // ---- the contraction of two operands --------------------------------------------------------------
 
 // Contracts `a` and `x` into `destination` (the output) or, when absent, into a new temporary holding
@@ -219,14 +267,9 @@ Operand contract_pair(PlanBuilder& b, const Operand& a, const Operand& x, const 
     // The GEMM, if a summed axis makes it worth one: the group orders that copy least, and - when even
     // those copy - the same with some M or N axes batched instead (the other operand's batch stride 0).
     std::optional<GemmChoice> gemm_choice;
-    if (b.size_of_axes(groups.k) > 1) {
-        gemm_choice = choose_gemm(b, groups, a, x, destination);
-        if (gemm_choice->copied_bytes > 0)
-            for (const Groups& alternative : with_broadcast_batches(groups)) {
-                GemmChoice candidate = choose_gemm(b, alternative, a, x, destination);
-                if (candidate.copied_bytes < gemm_choice->copied_bytes) gemm_choice = std::move(candidate);
-            }
-    }
+    if (b.size_of_axes(groups.k) > 1)
+        gemm_choice = b.options.choices ? possible_gemm(b, groups, a, x, destination)
+                                        : chosen_gemm(b, groups, a, x, destination);
     // Without a summed axis a GEMM is all overhead; and a dot product or matrix-vector product whose
     // operands would need copying, or a loop of GEMMs, is better done in one memory-bound pass: multiply
     // elementwise.
@@ -357,7 +400,11 @@ void plan_einsum(PlanBuilder& b) {
         for (const Operand& o : operands) sets.push_back(o.axes);
         std::vector<std::int64_t> sizes;
         for (const Axis& axis : b.bound.axes) sizes.push_back(axis.size);
-        b.plan.path = contraction_order(sets, out_axes, sizes, b.options.optimal_operand_limit);
+        b.plan.path =
+            b.options.choices
+                ? contraction_path(sets, out_axes, sizes,
+                                   [&](std::size_t pairs) { return b.options.choices->choose(pairs); })
+                : contraction_order(sets, out_axes, sizes, b.options.optimal_operand_limit);
     }
     const std::vector<std::pair<std::size_t, std::size_t>> pairs =
         b.plan.path ? b.plan.path->pairs : std::vector<std::pair<std::size_t, std::size_t>>{{0, 1}};

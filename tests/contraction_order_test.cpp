@@ -114,3 +114,30 @@ TEST_CASE("past the limit the search is greedy, and stays fast for many operands
     CHECK(path.optimized_flops > 0);
     CHECK(path.optimized_flops < path.naive_flops);
 }
+
+TEST_CASE("contraction_path: the pairs it is told, with their counts; as they range, every order") {
+    const std::vector<Axes> chain{{0, 1}, {1, 2}, {2, 3}, {3, 4}};
+    const std::vector<std::int64_t> sizes{8, 64, 4, 64, 8};
+    const ContractionPath searched = contraction_order(chain, Axes{0, 4}, sizes, 8);
+    // Every answer of every step: 6 pairs of four operands, 3 of three, 1 of two.
+    std::vector<std::vector<std::pair<std::size_t, std::size_t>>> orders;
+    for (std::size_t first = 0; first < 6; ++first)
+        for (std::size_t second = 0; second < 3; ++second) {
+            std::vector<std::size_t> asked;
+            const ContractionPath path = contraction_path(chain, Axes{0, 4}, sizes, [&](std::size_t n) {
+                asked.push_back(n);
+                return asked.size() == 1 ? first : asked.size() == 2 ? second : 0;
+            });
+            CHECK(asked == std::vector<std::size_t>{6, 3, 1});
+            CHECK_FALSE(path.optimal);
+            CHECK(path.naive_flops == searched.naive_flops);
+            if (path.pairs == searched.pairs) {
+                CHECK(path.optimized_flops == searched.optimized_flops);
+                CHECK(path.largest_intermediate == searched.largest_intermediate);
+            }
+            orders.push_back(path.pairs);
+        }
+    std::sort(orders.begin(), orders.end());
+    CHECK(std::unique(orders.begin(), orders.end()) == orders.end());
+    CHECK(std::find(orders.begin(), orders.end(), searched.pairs) != orders.end());
+}

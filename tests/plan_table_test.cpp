@@ -15,6 +15,7 @@
 //
 // Operands are written as the CLI reads them: `8x64x32` is row-major, `(4,8):(1,4)` gives the strides
 // (in elements), `scalar` is a 0-dim tensor.
+#include <algorithm>
 #include <charconv>
 #include <doctest/doctest.h>
 #include <string>
@@ -629,6 +630,49 @@ TEST_CASE("plan table: contraction order of the chains") {
     REQUIRE(four.path.has_value());
     CHECK(four.path->pairs == std::vector<std::pair<std::size_t, std::size_t>>{{0, 1}, {0, 1}, {0, 1}});
     CHECK(four.path->optimized_flops == 4. * 32 * 4 * 2 * 2 + 4. * 4 * 4 * 2);
+}
+
+TEST_CASE("plan table: PlanChoices walks every contraction order and every GEMM copy sizes could choose") {
+    using Pairs = std::vector<std::pair<std::size_t, std::size_t>>;
+    const auto walk = [](const Row& row, const auto& what) {
+        std::vector<decltype(what(Plan{}))> walked;
+        PlanChoices choices;
+        do {
+            PlanOptions options;
+            options.choices = &choices;
+            walked.push_back(what(plan_of(row, options)));
+        } while (choices.next());
+        std::sort(walked.begin(), walked.end());
+        return walked;
+    };
+    // Three operands: every first pair, the searched order among them (with the GEMMs' choices, some
+    // more than once).
+    const auto orders = [&](const Row& row) {
+        std::vector<Pairs> walked = walk(row, [](const Plan& p) { return p.path->pairs; });
+        walked.erase(std::unique(walked.begin(), walked.end()), walked.end());
+        return walked;
+    };
+    const Row chain{"einsum", "i j, j k, k l -> i l", {}, F32, {"64x4", "4x64", "64x8"}};
+    CHECK(orders(chain) == std::vector<Pairs>{{{0, 1}, {0, 1}}, {{0, 2}, {0, 1}}, {{1, 2}, {0, 1}}});
+    CHECK(plan_of(chain).path->pairs == Pairs{{1, 2}, {0, 1}});
+    CHECK(orders({"einsum", "a b, b c, c d, d e -> a e", {}, F32, {"4x32", "32x4", "4x32", "32x4"}}).size() ==
+          6 * 3);
+    // (j l) is one stride in one order in operand 0 and in the other in operand 1: the GEMM copies the
+    // smaller of them, operand 0 where i < k, operand 1 where i > k. The walk takes both.
+    const auto copied = [](const Plan& p) {
+        std::vector<std::uint32_t> read;
+        for (const PlanStep& step : p.steps)
+            if (const auto* copy = std::get_if<Copy>(&step.step)) read.push_back(copy->src.buffer.index);
+        return read;
+    };
+    CHECK(copied(plan_of({"einsum", "i j l, l j k -> i k", {}, F32, {"2x3x5", "5x3x8"}})) ==
+          std::vector<std::uint32_t>{0});
+    CHECK(copied(plan_of({"einsum", "i j l, l j k -> i k", {}, F32, {"8x3x5", "5x3x2"}})) ==
+          std::vector<std::uint32_t>{1});
+    CHECK(walk({"einsum", "i j l, l j k -> i k", {}, F32, {"2x3x5", "5x3x8"}}, copied) ==
+          std::vector<std::vector<std::uint32_t>>{{0}, {1}});
+    // A GEMM that needs no copy in its first order has no other choice.
+    CHECK(walk({"einsum", "i j, j k -> i k", {}, F32, {"2x3", "3x4"}}, copied).size() == 1);
 }
 
 // Reported, not yet fixed: doctest prints these failures without failing the run.
