@@ -248,7 +248,8 @@ void collect_kernels(const CallArgs& call, std::span<const TensorSpec> specs, bo
     // A walk per backward call, side by side (plan_backward says why they can be).
     std::vector<PlanChoices> choices(symbolic ? backward_calls(front.bound, specs[0].dtype).size() : 0);
     walk_every_way(choices, plans, [&] {
-        for (const BackwardPlan& backward : plan_backward(front.bound, specs, gradients, {}, {}, choices))
+        for (const BackwardPlan& backward :
+             plan_backward(front.bound, front.inputs, gradients, {}, {}, choices))
             for (const KernelSignature& k : possible_kernels(backward.plan, symbolic)) add_unique(kernels, k);
     });
 }

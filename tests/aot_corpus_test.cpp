@@ -13,6 +13,7 @@
 #include "cli/arguments.hpp"
 #include "compiler/bind.hpp"
 #include "compiler/gradient.hpp"
+#include "compiler/lower.hpp"
 #include "compiler/schedule.hpp"
 #include "runtime/kernel_registry.hpp"
 #include "tests/shell_words.hpp"
@@ -418,25 +419,24 @@ BruteForce brute_force(const std::string& line) {
             const cli::CallArgs call =
                 cli::parse_call_args(concrete_call(words, dtype, [&] { return tuple[next++]; }));
             ++result.sizes;
-            std::vector<Shape> shapes;
             std::vector<TensorSpec> specs;
             for (const cli::OperandArg& operand : call.operands) {
-                shapes.push_back(operand.shape);
                 specs.push_back(
                     TensorSpec{*dtype_named(dtype), operand.shape, row_major_strides(operand.shape)});
             }
             try {
-                const Bound bound = bind(call.call, shapes);
+                // Planned as a run plans them: through lower(), which plans the operands' strides.
+                const Lowered front = lower(call.call, specs, {.until = Stage::bound});
                 for (const bool contiguous : {false, true}) {
-                    PlanOptions options;
-                    options.contiguous = contiguous;
-                    const Plan p = plan(bound, specs, options);
+                    const Lowered p =
+                        lower(front, {.until = Stage::planned, .plan = {.contiguous = contiguous}});
                     for (const int multiprocessors : {1, 1 << 20})
-                        add(schedule(p, Target::gpu(multiprocessors)));
+                        add(schedule(p.plan, Target::gpu(multiprocessors)));
                 }
                 if (call.backward)
                     for (const BackwardPlan& backward :
-                         plan_backward(bound, specs, row_major_gradients(plan(bound, specs))))
+                         plan_backward(front.bound, front.inputs,
+                                       row_major_gradients(lower(front, {.until = Stage::planned}).plan)))
                         for (const int multiprocessors : {1, 1 << 20})
                             add(schedule(backward.plan, Target::gpu(multiprocessors)));
             } catch (const Error&) {
