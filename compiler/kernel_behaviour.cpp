@@ -320,20 +320,22 @@ public:
     }
     void barrier() { event({LaneEvent::Kind::barrier, 0, 0, 0}); }
     void shuffle() { event({LaneEvent::Kind::shuffle, 0, 0, 0}); }
-    void issue(double instructions) {
-        issued_ += instructions;
-        if (emitting()) emitted_issue_ += instructions;
-    }
+    void issue(double instructions) { issued_ += instructions; }
 
-    double accesses() const { return accesses_; }
-    double emitted_accesses() const { return emitted_accesses_; }
+    // Global loads (or, where a lane has none, all its accesses): counted, and emitted.
+    double counted() const { return loads_ > 0 ? loads_ : accesses_; }
+    double emitted() const { return loads_ > 0 ? emitted_loads_ : emitted_accesses_; }
     double issued() const { return issued_; }
-    double emitted_issued() const { return emitted_issue_; }
 
 private:
     void memory(LaneEvent::Kind kind, Site site, std::uint64_t address, std::size_t bytes) {
+        const bool load = kind == LaneEvent::Kind::load;
         accesses_ += 1;
-        if (emitting()) emitted_accesses_ += 1;
+        loads_ += load ? 1 : 0;
+        if (emitting()) {
+            emitted_accesses_ += 1;
+            emitted_loads_ += load ? 1 : 0;
+        }
         event({kind, site, static_cast<std::uint32_t>(bytes), address});
     }
     void event(const LaneEvent& e) {
@@ -343,7 +345,7 @@ private:
     const BehaviourOptions& options_;
     std::int64_t items_ = 0, terms_ = 0;
     bool item_limit_ = false, term_limit_ = false;
-    double accesses_ = 0, emitted_accesses_ = 0, issued_ = 0, emitted_issue_ = 0;
+    double accesses_ = 0, emitted_accesses_ = 0, loads_ = 0, emitted_loads_ = 0, issued_ = 0;
 };
 
 // The launch as its lane programs read it.
@@ -778,12 +780,12 @@ KernelBehaviour behaviour_of(const KernelLaunch& launch, const BehaviourOptions&
         for (std::int64_t l = 0; l < kernel_warp && first + l < c.block_threads; ++l) {
             Lane lane(&lanes[static_cast<std::size_t>(l)], options);
             run_lane(c, block, first + l, lane);
-            accesses += lane.accesses();
-            emitted += lane.emitted_accesses();
+            accesses += lane.counted();
+            emitted += lane.emitted();
             issued = std::max(issued, lane.issued());  // a warp issues as its busiest lane
         }
         TraceStatistics warp = warp_statistics(lanes);
-        // What ran stands for the whole: the accesses counted beyond the limits scale what was emitted.
+        // What ran stands for the whole: the loads counted beyond the limits scale what was emitted.
         const double scale = emitted > 0 ? accesses / emitted : 1;
         if (scale != 1) b.exact = false;
         warp.longest_chain *= scale;
