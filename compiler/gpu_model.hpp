@@ -49,13 +49,17 @@ struct GpuParameters {
 // The parameters of a DeviceModel's GPU (by its key), or null where none were fitted (a100, CPUs).
 const GpuParameters* gpu_parameters(std::string_view device_key);
 
-// Registers per thread and shared memory per block of a kernel, as `ptxas -arch=sm_90 -v` reports them
-// (pinned by a test against ptxas where the CUDA toolkit is installed).
+// Registers per thread and shared memory per block of a kernel, as `ptxas -arch=sm_90 -v` reports them:
+// from a table of the kernels ptxas was asked about (compiler/kernel_registers.inc, pinned by
+// tests/kernel_resources_test.cpp where the CUDA toolkit is installed), else estimated.
 struct KernelResources {
     int registers = 32;
     int shared_bytes = 0;
+    bool estimated = false;  // not in the table
 };
 KernelResources kernel_resources(const KernelSignature& signature);
+// For a kernel not in the table: what most of those in it take.
+int estimated_registers(const KernelSignature& signature);
 
 // Blocks of `launch` resident on one SM at once.
 int resident_blocks(const KernelLaunch& launch, const KernelResources& resources, const GpuParameters& gpu);
@@ -76,6 +80,7 @@ struct KernelPrediction {
     double serial_chain = 0;            // the busiest thread's batches
     int resident_blocks = 0;
     bool l2_resident = false;
+    double useful_bytes = 0;  // what its loads and stores ask for (for % of HBM)
 };
 
 KernelPrediction predict_kernel(const KernelLaunch& launch, const KernelBehaviour& behaviour,
