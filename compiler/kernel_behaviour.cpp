@@ -800,6 +800,7 @@ KernelBehaviour behaviour_of(const KernelLaunch& launch, const BehaviourOptions&
     b.store_sector_efficiency = total.store_sector_efficiency();
     b.sector_efficiency = total.sector_efficiency();
     b.whole_sector_share = total.whole_sector_share();
+    b.active_lane_share = total.active_lane_share();
     b.batch_bytes = total.batch_bytes();
     b.bank_ways = total.bank_ways();
     b.serial_chain = std::ceil(total.longest_chain - 1e-9);

@@ -109,10 +109,11 @@ struct KernelBehaviour {
     // From the lane programs (per warp instruction; over sampled warps where the launch is large)
     double load_sector_efficiency = 1, store_sector_efficiency = 1, sector_efficiency = 1;
     double whole_sector_share = 1;
-    double batch_bytes = 0;   // sector bytes one warp has in flight per batch of independent loads
-    double bank_ways = 1;     // shared memory
-    double serial_chain = 0;  // batches of loads, one after another, of the busiest thread
-    double warp_batches = 0;  // over the launch
+    double active_lane_share = 1;  // of a warp's 32 lanes, per global memory instruction
+    double batch_bytes = 0;        // sector bytes one warp has in flight per batch of independent loads
+    double bank_ways = 1;          // shared memory
+    double serial_chain = 0;       // batches of loads, one after another, of the busiest thread
+    double warp_batches = 0;       // over the launch
     double load_bytes = 0, store_bytes = 0;  // useful bytes over the launch
     double warp_instructions = 0;            // issued over the launch (an estimate: see kernel_behaviour.cpp)
     // In closed form

@@ -213,6 +213,7 @@ public:
         CHECK(t.load_sector_efficiency() == doctest::Approx(declared.load_sector_efficiency));
         CHECK(t.store_sector_efficiency() == doctest::Approx(declared.store_sector_efficiency));
         CHECK(t.whole_sector_share() == doctest::Approx(declared.whole_sector_share));
+        CHECK(t.active_lane_share() == doctest::Approx(declared.active_lane_share));
         CHECK(t.batch_bytes() == doctest::Approx(declared.batch_bytes));
         CHECK(t.warp_batches == doctest::Approx(declared.warp_batches));
         CHECK(t.longest_chain == doctest::Approx(declared.serial_chain));
@@ -227,11 +228,13 @@ public:
         }
         ++checked[launch.signature.kind];
         efficiency[launch.signature.kind].push_back(declared.sector_efficiency);
+        lanes[launch.signature.kind].push_back(declared.active_lane_share);
+        ways[launch.signature.kind].push_back(declared.bank_ways);
     }
     bool dense = false;
     int launches = 0;
     std::map<KernelKind, int> checked;
-    std::map<KernelKind, std::vector<double>> efficiency;
+    std::map<KernelKind, std::vector<double>> efficiency, lanes, ways;
 
 private:
     const TracedKernels& kernels_;
@@ -389,9 +392,13 @@ TEST_CASE("emulated GPU model: every launch's traced accesses equal its kernel's
     }
     std::string figures;
     for (const auto& [kind, count] : device.checked) {
-        const auto& e = device.efficiency[kind];
-        figures += fmt::format(" {} {} (sector efficiency {:.2f}-{:.2f});", name_of(kind), count,
-                               *std::min_element(e.begin(), e.end()), *std::max_element(e.begin(), e.end()));
+        const auto range = [](const std::vector<double>& v) {
+            return fmt::format("{:.2f}-{:.2f}", *std::min_element(v.begin(), v.end()),
+                               *std::max_element(v.begin(), v.end()));
+        };
+        figures += fmt::format("\n  {} {}: sector efficiency {}, active lanes {}, bank ways {}",
+                               name_of(kind), count, range(device.efficiency[kind]),
+                               range(device.lanes[kind]), range(device.ways[kind]));
     }
     MESSAGE(runs.size(), " plans, ", steps, " kernel steps, ", device.launches, " launches traced:", figures);
     for (const KernelKind kind :
@@ -437,6 +444,7 @@ public:
         INFO(first_difference(launch, same, recorded));
         CHECK(t.load_sector_efficiency() == doctest::Approx(declared.load_sector_efficiency));
         CHECK(t.store_sector_efficiency() == doctest::Approx(declared.store_sector_efficiency));
+        CHECK(t.active_lane_share() == doctest::Approx(declared.active_lane_share));
         CHECK(t.batch_bytes() == doctest::Approx(declared.batch_bytes));
         CHECK(t.bank_ways() == doctest::Approx(declared.bank_ways));
         CHECK(t.longest_chain == doctest::Approx(declared.serial_chain));
