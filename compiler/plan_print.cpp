@@ -1,8 +1,10 @@
 // Printing plans: the text `einc explain` shows, and its JSON form.
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <optional>
 
+#include "compiler/gpu_model.hpp"
 #include "compiler/schedule.hpp"
 #include "grammar/diagnostic.hpp"
 
@@ -102,6 +104,27 @@ std::string cost_line(const Cost& cost, const DeviceModel& device, DType dtype) 
                        format_seconds(roofline(cost, device, dtype).seconds));
 }
 
+// The GPU model's prediction for a step of generated kernels on `device` (nothing for other steps, CPU
+// schedules, or a device with no fitted parameters).
+std::optional<StepPrediction> model_of(const Plan& plan, const Schedule& schedule, std::size_t step,
+                                       const DeviceModel& device) {
+    const GpuParameters* gpu = gpu_parameters(device.key);
+    if (!gpu || schedule.target.backend != Backend::cuda) return std::nullopt;
+    return predict_step(plan, schedule, step, *gpu);
+}
+
+// "model  einc_transpose_...  50.3 us  56% of HBM  limited by latency: 4 waves, 32.8 kB in flight per SM,
+// 100% of sector bytes used, chain 4"
+std::string model_line(const KernelLaunch& launch, const KernelPrediction& k, const DeviceModel& device) {
+    return fmt::format(
+        "model  {}  {}  {:.0f}% of HBM  limited by {}: {:.0f} wave{}, {} in flight per SM, {:.0f}% of "
+        "sector bytes used, chain {:.0f}{}",
+        launch.signature.name(), format_seconds(k.seconds),
+        100 * k.useful_bytes / k.seconds / device.bandwidth, name_of(k.limited_by), k.waves,
+        k.waves == 1 ? "" : "s", format_bytes(k.bytes_in_flight_per_sm), 100 * k.sector_efficiency,
+        k.serial_chain, k.l2_resident ? " (its data in L2)" : "");
+}
+
 }  // namespace
 
 std::string print_plan(const Plan& plan, const Schedule& schedule, const DeviceModel& device) {
@@ -130,6 +153,11 @@ std::string print_plan(const Plan& plan, const Schedule& schedule, const DeviceM
         for (const std::string& line : step_details(step.step)) out += fmt::format("       {}\n", line);
         out += fmt::format("       {}\n", cost_line(scheduled_step_cost(plan, schedule, s), device,
                                                     compute_dtype(plan, step.step)));
+        if (const auto model = model_of(plan, schedule, s, device)) {
+            const auto& launches = std::get<strategy::Kernels>(schedule.steps[s].strategy).launches;
+            for (std::size_t k = 0; k < launches.size(); ++k)
+                out += fmt::format("       {}\n", model_line(launches[k], model->kernels[k], device));
+        }
     }
     const Cost total = scheduled_cost(plan, schedule);
     out += fmt::format("total: {}, read {}, write {}, workspace {}, intensity {:.3g} FLOP/B\n",
@@ -142,6 +170,20 @@ std::string print_plan(const Plan& plan, const Schedule& schedule, const DeviceM
         time.seconds += roofline(step.cost, device, compute_dtype(plan, step.step)).seconds;
     out += fmt::format("time:  >= {} on {} (roofline, steps in sequence)\n", format_seconds(time.seconds),
                        device.name);
+    // The GPU model where it covers a step, the roofline elsewhere (views, library GEMMs).
+    double modelled = 0;
+    bool any = false;
+    for (std::size_t s = 0; s < plan.steps.size(); ++s) {
+        const auto model = model_of(plan, schedule, s, device);
+        any = any || model;
+        modelled +=
+            model ? model->seconds
+                  : roofline(plan.steps[s].cost, device, compute_dtype(plan, plan.steps[s].step)).seconds;
+    }
+    if (any)
+        out += fmt::format(
+            "model: {} on {} (the GPU model's kernels, called again and again, steps in sequence)\n",
+            format_seconds(modelled), device.name);
     return out;
 }
 
@@ -241,7 +283,8 @@ void write_access(Json& json, std::string_view name, const Access& access) {
     json.key("shape").array(access.layout.extents()).key("strides").array(access.layout.strides()).close('}');
 }
 
-void write_cost(Json& json, const Cost& cost, const DeviceModel& device, DType dtype) {
+void write_cost(Json& json, const Cost& cost, const DeviceModel& device, DType dtype,
+                std::optional<double> predicted = std::nullopt) {
     const Roofline r = roofline(cost, device, dtype);
     json.key("flops")
         .value(cost.flops)
@@ -251,7 +294,39 @@ void write_cost(Json& json, const Cost& cost, const DeviceModel& device, DType d
         .value(cost.bytes_written);
     json.key("workspace_bytes").value(cost.workspace_bytes).key("intensity").value(cost.intensity());
     json.key("bound").value(name_of(roofline_bound(cost, device, dtype)));
-    json.key("predicted_seconds").value(r.seconds);
+    json.key("predicted_seconds").value(predicted.value_or(r.seconds));
+}
+
+// The GPU model's view of a step: what limits it and the figures behind it (its slowest kernel's), then
+// each kernel's.
+void write_model(Json& json, const StepPrediction& model, const std::vector<KernelLaunch>& launches) {
+    const auto slowest = std::max_element(model.kernels.begin(), model.kernels.end(),
+                                          [](const auto& a, const auto& b) { return a.seconds < b.seconds; });
+    double chain = 0;
+    for (const KernelPrediction& k : model.kernels) chain = std::max(chain, k.serial_chain);
+    json.key("model").open('{');
+    json.key("launches").value(static_cast<std::int64_t>(model.kernels.size()));
+    json.key("limited_by").value(name_of(model.limited_by()));
+    json.key("sector_efficiency").value(slowest->sector_efficiency);
+    json.key("bytes_in_flight_per_sm").value(slowest->bytes_in_flight_per_sm);
+    json.key("waves").value(slowest->waves);
+    json.key("serial_chain").value(chain);
+    json.key("kernels").open('[');
+    for (std::size_t k = 0; k < model.kernels.size(); ++k) {
+        const KernelPrediction& p = model.kernels[k];
+        json.open('{')
+            .key("name")
+            .value(launches[k].signature.name())
+            .key("predicted_seconds")
+            .value(p.seconds);
+        json.key("limited_by").value(name_of(p.limited_by)).key("hbm_bytes").value(p.hbm_bytes);
+        json.key("sector_efficiency").value(p.sector_efficiency);
+        json.key("bytes_in_flight_per_sm").value(p.bytes_in_flight_per_sm).key("waves").value(p.waves);
+        json.key("rounds").value(p.rounds).key("serial_chain").value(p.serial_chain);
+        json.key("resident_blocks").value(static_cast<std::int64_t>(p.resident_blocks));
+        json.key("l2_resident").value(p.l2_resident).close('}');
+    }
+    json.close(']').close('}');
 }
 
 }  // namespace
@@ -354,12 +429,27 @@ std::string plan_to_json(const Plan& plan, const Schedule& schedule, const Devic
                        },
                    },
                    step.step);
-        write_cost(json, scheduled_step_cost(plan, schedule, s), device, compute_dtype(plan, step.step));
+        const auto model = model_of(plan, schedule, s, device);
+        write_cost(json, scheduled_step_cost(plan, schedule, s), device, compute_dtype(plan, step.step),
+                   model ? std::optional<double>(model->seconds) : std::nullopt);
+        if (model) write_model(json, *model, std::get<strategy::Kernels>(scheduled.strategy).launches);
         json.close('}');
     }
     json.close(']');
+    // With the GPU model, the total is the steps' predictions in sequence (the roofline's elsewhere).
+    std::optional<double> total_predicted;
+    for (std::size_t s = 0; s < plan.steps.size(); ++s)
+        if (model_of(plan, schedule, s, device)) total_predicted = 0.0;
+    if (total_predicted)
+        for (std::size_t s = 0; s < plan.steps.size(); ++s) {
+            const auto model = model_of(plan, schedule, s, device);
+            *total_predicted += model ? model->seconds
+                                      : roofline(scheduled_step_cost(plan, schedule, s), device,
+                                                 compute_dtype(plan, plan.steps[s].step))
+                                            .seconds;
+        }
     json.key("total").open('{');
-    write_cost(json, scheduled_cost(plan, schedule), device, dtype);
+    write_cost(json, scheduled_cost(plan, schedule), device, dtype, total_predicted);
     json.close('}');
     if (plan.path) {
         json.key("path").open('{').key("optimal").value(plan.path->optimal).key("pairs").open('[');

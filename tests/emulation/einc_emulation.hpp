@@ -3,6 +3,11 @@
 // its warp around 32 slots, shared memory an arena per block. Slow, and only for small launches - but it
 // executes the very source text NVRTC compiles. Included before the generated source, in a shared
 // library the tests build and load (tests/emulation_test.cpp); einc_emu_run() is its entry point.
+//
+// einc_emu_trace() runs chosen blocks of a launch with its real grid (each does its real share of a
+// grid-stride loop) and records, per thread, every global and shared access (EINC_LD, EINC_ST, EINC_LDS,
+// EINC_STS, each with its site: the macro's __COUNTER__), batch mark (EINC_BATCH), barrier and shuffle,
+// in program order (einc_trace.h): the trace the GPU model's description is checked against.
 #pragma once
 
 #include <barrier>
@@ -15,6 +20,8 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "einc_trace.h"
 
 namespace einc_emu {
 
@@ -39,9 +46,43 @@ struct ThreadState {
     dim3 thread, block, block_dim, grid_dim;
     Block* block_state = nullptr;
     std::size_t shared_used = 0;
-    unsigned linear = 0;  // the thread's index in its block
+    unsigned linear = 0;                           // the thread's index in its block
+    std::vector<einc_emu_event>* trace = nullptr;  // where a traced launch records this thread's events
 };
 inline thread_local ThreadState current;
+
+inline void record(einc_emu_event_kind kind, unsigned site, unsigned size, unsigned long long address) {
+    if (current.trace)
+        current.trace->push_back(einc_emu_event{static_cast<unsigned>(kind), site, size, address});
+}
+
+template <typename T>
+T load(const T* pointer, unsigned site) {
+    record(einc_emu_load, site, sizeof(T), reinterpret_cast<std::uintptr_t>(pointer));
+    return *pointer;
+}
+template <typename T, typename V>
+void store(T* pointer, const V& value, unsigned site) {
+    record(einc_emu_store, site, sizeof(T), reinterpret_cast<std::uintptr_t>(pointer));
+    *pointer = value;
+}
+inline unsigned long long shared_offset(const void* pointer) {
+    return static_cast<unsigned long long>(static_cast<const unsigned char*>(pointer) -
+                                           current.block_state->shared);
+}
+template <typename T>
+T shared_load(const T* pointer, unsigned site) {
+    record(einc_emu_shared_load, site, sizeof(T), shared_offset(pointer));
+    return *pointer;
+}
+template <typename T, typename V>
+void shared_store(T* pointer, const V& value, unsigned site) {
+    record(einc_emu_shared_store, site, sizeof(T), shared_offset(pointer));
+    *pointer = value;
+}
+inline void batch(unsigned site, unsigned unroll) {
+    record(einc_emu_batch_mark, site, unroll, 0);
+}
 
 // Each thread asks for its block's shared arrays in the same order, so each gets the same memory.
 template <typename T>
@@ -52,12 +93,14 @@ T* shared(std::size_t count) {
 }
 
 inline void sync() {
+    record(einc_emu_barrier, 0, 0, 0);
     current.block_state->barrier.arrive_and_wait();
 }
 
 template <typename T>
 T shfl_down(T value, int delta) {
     static_assert(sizeof(T) <= 8);
+    record(einc_emu_shuffle, 0, 0, 0);
     Warp& warp = *current.block_state->warps[current.linear / 32];
     const unsigned lane = current.linear % 32;
     std::memcpy(warp.slots[lane], &value, sizeof value);
@@ -80,10 +123,11 @@ T shfl_down(T value, int delta) {
 #define EINC_SHARED(type, name, count) type* name = einc_emu::shared<type>(count)
 #define EINC_SYNC() einc_emu::sync()
 #define EINC_SHFL_DOWN(value, delta) einc_emu::shfl_down(value, delta)
-#define EINC_LD(pointer) (*(pointer))
-#define EINC_ST(pointer, value) (*(pointer) = (value))
-#define EINC_LDS(pointer) (*(pointer))
-#define EINC_STS(pointer, value) (*(pointer) = (value))
+#define EINC_LD(pointer) einc_emu::load(pointer, __COUNTER__)
+#define EINC_ST(pointer, value) einc_emu::store(pointer, value, __COUNTER__)
+#define EINC_LDS(pointer) einc_emu::shared_load(pointer, __COUNTER__)
+#define EINC_STS(pointer, value) einc_emu::shared_store(pointer, value, __COUNTER__)
+#define EINC_BATCH(unroll) einc_emu::batch(__COUNTER__, unroll)
 #define EINC_RESTRICT
 
 typedef long long einc_i64;
@@ -154,6 +198,13 @@ struct Job {
     void** arguments = nullptr;
     unsigned grid = 0, block_x = 0, block_y = 0, threads = 0;
     Block* block = nullptr;
+    // Traced launches: only these blocks run (else all of the grid), each thread recording into
+    // traces[thread], handed to `sink` after each block.
+    const unsigned* blocks = nullptr;
+    unsigned block_count = 0;
+    std::vector<einc_emu_event>* traces = nullptr;
+    einc_emu_sink sink = nullptr;
+    void* sink_context = nullptr;
 };
 
 // Threads that stay between launches (creating hundreds of threads per launch dominates otherwise).
@@ -194,17 +245,27 @@ private:
                 job = job_;
             }
             if (t >= job.threads) continue;
-            for (unsigned b = 0; b < job.grid; ++b) {
+            const unsigned runs = job.blocks ? job.block_count : job.grid;
+            for (unsigned k = 0; k < runs; ++k) {
+                const unsigned b = job.blocks ? job.blocks[k] : k;
+                std::vector<einc_emu_event>* trace = job.traces ? &job.traces[t] : nullptr;
+                if (trace) trace->clear();
                 current = ThreadState{{t % job.block_x, t / job.block_x, 0},
                                       {b, 0, 0},
                                       {job.block_x, job.block_y, 1},
                                       {job.grid, 1, 1},
                                       job.block,
                                       0,
-                                      t};
+                                      t,
+                                      trace};
                 job.invoke(job.arguments);
                 job.block->barrier.arrive_and_wait();  // the block's shared memory is the next block's
+                if (trace && t == 0)  // every thread's events, once all have finished the block
+                    for (unsigned u = 0; u < job.threads; ++u)
+                        job.sink(job.sink_context, b, u, job.traces[u].data(), job.traces[u].size());
+                if (trace) job.block->barrier.arrive_and_wait();  // before any thread clears its trace
             }
+            current.trace = nullptr;
             std::lock_guard lock(mutex_);
             if (--pending_ == 0) done_.notify_one();
         }
@@ -221,15 +282,42 @@ private:
 
 }  // namespace einc_emu
 
+namespace einc_emu {
+
+inline Pool& pool() {
+    static Pool p;
+    return p;
+}
+
+inline void launch(Job job) {
+    job.threads = job.block_x * job.block_y;
+    Block block(job.threads);
+    for (unsigned w = 0; w < (job.threads + 31) / 32; ++w)
+        block.warps.push_back(std::make_unique<Warp>(std::min<std::ptrdiff_t>(32, job.threads - 32 * w)));
+    job.block = &block;
+    pool().run(job);
+}
+
+}  // namespace einc_emu
+
 // Runs `invoke(arguments)` as a launch of grid x block threads: one thread per CUDA thread of a block,
 // the blocks one after the other.
 extern "C" void einc_emu_run(void (*invoke)(void**), unsigned grid, unsigned block_x, unsigned block_y,
                              void** arguments) {
-    static einc_emu::Pool pool;
-    const unsigned threads = block_x * block_y;
-    einc_emu::Block block(threads);
-    for (unsigned w = 0; w < (threads + 31) / 32; ++w)
-        block.warps.push_back(
-            std::make_unique<einc_emu::Warp>(std::min<std::ptrdiff_t>(32, threads - 32 * w)));
-    pool.run(einc_emu::Job{invoke, arguments, grid, block_x, block_y, threads, &block});
+    einc_emu::launch(einc_emu::Job{invoke, arguments, grid, block_x, block_y});
+}
+
+// Runs blocks `blocks[0..count)` of a launch of grid x block threads, recording each thread's events and
+// handing them to `sink` after each block.
+extern "C" void einc_emu_trace(void (*invoke)(void**), unsigned grid, unsigned block_x, unsigned block_y,
+                               void** arguments, const unsigned* blocks, unsigned count, einc_emu_sink sink,
+                               void* context) {
+    std::vector<std::vector<einc_emu_event>> traces(block_x * block_y);
+    einc_emu::Job job{invoke, arguments, grid, block_x, block_y};
+    job.blocks = blocks;
+    job.block_count = count;
+    job.traces = traces.data();
+    job.sink = sink;
+    job.sink_context = context;
+    einc_emu::launch(job);
 }

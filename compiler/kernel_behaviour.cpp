@@ -1,0 +1,827 @@
+#include "compiler/kernel_behaviour.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "compiler/reduction.hpp"
+#include "grammar/diagnostic.hpp"
+
+namespace einc {
+
+// ---- statistics: shared by the lane programs and the emulator's trace ---------------------------------
+
+namespace {
+
+constexpr std::uint64_t sector_size = 32;
+
+double ratio(double part, double whole, double otherwise) {
+    return whole > 0 ? part / whole : otherwise;
+}
+
+}  // namespace
+
+double TraceStatistics::load_sector_efficiency() const {
+    return ratio(load_used_bytes, load_sectors * sector_size, 1);
+}
+double TraceStatistics::store_sector_efficiency() const {
+    return ratio(store_used_bytes, store_sectors * sector_size, 1);
+}
+double TraceStatistics::sector_efficiency() const {
+    return ratio(load_used_bytes + store_used_bytes, (load_sectors + store_sectors) * sector_size, 1);
+}
+double TraceStatistics::whole_sector_share() const {
+    return ratio(load_whole_sectors + store_whole_sectors, load_sectors + store_sectors, 1);
+}
+double TraceStatistics::batch_bytes() const {
+    return ratio(batch_sectors * sector_size, warp_batches, 0);
+}
+double TraceStatistics::bank_ways() const {
+    return ratio(shared_wavefronts, shared_instructions, 1);
+}
+double TraceStatistics::active_lane_share() const {
+    return ratio(load_lanes + store_lanes, 32 * (load_instructions + store_instructions), 1);
+}
+
+void TraceStatistics::add(const TraceStatistics& o, double w) {
+    load_instructions += w * o.load_instructions;
+    load_lanes += w * o.load_lanes;
+    load_bytes += w * o.load_bytes;
+    load_used_bytes += w * o.load_used_bytes;
+    load_sectors += w * o.load_sectors;
+    load_whole_sectors += w * o.load_whole_sectors;
+    store_instructions += w * o.store_instructions;
+    store_lanes += w * o.store_lanes;
+    store_bytes += w * o.store_bytes;
+    store_used_bytes += w * o.store_used_bytes;
+    store_sectors += w * o.store_sectors;
+    store_whole_sectors += w * o.store_whole_sectors;
+    shared_instructions += w * o.shared_instructions;
+    shared_wavefronts += w * o.shared_wavefronts;
+    warp_batches += w * o.warp_batches;
+    batch_sectors += w * o.batch_sectors;
+    threads += w * o.threads;
+    issued += w * o.issued;
+    longest_chain = std::max(longest_chain, o.longest_chain);
+}
+
+namespace {
+
+// The lanes of one warp instruction: which bytes of which sectors they touch.
+struct Instruction {
+    LaneEvent::Kind kind = LaneEvent::Kind::load;
+    double lanes = 0, bytes = 0;
+    std::map<std::uint64_t, std::uint32_t> sector_bytes;               // global: sector -> bytes used (mask)
+    std::map<std::uint32_t, std::unordered_set<std::uint64_t>> banks;  // shared: bank -> 4-byte words
+};
+
+void touch(Instruction& in, const LaneEvent& e) {
+    in.lanes += 1;
+    in.bytes += e.size;
+    if (e.kind == LaneEvent::Kind::load || e.kind == LaneEvent::Kind::store) {
+        for (std::uint64_t b = e.address; b < e.address + e.size; ++b)
+            in.sector_bytes[b / sector_size] |= 1u << (b % sector_size);
+    } else {
+        for (std::uint64_t word = e.address / 4; word <= (e.address + e.size - 1) / 4; ++word)
+            in.banks[static_cast<std::uint32_t>(word % 32)].insert(word);
+    }
+}
+
+}  // namespace
+
+TraceStatistics warp_statistics(std::span<const std::vector<LaneEvent>> lanes) {
+    TraceStatistics stats;
+    // (site, n-th execution) -> the instruction; batch index -> the sectors its loads touch
+    std::map<std::pair<std::uint32_t, std::uint64_t>, Instruction> instructions;
+    std::map<std::uint64_t, std::unordered_set<std::uint64_t>> batches;
+    for (const std::vector<LaneEvent>& events : lanes) {
+        if (events.empty()) continue;
+        stats.threads += 1;
+        std::unordered_map<std::uint32_t, std::uint64_t> executions;
+        std::uint64_t batch = 0;  // this lane's batches so far (the open one included)
+        bool open = false;
+        std::uint32_t mark_site = 0, marks = 0;  // marks of `mark_site` since the batch began
+        const auto close = [&] {
+            open = false;
+            marks = 0;
+        };
+        for (const LaneEvent& e : events) {
+            switch (e.kind) {
+            case LaneEvent::Kind::load:
+            case LaneEvent::Kind::store:
+            case LaneEvent::Kind::shared_load:
+            case LaneEvent::Kind::shared_store: {
+                Instruction& in = instructions[{e.site, executions[e.site]++}];
+                in.kind = e.kind;
+                touch(in, e);
+                if (e.kind == LaneEvent::Kind::load) {
+                    if (!open) {
+                        open = true;
+                        ++batch;
+                    }
+                    auto& sectors = batches[batch - 1];
+                    for (std::uint64_t s = e.address / sector_size;
+                         s <= (e.address + e.size - 1) / sector_size; ++s)
+                        sectors.insert(s);
+                }
+                break;
+            }
+            case LaneEvent::Kind::batch_mark:
+                if (e.site != mark_site) {  // another loop's iterations: counted afresh
+                    marks = 0;
+                    mark_site = e.site;
+                }
+                if (++marks >= e.size) close();
+                break;
+            case LaneEvent::Kind::barrier:
+            case LaneEvent::Kind::shuffle: close(); break;
+            }
+        }
+        stats.longest_chain = std::max(stats.longest_chain, static_cast<double>(batch));
+    }
+    for (const auto& [key, in] : instructions) {
+        switch (in.kind) {
+        case LaneEvent::Kind::load:
+        case LaneEvent::Kind::store: {
+            double whole = 0, used = 0;
+            for (const auto& [sector, mask] : in.sector_bytes) {
+                whole += mask == 0xffffffffu ? 1 : 0;
+                used += std::popcount(mask);
+            }
+            const bool load = in.kind == LaneEvent::Kind::load;
+            (load ? stats.load_instructions : stats.store_instructions) += 1;
+            (load ? stats.load_lanes : stats.store_lanes) += in.lanes;
+            (load ? stats.load_bytes : stats.store_bytes) += in.bytes;
+            (load ? stats.load_used_bytes : stats.store_used_bytes) += used;
+            (load ? stats.load_sectors : stats.store_sectors) += static_cast<double>(in.sector_bytes.size());
+            (load ? stats.load_whole_sectors : stats.store_whole_sectors) += whole;
+            break;
+        }
+        case LaneEvent::Kind::shared_load:
+        case LaneEvent::Kind::shared_store: {
+            std::size_t ways = 1;
+            for (const auto& [bank, words] : in.banks) ways = std::max(ways, words.size());
+            stats.shared_instructions += 1;
+            stats.shared_wavefronts += static_cast<double>(ways);
+            break;
+        }
+        case LaneEvent::Kind::batch_mark:
+        case LaneEvent::Kind::barrier:
+        case LaneEvent::Kind::shuffle: break;
+        }
+    }
+    stats.warp_batches = static_cast<double>(batches.size());
+    for (const auto& [index, sectors] : batches) stats.batch_sectors += static_cast<double>(sectors.size());
+    return stats;
+}
+
+// 16 for a loop from 0 over one strided mode (elementwise reductions, finalize), 4 for the others.
+int term_loop_unroll(const KernelSignature& s) {
+    switch (s.kind) {
+    case KernelKind::elementwise: return s.reduced_rank == 1 ? 16 : 4;
+    case KernelKind::finalize: return 16;
+    case KernelKind::vector_copy:
+    case KernelKind::transpose:
+    case KernelKind::reduce_rows:
+    case KernelKind::reduce_columns:
+    case KernelKind::route: return 4;
+    }
+    EINC_ASSERT(false);
+}
+
+// ---- footprints ----------------------------------------------------------------------------------------
+
+double sector_footprint(const Layout& layout, std::size_t element_bytes) {
+    std::vector<Mode> modes;
+    for (const Mode m : layout.modes) {
+        if (m.extent == 0) return 0;
+        if (m.extent > 1 && m.stride != 0) modes.push_back({m.extent, m.stride < 0 ? -m.stride : m.stride});
+    }
+    std::sort(modes.begin(), modes.end(), [](Mode a, Mode b) { return a.stride < b.stride; });
+    const double bytes = static_cast<double>(element_bytes);
+    if (modes.empty()) return std::ceil(bytes / sector_size);
+    // The contiguous run: the innermost modes that walk memory as one.
+    double run = 1, outer = 1;
+    std::size_t k = 0;
+    if (modes[0].stride == 1)
+        for (; k < modes.size() && modes[k].stride == static_cast<std::int64_t>(run); ++k)
+            run *= static_cast<double>(modes[k].extent);
+    for (std::size_t m = k; m < modes.size(); ++m) outer *= static_cast<double>(modes[m].extent);
+    if (k == 0) {  // no unit stride: elements `stride` apart share a sector when that is under 32 bytes
+        const double gap = static_cast<double>(modes[0].stride) * bytes;
+        return outer * std::min(1.0, gap / sector_size);
+    }
+    const double run_sectors = std::ceil(run * bytes / sector_size);
+    if (k == modes.size()) return run_sectors;
+    // Runs further apart than their sectors each have their own; closer ones share them.
+    const double gap = static_cast<double>(modes[k].stride) * bytes;
+    return gap >= run_sectors * sector_size
+               ? outer * run_sectors
+               : std::ceil(outer / static_cast<double>(modes[k].extent)) *
+                     std::ceil(gap * static_cast<double>(modes[k].extent) / sector_size);
+}
+
+// ---- lane programs -------------------------------------------------------------------------------------
+
+namespace {
+
+// The sites of the kernels' text (any numbering will do: a site groups the lanes of an instruction).
+enum Site : std::uint32_t {
+    term0 = 1,   // a source's term (or element)
+    term1,       // the second source's
+    old_output,  // the destination read by an epilogue with beta != 0
+    output,      // the destination written
+    partial,     // a reduction's partial result, written
+    partial_in,  // a partial result, read by finalize
+    tile_in,     // transpose: the tile written to shared memory
+    tile_out,    // transpose: the tile read from shared memory
+    gradient,    // route: the group's gradient
+    first_term,  // route max/min: the first term, the extremum's start
+    walk_term,   // route: a term in the second walk
+    fold_end = 100,
+    item_end,
+    walk_end,  // route: the end of the second walk's iteration (the first is fold_end)
+};
+
+// Issue slots a lane takes for each piece of a kernel's text, from the SASS of the generated kernels
+// (`einc emit --ptx`, `ptxas -arch=sm_90`, `nvdisasm`: docs/gpu-model.md has the counts per kernel). A
+// 32-bit division is 18 instructions, three of which (I2F, MUFU.RCP, F2I) run at 16 lanes per clock per
+// SM, an eighth of the issue rate: 18 + 3 * 7 slots.
+struct IssueCosts {
+    double item = 4;           // a grid-stride iteration's control
+    double division;           // one mode of a flat index decomposed (rest % e, rest /= e)
+    double offset = 4;         // one access's offset along one mode (a 64-bit multiply-add)
+    double access = 3;         // an address, and its load or store
+    double term = 3.5;         // an iteration of an unrolled loop over terms: load, address, control
+    double conversion = 1.25;  // a narrow float converted to f32, or back
+    double shuffle = 3;        // one step of a warp's shuffle fold
+    double tile_row = 5;       // an iteration of a transpose's row loop
+    double tile_move = 12;     // its element moved: the global access, the shared one, their addresses
+};
+constexpr IssueCosts issue_costs(bool wide) {
+    IssueCosts c{};
+    c.division = wide ? 100 : 39;  // (64-bit: a call of about 70 instructions)
+    return c;
+}
+
+// The slots of op's fold: a NaN-propagating compare and select for max and min.
+double fold_cost(Reduction op) {
+    switch (info_of(op).combine) {
+    case Combine::add:
+    case Combine::multiply: return 1;
+    case Combine::maximum:
+    case Combine::minimum: return 3.5;
+    case Combine::logical_or:
+    case Combine::logical_and: return 2;
+    }
+    EINC_ASSERT(false);
+}
+
+bool narrow_float(DType d) {
+    return d == DType::f16 || d == DType::bf16;
+}
+
+// One thread's events, emitted up to the options' limits and counted beyond them.
+class Lane {
+public:
+    Lane(std::vector<LaneEvent>* out, const BehaviourOptions& options) : out_(out), options_(options) {}
+
+    // Items: the iterations of the kernel's outer loop; terms: of a loop over one item's terms.
+    bool emitting() const { return out_ && !item_limit_ && !term_limit_; }
+    void begin_item() {
+        ++items_;
+        item_limit_ = options_.emitted_items > 0 && items_ > options_.emitted_items;
+        terms_ = 0;
+        term_limit_ = false;
+    }
+    void begin_term() {
+        ++terms_;
+        term_limit_ = options_.emitted_terms > 0 && terms_ > options_.emitted_terms;
+    }
+    void end_terms() { term_limit_ = false; }
+
+    void load(Site site, std::uint64_t address, std::size_t bytes) {
+        memory(LaneEvent::Kind::load, site, address, bytes);
+    }
+    void store(Site site, std::uint64_t address, std::size_t bytes) {
+        memory(LaneEvent::Kind::store, site, address, bytes);
+    }
+    void shared_load(Site site, std::uint64_t address, std::size_t bytes) {
+        memory(LaneEvent::Kind::shared_load, site, address, bytes);
+    }
+    void shared_store(Site site, std::uint64_t address, std::size_t bytes) {
+        memory(LaneEvent::Kind::shared_store, site, address, bytes);
+    }
+    void mark(Site site, int unroll) {
+        event({LaneEvent::Kind::batch_mark, site, static_cast<std::uint32_t>(unroll), 0});
+    }
+    void barrier() { event({LaneEvent::Kind::barrier, 0, 0, 0}); }
+    void shuffle() { event({LaneEvent::Kind::shuffle, 0, 0, 0}); }
+    void issue(double instructions) { issued_ += instructions; }
+
+    // Global loads (or, where a lane has none, all its accesses): counted, and emitted.
+    double counted() const { return loads_ > 0 ? loads_ : accesses_; }
+    double emitted() const { return loads_ > 0 ? emitted_loads_ : emitted_accesses_; }
+    double issued() const { return issued_; }
+
+private:
+    void memory(LaneEvent::Kind kind, Site site, std::uint64_t address, std::size_t bytes) {
+        const bool load = kind == LaneEvent::Kind::load;
+        accesses_ += 1;
+        loads_ += load ? 1 : 0;
+        if (emitting()) {
+            emitted_accesses_ += 1;
+            emitted_loads_ += load ? 1 : 0;
+        }
+        event({kind, site, static_cast<std::uint32_t>(bytes), address});
+    }
+    void event(const LaneEvent& e) {
+        if (emitting()) out_->push_back(e);
+    }
+    std::vector<LaneEvent>* out_;
+    const BehaviourOptions& options_;
+    std::int64_t items_ = 0, terms_ = 0;
+    bool item_limit_ = false, term_limit_ = false;
+    double accesses_ = 0, emitted_accesses_ = 0, loads_ = 0, emitted_loads_ = 0, issued_ = 0;
+};
+
+// The launch as its lane programs read it.
+struct Context {
+    const KernelLaunch& launch;
+    const KernelSignature& s;
+    const KernelParams& p;
+    std::int64_t block_threads, threads;                                           // of a block, of the grid
+    std::uint64_t destination = 0, sources[max_kernel_sources] = {}, scratch = 0;  // base addresses
+    IssueCosts cost;
+
+    Context(const KernelLaunch& l, const BehaviourOptions& options)
+        : launch(l), s(l.signature), p(l.params),
+          block_threads(static_cast<std::int64_t>(l.block.x) * l.block.y * l.block.z),
+          threads(block_threads * l.grid.x), cost(issue_costs(l.signature.wide_index)) {
+        // Each buffer in an address space of its own, as far from the others as any offset reaches.
+        for (std::size_t a = 0; a < l.arguments.size(); ++a) {
+            const std::uint64_t base = (std::uint64_t{a} + 1) << 44 | options.argument_alignment[a];
+            switch (l.arguments[a]) {
+            case KernelArgument::destination: destination = base; break;
+            case KernelArgument::source0: sources[0] = base; break;
+            case KernelArgument::source1: sources[1] = base; break;
+            case KernelArgument::scratch: scratch = base; break;
+            }
+        }
+    }
+
+    std::size_t source_bytes(std::size_t k) const { return size_of(s.sources[k]); }
+    std::size_t destination_bytes() const { return size_of(s.destination); }
+    std::size_t accumulator_bytes() const {
+        return s.accumulator == DType::f64 || !is_floating(s.accumulator) ? 8 : 4;
+    }
+    std::uint64_t at(std::uint64_t base, std::int64_t offset, std::size_t bytes) const {
+        return base + static_cast<std::uint64_t>(offset * static_cast<std::int64_t>(bytes));
+    }
+
+    // Adds the coordinates of flat index `index` over the kept (or reduced) modes [0, rank), innermost last,
+    // times each access's stride, to offsets[access] for the accesses listed - as codegen's decompose().
+    void decompose(std::int64_t index, bool kept, int rank, std::span<const int> accesses,
+                   std::int64_t* offsets, Lane& lane) const {
+        const std::int64_t* extent = kept ? p.kept_extent : p.reduced_extent;
+        for (int m = rank - 1; m >= 0; --m) {
+            const std::int64_t c = m > 0 ? index % extent[m] : index;
+            if (m > 0) index /= extent[m];
+            for (const int a : accesses)
+                offsets[a] += c * (kept ? p.kept_stride[a][m] : p.reduced_stride[a][m]);
+        }
+        lane.issue(std::max(rank - 1, 0) * cost.division +
+                   rank * static_cast<double>(accesses.size()) * cost.offset);
+    }
+
+    // The statement storing a result into the destination at `offset`: with an epilogue that reads the
+    // output, the old value first.
+    void store_result(Lane& lane, std::int64_t offset) const {
+        const std::size_t bytes = destination_bytes();
+        if (s.epilogue.reads_output()) lane.load(old_output, at(destination, offset, bytes), bytes);
+        lane.store(output, at(destination, offset, bytes), bytes);
+        lane.issue(cost.access * (s.epilogue.reads_output() ? 2 : 1) +
+                   (narrow_float(s.destination) ? cost.conversion : 0));
+    }
+
+    // One term of the sources at offsets q[1..]: a load of each (in a loop over terms, whose addresses
+    // advance by a constant, or alone).
+    void load_terms(Lane& lane, const std::int64_t* q, bool in_term_loop) const {
+        for (std::size_t k = 0; k < s.sources.size(); ++k) {
+            const std::size_t bytes = source_bytes(k);
+            lane.load(k == 0 ? term0 : term1, at(sources[k], q[k + 1], bytes), bytes);
+            lane.issue((in_term_loop ? cost.term : cost.access) +
+                       (narrow_float(s.sources[k]) ? cost.conversion : 0));
+        }
+    }
+
+    // The loop over one output's terms [begin, end) by `step`, from offsets o[1..] (codegen's fold_terms).
+    void fold_terms(Lane& lane, std::int64_t begin, std::int64_t end, std::int64_t step,
+                    const std::int64_t* o) const {
+        std::vector<int> accesses;
+        for (std::size_t k = 0; k < s.sources.size(); ++k) accesses.push_back(static_cast<int>(k) + 1);
+        for (std::int64_t r = begin; r < end; r += step) {
+            lane.begin_term();
+            std::int64_t q[1 + max_kernel_sources] = {};
+            for (const int a : accesses) q[a] = o[a];
+            if (s.reduced_rank == 1)
+                for (const int a : accesses) q[a] += r * p.reduced_stride[a][0];
+            else
+                decompose(r, false, s.reduced_rank, accesses, q, lane);
+            load_terms(lane, q, true);
+            lane.issue(fold_cost(s.op));
+            lane.mark(fold_end, term_loop_unroll(s));
+        }
+        lane.end_terms();
+    }
+
+    std::vector<int> kept_accesses(bool with_destination) const {
+        std::vector<int> accesses;
+        if (with_destination) accesses.push_back(0);
+        for (std::size_t k = 0; k < s.sources.size(); ++k) accesses.push_back(static_cast<int>(k) + 1);
+        return accesses;
+    }
+    bool moves_bits() const {
+        return s.op == Reduction::none && s.sources.size() == 1 && s.sources[0] == s.destination &&
+               s.epilogue.identity();
+    }
+};
+
+// One thread per destination element (codegen's elementwise()).
+void elementwise_lane(const Context& c, std::int64_t thread, Lane& lane) {
+    const std::vector<int> accesses = c.kept_accesses(true);
+    for (std::int64_t i = thread; i < c.p.kept_count; i += c.threads) {
+        lane.begin_item();
+        lane.issue(c.cost.item);
+        std::int64_t o[1 + max_kernel_sources] = {};
+        c.decompose(i, true, c.s.kept_rank, accesses, o, lane);
+        if (c.s.reduced_rank > 0) {
+            c.fold_terms(lane, 0, c.p.reduced_count, 1, o);
+            c.store_result(lane, o[0]);
+        } else if (c.moves_bits()) {
+            c.load_terms(lane, o, false);
+            lane.store(output, c.at(c.destination, o[0], c.destination_bytes()), c.destination_bytes());
+            lane.issue(c.cost.access);
+        } else {
+            c.load_terms(lane, o, false);
+            c.store_result(lane, o[0]);
+        }
+        lane.mark(item_end, c.s.reduced_rank > 0 ? item_loop_unroll : copy_loop_unroll);
+    }
+}
+
+// Rows of the innermost kept mode as 16-byte vectors (codegen's vector_copy()).
+void vector_copy_lane(const Context& c, std::int64_t thread, Lane& lane) {
+    const int rank = c.s.kept_rank;
+    const std::int64_t lanes = kernel_vector_bytes / static_cast<std::int64_t>(c.destination_bytes());
+    const std::int64_t per_row = c.p.kept_extent[rank - 1] / lanes;
+    const std::int64_t count = c.p.kept_count / c.p.kept_extent[rank - 1] * per_row;
+    const std::vector<int> accesses{0, 1};
+    for (std::int64_t i = thread; i < count; i += c.threads) {
+        lane.begin_item();
+        // (the division of the offsets by the vector's lanes: two signed 64-bit divisions by a constant)
+        lane.issue(c.cost.item + (rank > 1 ? c.cost.division : 0) + 16);
+        std::int64_t o[2] = {};
+        c.decompose(rank > 1 ? i / per_row : 0, true, rank - 1, accesses, o, lane);
+        const std::int64_t column = rank > 1 ? i % per_row : i;
+        lane.load(term0,
+                  c.sources[0] + static_cast<std::uint64_t>((o[1] / lanes + column) * kernel_vector_bytes),
+                  kernel_vector_bytes);
+        lane.store(output,
+                   c.destination + static_cast<std::uint64_t>((o[0] / lanes + column) * kernel_vector_bytes),
+                   kernel_vector_bytes);
+        lane.issue(2 * c.cost.access);
+        lane.mark(item_end, vector_loop_unroll);
+    }
+}
+
+// 32 x 32 tiles through shared memory, blocks of 32 x 8 threads (codegen's transpose()).
+void transpose_lane(const Context& c, std::int64_t block, std::int64_t thread, Lane& lane) {
+    const int l = c.s.kept_rank - 1, q = c.s.kept_rank - 2;
+    constexpr std::int64_t t = transpose_tile;
+    const std::int64_t tx = thread % t, ty = thread / t, rows = c.launch.block.y;
+    const std::int64_t el = c.p.kept_extent[l], ep = c.p.kept_extent[q];
+    const std::int64_t tiles_l = (el + t - 1) / t, tiles_p = (ep + t - 1) / t;
+    const std::int64_t tiles = tiles_l * tiles_p * c.p.batch_count;
+    const std::int64_t src_l = c.p.kept_stride[1][l], dst_p = c.p.kept_stride[0][q];
+    const std::size_t bytes = c.destination_bytes();
+    const std::vector<int> accesses{0, 1};
+    for (std::int64_t tile = block; tile < tiles; tile += c.launch.grid.x) {
+        lane.begin_item();
+        lane.issue(c.cost.item + 3 * c.cost.division);
+        const std::int64_t x = tile % tiles_l, y = tile / tiles_l % tiles_p;
+        std::int64_t o[2] = {};
+        c.decompose(tile / tiles_l / tiles_p, true, c.s.kept_rank - 2, accesses, o, lane);
+        const std::int64_t l0 = x * t, p0 = y * t;
+        for (std::int64_t j = ty; j < t; j += rows) {
+            lane.issue(c.cost.tile_row);
+            if (l0 + j < el && p0 + tx < ep) {
+                lane.load(term0, c.at(c.sources[0], o[1] + (l0 + j) * src_l + p0 + tx, bytes), bytes);
+                lane.shared_store(tile_in, static_cast<std::uint64_t>(j * (t + 1) + tx) * bytes, bytes);
+                lane.issue(c.cost.tile_move);
+            }
+        }
+        lane.barrier();
+        for (std::int64_t j = ty; j < t; j += rows) {
+            lane.issue(c.cost.tile_row);
+            if (p0 + j < ep && l0 + tx < el) {
+                lane.shared_load(tile_out, static_cast<std::uint64_t>(tx * (t + 1) + j) * bytes, bytes);
+                lane.store(output, c.at(c.destination, o[0] + (p0 + j) * dst_p + l0 + tx, bytes), bytes);
+                lane.issue(c.cost.tile_move);
+            }
+        }
+        lane.barrier();
+    }
+}
+
+// The end of one output's (or chunk's) reduction (codegen's result()).
+void reduction_result(const Context& c, Lane& lane, std::int64_t part, std::int64_t out,
+                      const std::int64_t* o) {
+    if (c.s.partials) {
+        const std::size_t bytes = c.accumulator_bytes();
+        lane.store(partial, c.at(c.scratch, part * c.p.kept_count + out, bytes), bytes);
+        lane.issue(c.cost.access);
+    } else {
+        c.store_result(lane, o[0]);
+    }
+}
+
+// A warp per output, or per chunk of one (codegen's reduce_rows()).
+void reduce_rows_lane(const Context& c, std::int64_t block, std::int64_t thread, Lane& lane) {
+    const std::int64_t lane_index = thread & 31, warp = (block * c.block_threads + thread) >> 5,
+                       warps = c.threads >> 5;
+    const std::int64_t outputs = c.p.kept_count, items = outputs * c.p.split;
+    const std::vector<int> accesses = c.kept_accesses(!c.s.partials);
+    for (std::int64_t item = warp; item < items; item += warps) {
+        lane.begin_item();
+        lane.issue(c.cost.item + c.cost.division + 2 * c.cost.access);  // out, part; begin, end
+        const std::int64_t out = item % outputs, part = item / outputs;
+        std::int64_t o[1 + max_kernel_sources] = {};
+        c.decompose(out, true, c.s.kept_rank, accesses, o, lane);
+        const std::int64_t begin = part * c.p.chunk, end = std::min(begin + c.p.chunk, c.p.reduced_count);
+        c.fold_terms(lane, begin + lane_index, end, kernel_warp, o);
+        for (int delta = kernel_warp / 2; delta > 0; delta >>= 1) {
+            lane.shuffle();
+            lane.issue(c.cost.shuffle);
+        }
+        if (lane_index == 0) reduction_result(c, lane, part, out, o);
+        lane.mark(item_end, item_loop_unroll);
+    }
+}
+
+// A thread per output, or per chunk of one (codegen's reduce_columns()).
+void reduce_columns_lane(const Context& c, std::int64_t thread, Lane& lane) {
+    const std::int64_t outputs = c.p.kept_count, items = outputs * c.p.split;
+    const std::vector<int> accesses = c.kept_accesses(!c.s.partials);
+    for (std::int64_t item = thread; item < items; item += c.threads) {
+        lane.begin_item();
+        lane.issue(c.cost.item + c.cost.division + 2 * c.cost.access);  // out, part; begin, end
+        const std::int64_t out = item % outputs, part = item / outputs;
+        std::int64_t o[1 + max_kernel_sources] = {};
+        c.decompose(out, true, c.s.kept_rank, accesses, o, lane);
+        const std::int64_t begin = part * c.p.chunk, end = std::min(begin + c.p.chunk, c.p.reduced_count);
+        c.fold_terms(lane, begin, end, 1, o);
+        reduction_result(c, lane, part, out, o);
+        lane.mark(item_end, item_loop_unroll);
+    }
+}
+
+// Each output's partial results folded in chunk order (codegen's finalize()).
+void finalize_lane(const Context& c, std::int64_t thread, Lane& lane) {
+    const std::int64_t outputs = c.p.kept_count;
+    const std::size_t bytes = c.accumulator_bytes();
+    const std::vector<int> accesses{0};
+    for (std::int64_t out = thread; out < outputs; out += c.threads) {
+        lane.begin_item();
+        lane.issue(c.cost.item);
+        std::int64_t o[1] = {};
+        c.decompose(out, true, c.s.kept_rank, accesses, o, lane);
+        for (std::int64_t chunk = 0; chunk < c.p.split; ++chunk) {
+            lane.begin_term();
+            lane.load(partial_in, c.at(c.scratch, chunk * outputs + out, bytes), bytes);
+            lane.issue(c.cost.term + fold_cost(c.s.op));
+            lane.mark(fold_end, term_loop_unroll(c.s));
+        }
+        lane.end_terms();
+        c.store_result(lane, o[0]);
+        lane.mark(item_end, item_loop_unroll);
+    }
+}
+
+// The gradient of max, min or prod: a thread per group, which walks its terms twice (codegen's route()).
+void route_lane(const Context& c, std::int64_t thread, Lane& lane) {
+    const std::size_t x_bytes = c.source_bytes(0), grad_bytes = c.source_bytes(1);
+    const bool product = info_of(c.s.op).combine == Combine::multiply;
+    const std::vector<int> accesses{0, 1, 2};
+    // One walk over the group's terms: x's term (and, in the second walk, the destination's share).
+    const auto walk = [&](const std::int64_t* o, bool second) {
+        for (std::int64_t r = 0; r < c.p.reduced_count; ++r) {
+            lane.begin_term();
+            std::int64_t q[3] = {o[0], o[1], o[2]};
+            const std::vector<int> walked = second ? std::vector<int>{0, 1} : std::vector<int>{1};
+            if (c.s.reduced_rank == 1)
+                for (const int a : walked) q[a] += r * c.p.reduced_stride[a][0];
+            else if (c.s.reduced_rank > 1)
+                c.decompose(r, false, c.s.reduced_rank, walked, q, lane);
+            lane.load(second ? walk_term : term0, c.at(c.sources[0], q[1], x_bytes), x_bytes);
+            lane.issue(c.cost.term + fold_cost(c.s.op) +
+                       (narrow_float(c.s.sources[0]) ? c.cost.conversion : 0));
+            if (second) c.store_result(lane, q[0]);
+            lane.mark(second ? walk_end : fold_end, term_loop_unroll(c.s));
+        }
+        lane.end_terms();
+    };
+    for (std::int64_t i = thread; i < c.p.kept_count; i += c.threads) {
+        lane.begin_item();
+        lane.issue(c.cost.item);
+        std::int64_t o[3] = {};
+        c.decompose(i, true, c.s.kept_rank, accesses, o, lane);
+        lane.load(gradient, c.at(c.sources[1], o[2], grad_bytes), grad_bytes);
+        if (!product) lane.load(first_term, c.at(c.sources[0], o[1], x_bytes), x_bytes);
+        lane.issue(c.cost.access * (product ? 1 : 2));
+        walk(o, false);
+        walk(o, true);
+        lane.mark(item_end, item_loop_unroll);
+    }
+}
+
+// Runs thread `thread` of block `block` through its kind's lane program.
+void run_lane(const Context& c, std::int64_t block, std::int64_t thread, Lane& lane) {
+    const std::int64_t global = block * c.block_threads + thread;
+    switch (c.s.kind) {
+    case KernelKind::elementwise: elementwise_lane(c, global, lane); break;
+    case KernelKind::vector_copy: vector_copy_lane(c, global, lane); break;
+    case KernelKind::transpose: transpose_lane(c, block, thread, lane); break;
+    case KernelKind::reduce_rows: reduce_rows_lane(c, block, thread, lane); break;
+    case KernelKind::reduce_columns: reduce_columns_lane(c, global, lane); break;
+    case KernelKind::finalize: finalize_lane(c, global, lane); break;
+    case KernelKind::route: route_lane(c, global, lane); break;
+    }
+}
+
+// ---- closed form: HBM bytes ------------------------------------------------------------------------------
+
+// Access `a`'s layout over the launch's kept and reduced modes.
+Layout access_layout(const KernelParams& p, const KernelSignature& s, int a) {
+    Layout layout;
+    for (int m = 0; m < s.kept_rank; ++m) layout.modes.push_back({p.kept_extent[m], p.kept_stride[a][m]});
+    for (int m = 0; m < s.reduced_rank; ++m)
+        layout.modes.push_back({p.reduced_extent[m], p.reduced_stride[a][m]});
+    return layout;
+}
+
+// How many times an elementwise kernel reads each sector of source `a` from HBM. It walks the destination
+// in order; along a kept mode whose source stride is under a sector, neighbouring elements share a sector,
+// and come back one index of that mode later - every `span` flat indices, that is after span * (bytes per
+// index) of traffic. Beyond the L2's reuse limit, each comes back from HBM.
+double elementwise_rereads(const Context& c, int a, double bytes_per_index, double reuse_limit) {
+    const double element = static_cast<double>(c.source_bytes(static_cast<std::size_t>(a - 1)));
+    double factor = 1, span = 1;
+    for (int m = c.s.kept_rank - 1; m >= 0; --m) {
+        const double stride = std::fabs(static_cast<double>(c.p.kept_stride[a][m])) * element;
+        const double extent = static_cast<double>(c.p.kept_extent[m]);
+        if (extent > 1 && stride > 0 && stride < sector_size && span * bytes_per_index > reuse_limit)
+            factor *= std::min(extent, sector_size / stride);
+        span *= extent;
+    }
+    return std::min(factor, sector_size / element);
+}
+
+struct Traffic {
+    double read = 0, write = 0, reread = 1;
+};
+
+Traffic hbm_traffic(const Context& c, double reuse_limit) {
+    Traffic t;
+    const KernelSignature& s = c.s;
+    const auto footprint = [&](int a, std::size_t bytes) {
+        return sector_footprint(access_layout(c.p, s, a), bytes) * sector_size;
+    };
+    // The partial results: one dense array in the scratch, on a sector boundary.
+    const double partials = std::ceil(static_cast<double>(c.p.kept_count) * static_cast<double>(c.p.split) *
+                                      static_cast<double>(c.accumulator_bytes()) / sector_size) *
+                            sector_size;
+    switch (s.kind) {
+    case KernelKind::finalize: t.read = partials; break;
+    case KernelKind::elementwise: {
+        double per_index = static_cast<double>(c.destination_bytes());
+        for (std::size_t k = 0; k < s.sources.size(); ++k)
+            per_index += static_cast<double>(c.source_bytes(k)) * static_cast<double>(c.p.reduced_count);
+        for (std::size_t k = 0; k < s.sources.size(); ++k) {
+            const double rereads = elementwise_rereads(c, static_cast<int>(k) + 1, per_index, reuse_limit);
+            t.reread = std::max(t.reread, rereads);
+            t.read += footprint(static_cast<int>(k) + 1, c.source_bytes(k)) * rereads;
+        }
+        break;
+    }
+    case KernelKind::vector_copy:
+    case KernelKind::transpose:
+    case KernelKind::reduce_rows:
+    case KernelKind::reduce_columns:
+    case KernelKind::route:
+        for (std::size_t k = 0; k < s.sources.size(); ++k)
+            t.read += footprint(static_cast<int>(k) + 1, c.source_bytes(k));
+        break;
+    }
+    if (s.partials) {
+        t.write = partials;
+    } else {
+        Layout kept;  // the destination, once per output (stride 0 along the reduced modes)
+        for (int m = 0; m < s.kept_rank; ++m)
+            kept.modes.push_back({c.p.kept_extent[m], c.p.kept_stride[0][m]});
+        if (s.kind == KernelKind::route) kept = access_layout(c.p, s, 0);
+        t.write = sector_footprint(kept, c.destination_bytes()) * sector_size;
+        if (s.epilogue.reads_output()) t.read += t.write;
+    }
+    return t;
+}
+
+}  // namespace
+
+std::vector<LaneEvent> lane_events(const KernelLaunch& launch, const BehaviourOptions& options,
+                                   unsigned block, unsigned thread) {
+    BehaviourOptions unlimited = options;
+    unlimited.emitted_items = unlimited.emitted_terms = 0;
+    const Context c(launch, unlimited);
+    std::vector<LaneEvent> events;
+    Lane lane(&events, unlimited);
+    run_lane(c, block, thread, lane);
+    return events;
+}
+
+KernelBehaviour behaviour_of(const KernelLaunch& launch, const BehaviourOptions& options) {
+    const Context c(launch, options);
+    KernelBehaviour b;
+    // The warps that run: every one, or an even spread that keeps the first and the last; or every warp of
+    // the blocks asked for.
+    const std::int64_t warps_per_block = (c.block_threads + kernel_warp - 1) / kernel_warp;
+    const std::int64_t warps = warps_per_block * launch.grid.x;
+    std::vector<std::int64_t> chosen;
+    for (const unsigned block : options.blocks)
+        for (std::int64_t w = 0; w < warps_per_block; ++w) chosen.push_back(block * warps_per_block + w);
+    const std::int64_t sampled = !chosen.empty() ? std::ssize(chosen)
+                                 : options.sampled_warps <= 0 || warps <= options.sampled_warps
+                                     ? warps
+                                     : options.sampled_warps;
+    const double weight = static_cast<double>(warps) / static_cast<double>(sampled);
+    b.exact = sampled == warps && chosen.empty();
+    TraceStatistics total;
+    for (std::int64_t k = 0; k < sampled; ++k) {
+        const std::int64_t w = !chosen.empty()    ? chosen[static_cast<std::size_t>(k)]
+                               : sampled == warps ? k
+                               : sampled == 1     ? 0
+                                                  : k * (warps - 1) / (sampled - 1);
+        const std::int64_t block = w / warps_per_block, first = w % warps_per_block * kernel_warp;
+        std::vector<std::vector<LaneEvent>> lanes(kernel_warp);
+        double accesses = 0, emitted = 0, issued = 0;
+        for (std::int64_t l = 0; l < kernel_warp && first + l < c.block_threads; ++l) {
+            Lane lane(&lanes[static_cast<std::size_t>(l)], options);
+            run_lane(c, block, first + l, lane);
+            accesses += lane.counted();
+            emitted += lane.emitted();
+            issued = std::max(issued, lane.issued());  // a warp issues as its busiest lane
+        }
+        TraceStatistics warp = warp_statistics(lanes);
+        // What ran stands for the whole: the loads counted beyond the limits scale what was emitted.
+        const double scale = emitted > 0 ? accesses / emitted : 1;
+        if (scale != 1) b.exact = false;
+        warp.longest_chain *= scale;
+        warp.issued = issued;
+        TraceStatistics scaled;
+        scaled.add(warp, scale);
+        scaled.issued = issued;  // counted in full, not emitted
+        total.add(scaled, weight);
+        b.statistics.add(warp, 1);
+    }
+    b.load_sector_efficiency = total.load_sector_efficiency();
+    b.store_sector_efficiency = total.store_sector_efficiency();
+    b.sector_efficiency = total.sector_efficiency();
+    b.whole_sector_share = total.whole_sector_share();
+    b.active_lane_share = total.active_lane_share();
+    b.batch_bytes = total.batch_bytes();
+    b.bank_ways = total.bank_ways();
+    b.serial_chain = std::ceil(total.longest_chain - 1e-9);
+    b.warp_batches = total.warp_batches;
+    b.load_bytes = total.load_bytes;
+    b.store_bytes = total.store_bytes;
+    b.warp_instructions = total.issued;
+    const Traffic traffic = hbm_traffic(c, options.reuse_limit_bytes);
+    b.hbm_read_bytes = traffic.read;
+    b.hbm_write_bytes = traffic.write;
+    b.reread_factor = traffic.reread;
+    switch (launch.signature.kind) {
+    case KernelKind::transpose: b.barrier_rounds = true; break;
+    case KernelKind::finalize: b.reads_scratch = true; break;
+    case KernelKind::elementwise:
+    case KernelKind::vector_copy:
+    case KernelKind::reduce_rows:
+    case KernelKind::reduce_columns:
+    case KernelKind::route: break;
+    }
+    return b;
+}
+
+}  // namespace einc
