@@ -1,6 +1,9 @@
 #include "compiler/codegen.hpp"
 
+#include <array>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <functional>
 
 #include "compiler/kernel_behaviour.hpp"
 #include "compiler/reduction.hpp"
@@ -38,6 +41,21 @@ EINC_FN double einc_inf_f64() { return __longlong_as_double(0x7ff0000000000000ll
 #endif
 )";
 
+// What the copy kernels share: n / d by the multiply-shift pair of d (compiler/kernel_abi.hpp,
+// division_magic), for n < 2^31; EINC_PATH(path), a mark of the path a thread takes (tiles: 1 a full
+// tile, 2 an edge tile), nothing unless a host emulation that counts them defines it. (The `#pragma
+// unroll` loops are for NVRTC; host compilers ignore it.)
+constexpr const char* copy_helpers = R"(#ifndef EINC_PATH
+#define EINC_PATH(path)
+#endif
+#ifndef EINC_COPY_HELPERS_DEFINED
+#define EINC_COPY_HELPERS_DEFINED
+EINC_FN unsigned einc_divide(unsigned n, unsigned magic, unsigned shift) {
+    return ((unsigned)(((unsigned long long)n * magic) >> 32) + n) >> shift;
+}
+#endif
+)";
+
 std::string params_struct() {
     return fmt::format(R"(#ifndef EINC_PARAMS_DEFINED
 #define EINC_PARAMS_DEFINED
@@ -46,7 +64,12 @@ struct einc_params {{
     einc_i64 reduced_extent[{0}];
     einc_i64 kept_stride[{1}][{0}];
     einc_i64 reduced_stride[{1}][{0}];
-    einc_i64 kept_count, reduced_count, split, chunk, batch_count;
+    einc_i64 kept_count, reduced_count, split, chunk;
+    einc_i64 run_extent[2][{0}];
+    einc_i64 run_stride[2][{0}];
+    einc_i64 run_tile[2], run_length[2];
+    unsigned kept_magic[{0}], kept_shift[{0}];
+    unsigned run_magic[2][{0}], run_shift[2][{0}];
 }};
 #endif
 )",
@@ -300,43 +323,331 @@ struct Text {
         return fmt::format("EINC_KERNEL_ENTRY {}({}) {{\n{}}}\n", s.name(), parameters(false), body);
     }
 
-    // Tiles between the last kept mode (L, unit stride in the destination) and the one before it (P,
-    // unit stride in the source); the modes before those batch the tiles. Tiles are transpose_tile square,
-    // padded by a column against bank conflicts; blocks have transpose_tile x transpose_block_rows threads.
-    std::string transpose() const {
-        const int l = s.kept_rank - 1, q = s.kept_rank - 2;
-        constexpr int t = transpose_tile;
+    // ---- copies (permute, short_side, tiles: compiler/kernel_abi.hpp)
+    // --------------------------------------
+
+    // The unsigned type of an element's bits: copies that move bits move them as these.
+    static std::string bits(int bytes) {
+        switch (bytes) {
+        case 1: return "einc_u8";
+        case 2: return "einc_u16";
+        case 4: return "unsigned";
+        default: return "unsigned long long";
+        }
+    }
+
+    // Statements splitting `index` (a non-negative value below 2^31 with 32-bit indices) over the kept modes
+    // [0, kept_rank), innermost last, adding each coordinate times its stride to the offsets `accesses`
+    // (offset variable per access) and naming the coordinates c<m>: with 32-bit indices by multiply-shift
+    // (einc_divide), one a mode but the outermost; else by 64-bit division.
+    std::string split_index(const std::string& index,
+                            const std::vector<std::pair<int, std::string>>& accesses,
+                            const std::string& indent) const {
+        if (s.kept_rank == 0) return "";
+        const std::string i = idx();
+        std::string out =
+            fmt::format("{}{} rest = ({})({});\n", indent, s.wide_index ? "einc_i64" : "unsigned",
+                        s.wide_index ? "einc_i64" : "unsigned", index);
+        for (int m = s.kept_rank - 1; m >= 0; --m) {
+            if (m == 0)
+                out += fmt::format("{}const {} c0 = ({})rest;\n", indent, i, i);
+            else if (s.wide_index)
+                out += fmt::format("{0}const einc_i64 c{1} = rest % p.kept_extent[{1}];\n{0}rest /= "
+                                   "p.kept_extent[{1}];\n",
+                                   indent, m);
+            else
+                out += fmt::format("{0}const unsigned q{1} = einc_divide(rest, p.kept_magic[{1}], "
+                                   "p.kept_shift[{1}]);\n{0}const int c{1} = (int)(rest - q{1} * "
+                                   "(unsigned)p.kept_extent[{1}]);\n{0}rest = q{1};\n",
+                                   indent, m);
+            for (const auto& [access, offset] : accesses)
+                out += fmt::format("{}{} += c{} * ({})p.kept_stride[{}][{}];\n", indent, offset, m, i, access,
+                                   m);
+        }
+        return out;
+    }
+
+    // A copy element by element (design F): each block takes 1024 consecutive destination-order elements at
+    // a time, each thread 4 of them a block's width apart - their indices split, then their 4 loads issued,
+    // then the stores (converted, through the epilogue).
+    std::string permute() const {
+        const std::string i = idx(), u = s.wide_index ? "einc_i64" : "unsigned";
+        constexpr int n = permute_per_thread, width = kernel_block_threads;
+        std::string body = fmt::format("    const {0} count = ({0})p.kept_count;\n", u);
+        body +=
+            fmt::format("    for ({0} base = ({0})blockIdx.x * {1}; base < count; base += ({0})gridDim.x * "
+                        "{1}) {{\n",
+                        u, n * width);
+        body += fmt::format("        {} o0[{}], o1[{}];\n        bool in[{}];\n", i, n, n, n);
+        body += fmt::format("#pragma unroll\n        for (int k = 0; k < {}; ++k) {{\n", n);
+        // (An index past the end is split as the last one: its offsets stay in range, and go unused.)
+        body +=
+            fmt::format("            const {0} at = base + ({0})(k * {1}) + ({0})threadIdx.x;\n", u, width);
+        body += "            in[k] = at < count;\n";
+        body += fmt::format("            {} d = 0, q = 0;\n", i);
+        body += split_index("in[k] ? at : count - 1", {{0, "d"}, {1, "q"}}, "            ");
+        body += "            o0[k] = d;\n            o1[k] = q;\n        }\n";
+        const std::string value_type = moves_bits() ? storage(s.destination) : acc();
+        body += fmt::format("        {} v[{}];\n", value_type, n);
+        const std::string value = moves_bits()
+                                      ? "EINC_LD(src0 + o1[k])"
+                                      : fmt::format("({}){}", acc(), load(s.sources[0], "src0 + o1[k]"));
+        body +=
+            fmt::format("#pragma unroll\n        for (int k = 0; k < {}; ++k)\n            if (in[k]) v[k] = "
+                        "{};\n",
+                        n, value);
+        std::string stored;
+        if (moves_bits())
+            stored = "EINC_ST(dst + o0[k], v[k]);";
+        else if (s.epilogue.identity())
+            stored = store(s.destination, "dst + o0[k]", fmt::format("({})v[k]", compute(s.destination)));
+        else
+            stored = store_result("v[k]", "o0[k]");
+        body += fmt::format(
+            "#pragma unroll\n        for (int k = 0; k < {}; ++k)\n            if (in[k]) {}\n", n, stored);
+        body += fmt::format("        EINC_BATCH({});\n    }}\n", item_loop_unroll);
+        return fmt::format("EINC_KERNEL_ENTRY {}({}) {{\n{}}}\n", s.name(), parameters(false), body);
+    }
+
+    // Statements that load `count` vectors of `bytes` (4, 8 or 16) from `pointer(v)` into 32-bit words
+    // w<first word>...; the words of vector v are w[v * bytes / 4 ...].
+    static std::string load_words(int count, int bytes, const std::function<std::string(int)>& pointer,
+                                  const std::string& indent) {
+        std::string out;
+        const int per = bytes / 4;
+        for (int v = 0; v < count; ++v) {
+            const int w = v * per;
+            if (bytes == 4)
+                out += fmt::format("{}const unsigned w{} = EINC_LD((const unsigned*)({}));\n", indent, w,
+                                   pointer(v));
+            else if (bytes == 8)
+                out += fmt::format(
+                    "{0}const unsigned long long d{1} = EINC_LD((const unsigned long long*)({2}));\n"
+                    "{0}const unsigned w{3} = (unsigned)d{1}, w{4} = (unsigned)(d{1} >> 32);\n",
+                    indent, v, pointer(v), w, w + 1);
+            else
+                out += fmt::format(
+                    "{0}const einc_vec16 e{1} = EINC_LD((const einc_vec16*)({2}));\n"
+                    "{0}const unsigned w{3} = e{1}.x, w{4} = e{1}.y, w{5} = e{1}.z, w{6} = e{1}.w;\n",
+                    indent, v, pointer(v), w, w + 1, w + 2, w + 3);
+        }
+        return out;
+    }
+
+    // The expression of a 32-bit output word whose byte j is byte from[j].second of input word
+    // w<from[j].first>: runs of consecutive bytes of one input word shifted into place together.
+    static std::string word_of(const std::array<std::pair<int, int>, 4>& from) {
+        std::vector<std::string> terms;
+        for (int j = 0; j < 4;) {
+            int length = 1;
+            while (j + length < 4 && from[j + length].first == from[j].first &&
+                   from[j + length].second == from[j].second + length)
+                ++length;
+            const int in = from[j].second;
+            std::string term = fmt::format("w{}", from[j].first);
+            if (in > 0) term = fmt::format("({} >> {})", term, 8 * in);
+            if (in + length < 4) term = fmt::format("({} & 0x{:x}u)", term, (1ull << (8 * length)) - 1);
+            if (j > 0) term = fmt::format("({} << {})", term, 8 * j);
+            terms.push_back(term);
+            j += length;
+        }
+        return fmt::format("{}", fmt::join(terms, " | "));
+    }
+
+    // A transposition with a short side of S elements, in registers (design C): each thread takes C
+    // consecutive positions of the long side. Short destination rows: it loads the S source rows' vectors of
+    // C elements and stores the S x C block, contiguous in the destination, as 16-byte vectors; short source
+    // rows: the mirror. The block's bytes are rearranged as 32-bit words (elements of 8 bytes are two words,
+    // those of 1 and 2 bytes shifted within them).
+    std::string short_side() const {
+        const int size = static_cast<int>(size_of(s.destination)), S = s.short_extent, C = s.vector;
+        const int row = C * size, blocks = S * C * size / kernel_vector_bytes;
+        const std::string i = idx();
+        std::string body = fmt::format("    const {0} count = ({0})p.kept_count, step = ({0})gridDim.x * "
+                                       "({0})blockDim.x;\n",
+                                       i);
+        body += fmt::format("    const {0} short_stride = ({0})p.run_stride[0][0];\n", i);
+        body +=
+            fmt::format("    for ({0} item = ({0})blockIdx.x * ({0})blockDim.x + ({0})threadIdx.x; item < "
+                        "count; item += step) {{\n",
+                        i);
+        body += fmt::format("        {} o0 = 0, o1 = 0;\n", i);
+        body += split_index("item", {{0, "o0"}, {1, "o1"}}, "        ");
+        // Element e of the block, numbered along the contiguous side (position * S + short index), lies in
+        // short row e % S at position e / S on the strided side.
+        const auto byte_at = [&](bool contiguous_side, int element, int byte) {  // -> (word, byte in word)
+            int offset;
+            if (contiguous_side)
+                offset = element * size + byte;
+            else
+                offset = (element % S) * row + (element / S) * size + byte;
+            return std::pair{offset / 4, offset % 4};
+        };
+        // Loads, then each output word gathered from the input words.
+        const bool rows_in = !s.short_source;  // the input is the short rows (else the contiguous block)
+        body += rows_in
+                    ? load_words(
+                          S, row, [&](int v) { return fmt::format("src0 + (o1 + {} * short_stride)", v); },
+                          "        ")
+                    : load_words(
+                          blocks, kernel_vector_bytes,
+                          [&](int v) { return fmt::format("(const einc_vec16*)(src0 + o1) + {}", v); },
+                          "        ");
+        const int out_count = rows_in ? blocks : S, out_bytes = rows_in ? kernel_vector_bytes : row;
+        for (int v = 0; v < out_count; ++v) {
+            std::vector<std::string> words;
+            for (int w = 0; w < out_bytes / 4; ++w) {
+                std::array<std::pair<int, int>, 4> from;
+                for (int j = 0; j < 4; ++j) {
+                    const int out_offset = v * out_bytes + 4 * w + j;  // in the output's own numbering
+                    // The output's byte as an element and byte of the block, numbered along the contiguous
+                    // side.
+                    int element, byte;
+                    if (rows_in) {
+                        element = out_offset / size;
+                        byte = out_offset % size;
+                    } else {  // output vector v is short row v: its element c is block element c * S + v
+                        element = (out_offset % row) / size * S + v;
+                        byte = out_offset % size;
+                    }
+                    from[j] = byte_at(!rows_in, element, byte);
+                }
+                words.push_back(word_of(from));
+            }
+            const std::string at = rows_in ? fmt::format("dst + (o0 + {})", v * kernel_vector_bytes / size)
+                                           : fmt::format("dst + (o0 + {} * short_stride)", v);
+            if (out_bytes == 16)
+                body += fmt::format(
+                    "        const einc_vec16 r{} = {{{}}};\n        EINC_ST((einc_vec16*)({}), r{});\n", v,
+                    fmt::join(words, ", "), at, v);
+            else if (out_bytes == 8)
+                body += fmt::format("        EINC_ST((unsigned long long*)({}), (unsigned long long)({}) | "
+                                    "((unsigned long long)({}) << 32));\n",
+                                    at, words[0], words[1]);
+            else
+                body += fmt::format("        EINC_ST((unsigned*)({}), {});\n", at, words[0]);
+        }
+        body += fmt::format("        EINC_BATCH({});\n    }}\n", item_loop_unroll);
+        return fmt::format("EINC_KERNEL_ENTRY {}({}) {{\n{}}}\n", s.name(), parameters(false), body);
+    }
+
+    // Tiles between a source-contiguous run (A, of runs[0] modes) and a destination-contiguous run (B, of
+    // runs[1] modes), designs D and E. 8 warps; in the load phase warp w takes the tile's B rows w, w + 8,
+    // ... and its lanes 32 consecutive words of each (a row is contiguous in the source); in the store phase
+    // the A rows likewise. Each thread finds the offsets of its rows once (the other side's strides of the
+    // runs' modes), each tile its base (the kept modes, split by multiply-shift). Full tiles load without
+    // checks, all loads before the shared stores; two shared buffers alternate, so one barrier a tile
+    // separates writing a buffer from reading it, and the next tile's writes go to the other one.
+    std::string tiles() const {
+        const int size = static_cast<int>(size_of(s.destination)), V = s.vector;
+        const TileShape t = tile_shape(size, V);
+        constexpr int warps = tile_warps, warp = kernel_warp;
+        const int rows_b = t.b / warps, rows_a = t.a / warps;          // a thread's rows: loaded, stored
+        const int words_a = t.a / V / warp, words_b = t.b / V / warp;  // a lane's words of a row
+        const int row = t.a + tile_pad(size, V), buffer = t.b * row;
+        const std::string i = idx(), e = bits(size), w = bits(size * V);
+        const int g = s.kept_rank;  // the kept modes: the batch, A's chunks (g - 2), B's (g - 1)
         std::string body =
-            fmt::format("    EINC_SHARED({}, tile, {} * {});\n", storage(s.destination), t, t + 1);
-        body += fmt::format("    const {0} el = ({0})p.kept_extent[{1}], ep = ({0})p.kept_extent[{2}];\n",
-                            idx(), l, q);
-        body += fmt::format("    const {0} tiles_l = (el + {1}) / {2}, tiles_p = (ep + {1}) / {2};\n", idx(),
-                            t - 1, t);
-        body += fmt::format("    const {0} tiles = tiles_l * tiles_p * ({0})p.batch_count;\n", idx());
+            fmt::format("    EINC_SHARED({}, tile, {});\n", e, tiles_shared_bytes(size, V) / size);
+        body += "    const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;\n";
+        body +=
+            fmt::format("    const {0}* EINC_RESTRICT from = (const {0}*)src0;\n    {0}* EINC_RESTRICT to = "
+                        "({0}*)dst;\n",
+                        e);
+        // The offsets of this thread's rows: in the source of its B rows, in the destination of its A rows.
+        for (const int r : {1, 0}) {
+            const int rows = r == 1 ? rows_b : rows_a;
+            const std::string name = r == 1 ? "ob" : "oa";
+            body += fmt::format("    {} {}[{}];\n#pragma unroll\n    for (int k = 0; k < {}; ++k) {{\n", i,
+                                name, rows, rows);
+            body += fmt::format(
+                "        unsigned rest = (unsigned)(warp + {} * k);\n        {} offset = 0;\n", warps, i);
+            for (int m = 0; m < s.runs[r]; ++m)
+                body += fmt::format(
+                    "        {{\n            const unsigned q = einc_divide(rest, p.run_magic[{0}][{1}], "
+                    "p.run_shift[{0}][{1}]);\n"
+                    "            offset += ({2})(rest - q * (unsigned)p.run_extent[{0}][{1}]) * "
+                    "({2})p.run_stride[{0}][{1}];\n            rest = q;\n        }}\n",
+                    r, m, i);
+            body += fmt::format("        {}[k] = offset;\n    }}\n", name);
+        }
+        body += fmt::format("    const {0} tiles = ({0})p.kept_count;\n", i);
+        body += fmt::format("    const {0} tile_a = ({0})p.run_tile[0], tile_b = ({0})p.run_tile[1];\n", i);
         body += fmt::format(
-            "    const einc_i64 src_l = p.kept_stride[1][{}], dst_p = p.kept_stride[0][{}];\n", l, q);
-        body += fmt::format("    for ({0} t = ({0})blockIdx.x; t < tiles; t += ({0})gridDim.x) {{\n", idx());
-        body += fmt::format("        const {0} x = t % tiles_l, y = (t / tiles_l) % tiles_p;\n", idx());
-        if (s.kept_rank > 2) body += fmt::format("        const {0} batch = t / tiles_l / tiles_p;\n", idx());
-        body += "        einc_i64 o0 = 0, o1 = 0;\n";
-        body += decompose("batch", "kept_extent", "kept_stride", s.kept_rank - 2, kept_accesses(true), idx());
-        body += fmt::format("        const {0} l0 = x * {1}, p0 = y * {1};\n", idx(), t);
-        body += fmt::format("        for ({0} j = ({0})threadIdx.y; j < {1}; j += ({0})blockDim.y) {{\n",
-                            idx(), t);
-        body += fmt::format("            const {0} l = l0 + j, q = p0 + ({0})threadIdx.x;\n", idx());
+            "    const {0} length_a = ({0})p.run_length[0], length_b = ({0})p.run_length[1];\n", i);
+        body += "    int parity = 0;\n";
+        body += fmt::format("    for ({0} t = ({0})blockIdx.x; t < tiles; t += ({0})gridDim.x) {{\n", i);
+        body += fmt::format("        {} o0 = 0, o1 = 0;\n", i);
+        body += split_index("t", {{0, "o0"}, {1, "o1"}}, "        ");
         body += fmt::format(
-            "            if (l < el && q < ep) EINC_STS(tile + (j * {} + threadIdx.x), EINC_LD(src0 + (o1 + "
-            "(einc_i64)l * src_l + q)));\n        }}\n",
-            t + 1);
-        body += "        EINC_SYNC();\n";
-        body += fmt::format("        for ({0} j = ({0})threadIdx.y; j < {1}; j += ({0})blockDim.y) {{\n",
-                            idx(), t);
-        body += fmt::format("            const {0} q = p0 + j, l = l0 + ({0})threadIdx.x;\n", idx());
+            "        const {0} left_a = length_a - c{1} * tile_a, left_b = length_b - c{2} * tile_b;\n", i,
+            g - 2, g - 1);
         body += fmt::format(
-            "            if (q < ep && l < el) EINC_ST(dst + (o0 + (einc_i64)q * dst_p + l), EINC_LDS(tile + "
-            "(threadIdx.x * {} + j)));\n        }}\n",
-            t + 1);
-        body += "        EINC_SYNC();\n    }\n";
+            "        const {0} na = left_a < tile_a ? left_a : tile_a, nb = left_b < tile_b ? left_b "
+            ": tile_b;\n",
+            i);
+        body += fmt::format("        {}* buffer = tile + parity * {};\n        parity ^= 1;\n", e, buffer);
+        body += fmt::format(
+            "        const bool full = na == {} && nb == {};\n        EINC_PATH(full ? 1 : 2);\n", t.a, t.b);
+        // Loads: word h of B row k at element V * (lane + 32 h) of the row.
+        const int loads = rows_b * words_a, stores = rows_a * words_b;
+        const std::string load_at =
+            fmt::format("(const {}*)(from + (o1 + ob[k] + {} * (lane + {} * h)))", w, V, warp);
+        body += fmt::format("        {} v[{}];\n", w, loads);
+        body += fmt::format(
+            "        if (full) {{\n#pragma unroll\n            for (int k = 0; k < {}; ++k)\n#pragma "
+            "unroll\n                for (int h = 0; h < {}; ++h) v[k * {} + h] = EINC_LD({});\n",
+            rows_b, words_a, words_a, load_at);
+        body += fmt::format(
+            "        }} else {{\n#pragma unroll\n            for (int k = 0; k < {}; ++k)\n#pragma "
+            "unroll\n                for (int h = 0; h < {}; ++h)\n                    v[k * {} + h] "
+            "= warp + {} * k < nb && {} * (lane + {} * h) < na ? EINC_LD({}) : ({})0;\n        }}\n",
+            rows_b, words_a, words_a, warps, V, warp, load_at, w);
+        // Into the shared tile, element by element: B row, then A position.
+        body += fmt::format(
+            "#pragma unroll\n        for (int k = 0; k < {}; ++k)\n#pragma unroll\n            for "
+            "(int h = 0; h < {}; ++h) {{\n",
+            rows_b, words_a);
+        if (V == 1)
+            body += fmt::format(
+                "                EINC_STS(buffer + ((warp + {} * k) * {} + lane + {} * h), v[k * {} "
+                "+ h]);\n",
+                warps, row, warp, words_a);
+        else
+            for (int j = 0; j < V; ++j)
+                body += fmt::format(
+                    "                EINC_STS(buffer + ((warp + {} * k) * {} + {} * (lane + {} * h) "
+                    "+ {}), ({})(v[k * {} + h] >> {}));\n",
+                    warps, row, V, warp, j, e, words_a, 8 * size * j);
+        body += "            }\n        EINC_SYNC();\n";
+        // Out of it: word h of A row k, its V elements from V consecutive B rows.
+        body +=
+            fmt::format("        {} u[{}];\n#pragma unroll\n        for (int k = 0; k < {}; ++k)\n#pragma "
+                        "unroll\n            for (int h = 0; h < {}; ++h) {{\n",
+                        w, stores, rows_a, words_b);
+        if (V == 1)
+            body += fmt::format(
+                "                u[k * {} + h] = EINC_LDS(buffer + ((lane + {} * h) * {} + warp + {} "
+                "* k));\n",
+                words_b, warp, row, warps);
+        else {
+            std::vector<std::string> parts;
+            for (int j = 0; j < V; ++j)
+                parts.push_back(
+                    fmt::format("((unsigned)EINC_LDS(buffer + (({} * (lane + {} * h) + {}) * {} + warp + "
+                                "{} * k)) << {})",
+                                V, warp, j, row, warps, 8 * size * j));
+            body += fmt::format("                u[k * {} + h] = {};\n", words_b, fmt::join(parts, " | "));
+        }
+        body += "            }\n";
+        const std::string store_at =
+            fmt::format("({}*)(to + (o0 + oa[k] + {} * (lane + {} * h)))", w, V, warp);
+        body += fmt::format(
+            "#pragma unroll\n        for (int k = 0; k < {}; ++k)\n#pragma unroll\n            for "
+            "(int h = 0; h < {}; ++h)\n                if (full || (warp + {} * k < na && {} * (lane "
+            "+ {} * h) < nb)) EINC_ST({}, u[k * {} + h]);\n",
+            rows_a, words_b, warps, V, warp, store_at, words_b);
+        body += "    }\n";
         return fmt::format("EINC_KERNEL_ENTRY {}({}) {{\n{}}}\n", s.name(), parameters(false), body);
     }
 
@@ -502,14 +813,16 @@ struct Text {
 
 std::string kernel_source(const KernelSignature& s) {
     const Text text{s};
-    // (Those two move bits: the schedule gives a step with an epilogue elementwise kernels.)
-    EINC_ASSERT(s.epilogue.identity() ||
-                (s.kind != KernelKind::vector_copy && s.kind != KernelKind::transpose));
+    // (Those move bits: the schedule gives a step with an epilogue permute kernels.)
+    EINC_ASSERT(s.epilogue.identity() || (s.kind != KernelKind::vector_copy &&
+                                          s.kind != KernelKind::short_side && s.kind != KernelKind::tiles));
     std::string kernel;
     switch (s.kind) {
     case KernelKind::elementwise: kernel = text.elementwise(); break;
+    case KernelKind::permute: kernel = copy_helpers + text.permute(); break;
     case KernelKind::vector_copy: kernel = text.vector_copy(); break;
-    case KernelKind::transpose: kernel = text.transpose(); break;
+    case KernelKind::short_side: kernel = copy_helpers + text.short_side(); break;
+    case KernelKind::tiles: kernel = copy_helpers + text.tiles(); break;
     case KernelKind::reduce_rows: kernel = text.reduce_rows(); break;
     case KernelKind::reduce_columns: kernel = text.reduce_columns(); break;
     case KernelKind::finalize: kernel = text.finalize(); break;

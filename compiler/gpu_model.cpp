@@ -84,11 +84,13 @@ KernelResources kernel_resources(const KernelSignature& s) {
         r.registers = estimated_registers(s);
     }
     switch (s.kind) {
-    case KernelKind::transpose:
-        r.shared_bytes = transpose_tile * (transpose_tile + 1) * static_cast<int>(size_of(s.destination));
+    case KernelKind::tiles:
+        r.shared_bytes = tiles_shared_bytes(static_cast<int>(size_of(s.destination)), s.vector);
         break;
     case KernelKind::elementwise:
+    case KernelKind::permute:
     case KernelKind::vector_copy:
+    case KernelKind::short_side:
     case KernelKind::reduce_rows:
     case KernelKind::reduce_columns:
     case KernelKind::finalize:

@@ -2,12 +2,16 @@
 
 #include <fmt/format.h>
 #include <iterator>
+#include <limits>
+
+#include "grammar/diagnostic.hpp"
 
 namespace einc {
 
 std::string_view name_of(KernelKind kind) {
-    static constexpr std::string_view names[] = {"elementwise",    "vector_copy", "transpose", "reduce_rows",
-                                                 "reduce_columns", "finalize",    "route"};
+    static constexpr std::string_view names[] = {"elementwise",    "permute",  "vector_copy",
+                                                 "short_side",     "tiles",    "reduce_rows",
+                                                 "reduce_columns", "finalize", "route"};
     static_assert(std::size(names) == static_cast<std::size_t>(KernelKind::route) + 1,
                   "one name per KernelKind, in order");
     return names[static_cast<std::size_t>(kind)];
@@ -41,7 +45,42 @@ std::string KernelSignature::name() const {
                        wide_index ? 64 : 32) +
            (epilogue.identity() ? ""
                                 : fmt::format("_alpha{}_beta{}", identifier_of(epilogue.alpha),
-                                              identifier_of(epilogue.beta)));
+                                              identifier_of(epilogue.beta))) +
+           (kind == KernelKind::tiles ? fmt::format("_w{}_a{}b{}", vector, runs[0], runs[1]) : "") +
+           (kind == KernelKind::short_side
+                ? fmt::format("_s{}{}_c{}", short_extent, short_source ? "src" : "dst", vector)
+                : "");
+}
+
+DivisionMagic division_magic(std::int64_t divisor) {
+    EINC_ASSERT(divisor >= 1 && divisor <= std::numeric_limits<std::int32_t>::max());
+    std::uint32_t shift = 0;
+    while ((std::int64_t{1} << shift) < divisor) ++shift;
+    const std::uint64_t magic = (std::uint64_t{1} << 32) *
+                                    ((std::uint64_t{1} << shift) - static_cast<std::uint64_t>(divisor)) /
+                                    static_cast<std::uint64_t>(divisor) +
+                                1;
+    EINC_ASSERT(magic <= std::numeric_limits<std::uint32_t>::max());
+    return {static_cast<std::uint32_t>(magic), shift};
+}
+
+int kernel_alignment(const KernelSignature& s, KernelArgument argument) {
+    const int size = static_cast<int>(size_of(s.destination));
+    const bool destination = argument == KernelArgument::destination;
+    switch (s.kind) {
+    case KernelKind::vector_copy: return kernel_vector_bytes;
+    case KernelKind::short_side:  // 16-byte vectors on the contiguous side, C elements a short row on the
+                                  // other
+        return destination != s.short_source ? kernel_vector_bytes : s.vector * size;
+    case KernelKind::tiles: return s.vector * size;
+    case KernelKind::elementwise:
+    case KernelKind::permute:
+    case KernelKind::reduce_rows:
+    case KernelKind::reduce_columns:
+    case KernelKind::finalize:
+    case KernelKind::route: return 1;
+    }
+    EINC_ASSERT(false);
 }
 
 }  // namespace einc

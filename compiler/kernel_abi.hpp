@@ -7,10 +7,17 @@
 // shape of its family (the JIT compiles each family once; einc aot compiles them ahead of time).
 //
 //   elementwise     one thread per destination element; loops over reduced modes, if any
-//                   (copies with broadcasts or conversions, elementwise products, small reductions)
+//                   (elementwise products, small reductions)
+//   permute         a copy, element by element: 4 elements a thread, indices split by multiply-shift
+//                   division; every copy that converts, scales or broadcasts, and those no faster kind takes
 //   vector_copy     16-byte loads and stores along a mode contiguous on both sides
-//   transpose       32x32 shared-memory tiles (padded against bank conflicts) between a source-contiguous
-//                   and a destination-contiguous mode
+//   short_side      a transpose with a side of at most 16 elements, in registers: each thread loads S vectors
+//                   of C elements along the long side and stores C rows of S as contiguous 16-byte vectors
+//                   (or the mirror: the short side contiguous in the source)
+//   tiles           shared-memory tiles between a source-contiguous run and a destination-contiguous
+//                   run, each of one mode (a 2-D transpose) or of several merged (cuTT's packed tiles);
+//                   256 threads move 16 words each (8 for 8-byte elements); full tiles unchecked, one
+//                   barrier a tile
 //   reduce_rows     a warp per output, along a source-contiguous reduced mode
 //   reduce_columns  a thread per output, along a source-contiguous kept mode
 //   finalize        folds the partial results of a reduction split across blocks (deterministic)
@@ -32,8 +39,10 @@ namespace einc {
 
 enum class KernelKind : std::uint8_t {
     elementwise,
+    permute,
     vector_copy,
-    transpose,
+    short_side,
+    tiles,
     reduce_rows,
     reduce_columns,
     finalize,
@@ -43,11 +52,64 @@ std::string_view name_of(KernelKind kind);
 
 // The launch geometry of the generated kernels, decided here once: the schedule sizes its grids by it,
 // codegen writes it into the kernels' source, and the executor checks buffers against it.
-inline constexpr int kernel_block_threads = 256;  // threads of a block (elementwise, reductions, route)
+inline constexpr int kernel_block_threads = 256;  // threads of a block (every kind)
 inline constexpr int kernel_warp = 32;            // reduce_rows: a warp per output
 inline constexpr int kernel_vector_bytes = 16;    // vector_copy: 16-byte words, on buffers aligned to them
-inline constexpr int transpose_tile = 32;         // transpose: square tiles of 32 x 32 elements,
-inline constexpr int transpose_block_rows = 8;    // moved by blocks of 32 x 8 threads
+
+// permute: each thread moves this many elements of a block's 1024, a block's width apart (their loads
+// issued together).
+inline constexpr int permute_per_thread = 4;
+
+// short_side: the longest short side S; each thread moves C consecutive positions of the long side, S*C
+// elements. C is a power of two with C*size >= 4 bytes and C*size <= 16 (one load or store a short row),
+// S*C*size a multiple of 16 (the contiguous side moves as 16-byte vectors) and, where those allow, at
+// least 64 bytes (bytes in flight): short_side_vector(). Smaller C that keep the first three rules serve
+// long sides the preferred one does not divide.
+inline constexpr int short_side_max = 16;
+constexpr bool short_side_vector_valid(int short_extent, int vector, int element_bytes) {
+    return vector * element_bytes >= 4 && vector * element_bytes <= kernel_vector_bytes &&
+           short_extent * vector * element_bytes % kernel_vector_bytes == 0;
+}
+constexpr int short_side_vector(int short_extent, int element_bytes) {
+    int c = element_bytes >= 4 ? 1 : 4 / element_bytes;
+    while (
+        (!short_side_vector_valid(short_extent, c, element_bytes) || short_extent * c * element_bytes < 64) &&
+        2 * c * element_bytes <= kernel_vector_bytes)
+        c *= 2;
+    return c;
+}
+
+// tiles: a tile is `a` elements of the source-contiguous run by `b` of the destination-contiguous one,
+// double-buffered in shared memory as b rows of a + tile_pad() elements.
+// Elements of 1 and 2 bytes move as 4-byte words of `vector` = 4/size elements along each run (loads
+// along a, stores along b) where the runs and strides allow, else one by one. A warp moves 32 consecutive
+// words of a row; each thread moves 16 words a tile (8 for 8-byte elements, which would otherwise
+// overflow 48 KB of shared memory).
+struct TileShape {
+    int a = 0, b = 0;
+};
+constexpr TileShape tile_shape(int element_bytes, int vector) {
+    if (element_bytes == 8) return {64, 32};
+    if (vector == 4) return {128, 128};
+    if (vector == 2) return {128, 64};
+    return {64, 64};
+}
+// The pad of a shared row, so that the 32 lanes reading a column (a word of `vector` elements from as many
+// rows each) hit 32 banks: one element where rows are read a word at a time, else as many as make a row an
+// odd number of 4-byte words.
+constexpr int tile_pad(int element_bytes, int vector) {
+    return vector == 1 && element_bytes < 4 ? 4 / element_bytes : 1;
+}
+// Its shared memory: two such buffers, so that one barrier a tile suffices (about 33 KB for every size).
+constexpr int tiles_shared_bytes(int element_bytes, int vector) {
+    const TileShape t = tile_shape(element_bytes, vector);
+    return 2 * t.b * (t.a + tile_pad(element_bytes, vector)) * element_bytes;
+}
+inline constexpr int tile_warps = kernel_block_threads / kernel_warp;
+// The most blocks a tiles launch has per multiprocessor: the kernel walks its tiles in a grid-stride loop,
+// so each block finds its rows' offsets once for many tiles (4 blocks of 256 threads are resident at 64
+// registers a thread).
+inline constexpr int tiles_blocks_per_multiprocessor = 8;
 
 inline constexpr int max_kernel_rank = 12;  // modes of kept or of reduced axes, after canonicalization
 inline constexpr int max_kernel_sources =
@@ -67,10 +129,20 @@ struct KernelSignature {
     // out = alpha * value + beta * out, baked into the source as constants (so the name, the caches' key,
     // and `einc aot`'s corpus carry it); only kernels that store into an output have one (not partials).
     Epilogue epilogue;
+    // The geometry of the copy kinds that compile it in (0 for the others):
+    //   tiles       vector: elements per word of a global access (1, or 4/size: packed); runs: the modes of
+    //               the source-contiguous run and of the destination-contiguous one
+    //   short_side  vector: C; short_extent: S; short_source: the short side is the source-contiguous one
+    //               (else the destination's)
+    int vector = 0;
+    int runs[2] = {0, 0};
+    int short_extent = 0;
+    bool short_source = false;
     friend bool operator==(const KernelSignature&, const KernelSignature&) = default;
 
     // A readable, unique C identifier: "einc_reduce_rows_sum_f32_to_f32_k1_r1_i32", with an epilogue
-    // "..._i32_alpha0p5_betam2" (alpha 0.5, beta -2).
+    // "..._i32_alpha0p5_betam2" (alpha 0.5, beta -2), with a copy geometry "..._i32_w2_a1b2" (tiles) or
+    // "..._i32_s3dst_c4" (short_side).
     std::string name() const;
 };
 
@@ -85,8 +157,32 @@ struct KernelParams {
     std::int64_t reduced_count = 1;  // product of reduced extents (terms per output)
     std::int64_t split = 1;          // reductions: chunks of the reduced range, one partial each
     std::int64_t chunk = 1;          // terms per chunk
-    std::int64_t batch_count = 1;    // transpose: tiles' batch (the kept modes but the two it tiles)
+    // tiles: the runs of a tile, 0 the source-contiguous one and 1 the destination-contiguous one: their
+    // modes innermost first, the last of each possibly a chunk of a mode split between tiles, with the other
+    // side's strides (run 0's in the destination, run 1's in the source); each run's elements in a tile,
+    // and its length over its split mode (a tile at the end holds the rest). The kept modes are the tiles':
+    // the batch, then the chunks of run 0's split mode, then run 1's.
+    // short_side: run 0 is the short mode, with its stride on the side where it is not contiguous; the
+    // kept modes are the batch, then the long side's chunks of C positions.
+    std::int64_t run_extent[2][max_kernel_rank] = {};
+    std::int64_t run_stride[2][max_kernel_rank] = {};
+    std::int64_t run_tile[2] = {};
+    std::int64_t run_length[2] = {};
+    // The copy kinds with 32-bit indices divide by kept_extent[k] and run_extent[r][k] as
+    // (mulhi(n, magic) + n) >> shift (division_magic()).
+    std::uint32_t kept_magic[max_kernel_rank] = {};
+    std::uint32_t kept_shift[max_kernel_rank] = {};
+    std::uint32_t run_magic[2][max_kernel_rank] = {};
+    std::uint32_t run_shift[2][max_kernel_rank] = {};
 };
+
+// The multiply-shift pair that divides 32-bit unsigned numbers by `divisor` (1 <= divisor < 2^31):
+// n / divisor == (((n * magic) >> 32) + n) >> shift for every n < 2^32, the product in 64 bits
+// (Granlund and Montgomery; PyTorch's IntegerDivider).
+struct DivisionMagic {
+    std::uint32_t magic = 0, shift = 0;
+};
+DivisionMagic division_magic(std::int64_t divisor);
 
 struct Dim3 {
     std::uint32_t x = 1, y = 1, z = 1;
@@ -103,5 +199,10 @@ struct KernelLaunch {
     KernelParams params;
     std::vector<KernelArgument> arguments;  // after `params`, in order
 };
+
+// The alignment in bytes a kernel needs of the buffer `argument` points to, beyond its elements' own (1:
+// none): what its vector accesses assume. The schedule keeps the strides and offsets to multiples of it;
+// the executor checks the pointers, and runs a step's unaligned launches where one falls short.
+int kernel_alignment(const KernelSignature& signature, KernelArgument argument);
 
 }  // namespace einc

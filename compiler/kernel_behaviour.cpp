@@ -183,8 +183,10 @@ int term_loop_unroll(const KernelSignature& s) {
     switch (s.kind) {
     case KernelKind::elementwise: return s.reduced_rank == 1 ? 16 : 4;
     case KernelKind::finalize: return 16;
+    case KernelKind::permute:
     case KernelKind::vector_copy:
-    case KernelKind::transpose:
+    case KernelKind::short_side:
+    case KernelKind::tiles:
     case KernelKind::reduce_rows:
     case KernelKind::reduce_columns:
     case KernelKind::route: return 4;
@@ -236,14 +238,19 @@ enum Site : std::uint32_t {
     output,      // the destination written
     partial,     // a reduction's partial result, written
     partial_in,  // a partial result, read by finalize
-    tile_in,     // transpose: the tile written to shared memory
-    tile_out,    // transpose: the tile read from shared memory
+    tile_in,     // tiles: the tile written to shared memory (element j of a word: tile_in_part + j)
+    tile_out,    // tiles: the tile read from shared memory (likewise tile_out_part + j)
+    edge_term,   // tiles: a source word of an edge tile
     gradient,    // route: the group's gradient
     first_term,  // route max/min: the first term, the extremum's start
     walk_term,   // route: a term in the second walk
     fold_end = 100,
     item_end,
     walk_end,  // route: the end of the second walk's iteration (the first is fold_end)
+    tile_in_part = 200,
+    tile_out_part = 300,
+    vector_in = 400,   // short_side: its v-th load (a statement of its own)
+    vector_out = 500,  // short_side: its v-th store
 };
 
 // Issue slots a lane takes for each piece of a kernel's text, from the SASS of the generated kernels
@@ -251,15 +258,19 @@ enum Site : std::uint32_t {
 // 32-bit division is 18 instructions, three of which (I2F, MUFU.RCP, F2I) run at 16 lanes per clock per
 // SM, an eighth of the issue rate: 18 + 3 * 7 slots.
 struct IssueCosts {
-    double item = 4;           // a grid-stride iteration's control
-    double division;           // one mode of a flat index decomposed (rest % e, rest /= e)
-    double offset = 4;         // one access's offset along one mode (a 64-bit multiply-add)
-    double access = 3;         // an address, and its load or store
-    double term = 3.5;         // an iteration of an unrolled loop over terms: load, address, control
-    double conversion = 1.25;  // a narrow float converted to f32, or back
-    double shuffle = 3;        // one step of a warp's shuffle fold
-    double tile_row = 5;       // an iteration of a transpose's row loop
-    double tile_move = 12;     // its element moved: the global access, the shared one, their addresses
+    double item = 4;            // a grid-stride iteration's control
+    double division;            // one mode of a flat index decomposed (rest % e, rest /= e)
+    double offset = 4;          // one access's offset along one mode (a 64-bit multiply-add)
+    double access = 3;          // an address, and its load or store
+    double term = 3.5;          // an iteration of an unrolled loop over terms: load, address, control
+    double conversion = 1.25;   // a narrow float converted to f32, or back
+    double shuffle = 3;         // one step of a warp's shuffle fold
+    double magic_division = 6;  // one mode split by multiply-shift (IMAD.HI, add, shift, remainder)
+    double offset32 = 2;        // one access's 32-bit offset along one mode
+    double tile_word = 8;       // a word through a tile: its load, shared store and load, store, addresses
+    double tile_part = 2;       // each element of a packed word: its shift, and its own shared access
+    double edge_check = 2;      // the bounds check of an edge tile's access
+    double register_move = 1;   // short_side: a 32-bit word gathered from the loaded ones
 };
 constexpr IssueCosts issue_costs(bool wide) {
     IssueCosts c{};
@@ -397,6 +408,24 @@ struct Context {
                    rank * static_cast<double>(accesses.size()) * cost.offset);
     }
 
+    // The copy kinds' split of `index` over the kept modes (codegen's split_index()): by multiply-shift with
+    // 32-bit indices, else by 64-bit division. Returns the coordinates, adds the offsets to `offsets`.
+    std::array<std::int64_t, max_kernel_rank> split_index(std::int64_t index, std::span<const int> accesses,
+                                                          std::int64_t* offsets, Lane& lane) const {
+        std::array<std::int64_t, max_kernel_rank> coordinate{};
+        for (int m = s.kept_rank - 1; m >= 0; --m) {
+            coordinate[static_cast<std::size_t>(m)] = m > 0 ? index % p.kept_extent[m] : index;
+            if (m > 0) index /= p.kept_extent[m];
+            for (const int a : accesses)
+                offsets[a] += coordinate[static_cast<std::size_t>(m)] * p.kept_stride[a][m];
+        }
+        const double division = s.wide_index ? cost.division : cost.magic_division;
+        lane.issue(std::max(s.kept_rank - 1, 0) * division +
+                   s.kept_rank * static_cast<double>(accesses.size()) *
+                       (s.wide_index ? cost.offset : cost.offset32));
+        return coordinate;
+    }
+
     // The statement storing a result into the destination at `offset`: with an epilogue that reads the
     // output, the old value first.
     void store_result(Lane& lane, std::int64_t offset) const {
@@ -498,42 +527,149 @@ void vector_copy_lane(const Context& c, std::int64_t thread, Lane& lane) {
     }
 }
 
-// 32 x 32 tiles through shared memory, blocks of 32 x 8 threads (codegen's transpose()).
-void transpose_lane(const Context& c, std::int64_t block, std::int64_t thread, Lane& lane) {
-    const int l = c.s.kept_rank - 1, q = c.s.kept_rank - 2;
-    constexpr std::int64_t t = transpose_tile;
-    const std::int64_t tx = thread % t, ty = thread / t, rows = c.launch.block.y;
-    const std::int64_t el = c.p.kept_extent[l], ep = c.p.kept_extent[q];
-    const std::int64_t tiles_l = (el + t - 1) / t, tiles_p = (ep + t - 1) / t;
-    const std::int64_t tiles = tiles_l * tiles_p * c.p.batch_count;
-    const std::int64_t src_l = c.p.kept_stride[1][l], dst_p = c.p.kept_stride[0][q];
-    const std::size_t bytes = c.destination_bytes();
+// A copy element by element, 4 elements a thread a block's width apart: their indices split, their loads
+// together, then their stores (codegen's permute()).
+void permute_lane(const Context& c, std::int64_t block, std::int64_t thread, Lane& lane) {
+    constexpr std::int64_t n = permute_per_thread, width = kernel_block_threads;
+    const std::int64_t count = c.p.kept_count, step = std::int64_t{c.launch.grid.x} * n * width;
+    const std::size_t from = c.source_bytes(0);
     const std::vector<int> accesses{0, 1};
-    for (std::int64_t tile = block; tile < tiles; tile += c.launch.grid.x) {
+    for (std::int64_t base = block * n * width; base < count; base += step) {
         lane.begin_item();
-        lane.issue(c.cost.item + 3 * c.cost.division);
-        const std::int64_t x = tile % tiles_l, y = tile / tiles_l % tiles_p;
+        lane.issue(c.cost.item);
+        std::int64_t o[n][2] = {};
+        bool in[n] = {};
+        for (std::int64_t k = 0; k < n; ++k) {
+            const std::int64_t at = base + k * width + thread;
+            in[k] = at < count;
+            c.split_index(in[k] ? at : count - 1, accesses, o[k], lane);
+        }
+        for (std::int64_t k = 0; k < n; ++k)
+            if (in[k]) {
+                lane.load(term0, c.at(c.sources[0], o[k][1], from), from);
+                lane.issue(c.cost.access + (narrow_float(c.s.sources[0]) ? c.cost.conversion : 0));
+            }
+        for (std::int64_t k = 0; k < n; ++k)
+            if (in[k]) c.store_result(lane, o[k][0]);
+        lane.mark(item_end, item_loop_unroll);
+    }
+}
+
+// A transposition with a short side in registers: S vectors of C elements in, S * C elements out as
+// 16-byte vectors, or the mirror (codegen's short_side()).
+void short_side_lane(const Context& c, std::int64_t thread, Lane& lane) {
+    const std::int64_t size = static_cast<std::int64_t>(c.destination_bytes());
+    const std::int64_t S = c.s.short_extent, row = c.s.vector * size, vectors = S * row / kernel_vector_bytes;
+    const std::int64_t short_stride = c.p.run_stride[0][0];
+    const bool rows_in = !c.s.short_source;
+    const std::vector<int> accesses{0, 1};
+    for (std::int64_t item = thread; item < c.p.kept_count; item += c.threads) {
+        lane.begin_item();
+        lane.issue(c.cost.item + static_cast<double>(S * row / 4) * c.cost.register_move);
         std::int64_t o[2] = {};
-        c.decompose(tile / tiles_l / tiles_p, true, c.s.kept_rank - 2, accesses, o, lane);
-        const std::int64_t l0 = x * t, p0 = y * t;
-        for (std::int64_t j = ty; j < t; j += rows) {
-            lane.issue(c.cost.tile_row);
-            if (l0 + j < el && p0 + tx < ep) {
-                lane.load(term0, c.at(c.sources[0], o[1] + (l0 + j) * src_l + p0 + tx, bytes), bytes);
-                lane.shared_store(tile_in, static_cast<std::uint64_t>(j * (t + 1) + tx) * bytes, bytes);
-                lane.issue(c.cost.tile_move);
-            }
+        c.split_index(item, accesses, o, lane);
+        const std::uint64_t src = c.sources[0] + static_cast<std::uint64_t>(o[1] * size);
+        const std::uint64_t dst = c.destination + static_cast<std::uint64_t>(o[0] * size);
+        const auto strided = [&](std::uint64_t base, std::int64_t v) {
+            return base + static_cast<std::uint64_t>(v * short_stride * size);
+        };
+        const auto contiguous = [&](std::uint64_t base, std::int64_t v) {
+            return base + static_cast<std::uint64_t>(v * kernel_vector_bytes);
+        };
+        for (std::int64_t v = 0; v < (rows_in ? S : vectors); ++v) {
+            lane.load(static_cast<Site>(vector_in + v), rows_in ? strided(src, v) : contiguous(src, v),
+                      static_cast<std::size_t>(rows_in ? row : kernel_vector_bytes));
+            lane.issue(c.cost.access);
         }
-        lane.barrier();
-        for (std::int64_t j = ty; j < t; j += rows) {
-            lane.issue(c.cost.tile_row);
-            if (p0 + j < ep && l0 + tx < el) {
-                lane.shared_load(tile_out, static_cast<std::uint64_t>(tx * (t + 1) + j) * bytes, bytes);
-                lane.store(output, c.at(c.destination, o[0] + (p0 + j) * dst_p + l0 + tx, bytes), bytes);
-                lane.issue(c.cost.tile_move);
-            }
+        for (std::int64_t v = 0; v < (rows_in ? vectors : S); ++v) {
+            lane.store(static_cast<Site>(vector_out + v), rows_in ? contiguous(dst, v) : strided(dst, v),
+                       static_cast<std::size_t>(rows_in ? kernel_vector_bytes : row));
+            lane.issue(c.cost.access);
         }
+        lane.mark(item_end, item_loop_unroll);
+    }
+}
+
+// Tiles between a source-contiguous run (A) and a destination-contiguous one (B), double-buffered, one
+// barrier a tile (codegen's tiles()).
+void tiles_lane(const Context& c, std::int64_t block, std::int64_t thread, Lane& lane) {
+    const int size = static_cast<int>(c.destination_bytes()), V = c.s.vector;
+    const TileShape t = tile_shape(size, V);
+    constexpr std::int64_t warps = tile_warps, warp_size = kernel_warp;
+    const std::int64_t rows_b = t.b / warps, rows_a = t.a / warps;
+    const std::int64_t words_a = t.a / V / warp_size, words_b = t.b / V / warp_size;
+    const std::int64_t row = t.a + tile_pad(size, V), buffer = t.b * row;
+    const std::int64_t lane_index = thread & 31, warp = thread >> 5;
+    const std::size_t word = static_cast<std::size_t>(V * size);
+    // The offsets of this thread's rows along the other side's strides of run r's modes.
+    const auto row_offsets = [&](int r, std::int64_t rows) {
+        std::vector<std::int64_t> offsets;
+        for (std::int64_t k = 0; k < rows; ++k) {
+            std::int64_t rest = warp + warps * k, offset = 0;
+            for (int m = 0; m < c.s.runs[r]; ++m) {
+                offset += rest % c.p.run_extent[r][m] * c.p.run_stride[r][m];
+                rest /= c.p.run_extent[r][m];
+            }
+            offsets.push_back(offset);
+        }
+        lane.issue(static_cast<double>(rows * c.s.runs[r]) * (c.cost.magic_division + c.cost.offset32));
+        return offsets;
+    };
+    const std::vector<std::int64_t> ob = row_offsets(1, rows_b), oa = row_offsets(0, rows_a);
+    const int g = c.s.kept_rank;
+    const std::vector<int> accesses{0, 1};
+    std::int64_t parity = 0;
+    for (std::int64_t tile = block; tile < c.p.kept_count; tile += c.launch.grid.x) {
+        lane.begin_item();
+        lane.issue(c.cost.item);
+        std::int64_t o[2] = {};
+        const auto coordinate = c.split_index(tile, accesses, o, lane);
+        const std::int64_t na = std::min(c.p.run_length[0] -
+                                             coordinate[static_cast<std::size_t>(g - 2)] * c.p.run_tile[0],
+                                         c.p.run_tile[0]),
+                           nb = std::min(c.p.run_length[1] -
+                                             coordinate[static_cast<std::size_t>(g - 1)] * c.p.run_tile[1],
+                                         c.p.run_tile[1]);
+        const std::int64_t base = parity * buffer;
+        parity ^= 1;
+        const bool full = na == t.a && nb == t.b;
+        const double check = full ? 0 : c.cost.edge_check;
+        const double moved = c.cost.tile_word + (V > 1 ? V * c.cost.tile_part : 0);
+        for (std::int64_t k = 0; k < rows_b; ++k)
+            for (std::int64_t h = 0; h < words_a; ++h) {
+                const std::int64_t element = V * (lane_index + warp_size * h);
+                if (full || (warp + warps * k < nb && element < na))
+                    lane.load(full ? term0 : edge_term,
+                              c.at(c.sources[0], o[1] + ob[static_cast<std::size_t>(k)] + element,
+                                   static_cast<std::size_t>(size)),
+                              word);
+                lane.issue(check + moved / 2);
+            }
+        for (std::int64_t k = 0; k < rows_b; ++k)
+            for (std::int64_t h = 0; h < words_a; ++h)
+                for (std::int64_t j = 0; j < V; ++j) {
+                    const std::int64_t at =
+                        base + (warp + warps * k) * row + V * (lane_index + warp_size * h) + j;
+                    lane.shared_store(V == 1 ? tile_in : static_cast<Site>(tile_in_part + j),
+                                      static_cast<std::uint64_t>(at * size), static_cast<std::size_t>(size));
+                }
         lane.barrier();
+        for (std::int64_t k = 0; k < rows_a; ++k)
+            for (std::int64_t h = 0; h < words_b; ++h) {
+                for (std::int64_t j = 0; j < V; ++j) {
+                    const std::int64_t at =
+                        base + (V * (lane_index + warp_size * h) + j) * row + warp + warps * k;
+                    lane.shared_load(V == 1 ? tile_out : static_cast<Site>(tile_out_part + j),
+                                     static_cast<std::uint64_t>(at * size), static_cast<std::size_t>(size));
+                }
+                const std::int64_t element = V * (lane_index + warp_size * h);
+                if (full || (warp + warps * k < na && element < nb))
+                    lane.store(output,
+                               c.at(c.destination, o[0] + oa[static_cast<std::size_t>(k)] + element,
+                                    static_cast<std::size_t>(size)),
+                               word);
+                lane.issue(check + moved / 2);
+            }
     }
 }
 
@@ -653,8 +789,10 @@ void run_lane(const Context& c, std::int64_t block, std::int64_t thread, Lane& l
     const std::int64_t global = block * c.block_threads + thread;
     switch (c.s.kind) {
     case KernelKind::elementwise: elementwise_lane(c, global, lane); break;
+    case KernelKind::permute: permute_lane(c, block, thread, lane); break;
     case KernelKind::vector_copy: vector_copy_lane(c, global, lane); break;
-    case KernelKind::transpose: transpose_lane(c, block, thread, lane); break;
+    case KernelKind::short_side: short_side_lane(c, global, lane); break;
+    case KernelKind::tiles: tiles_lane(c, block, thread, lane); break;
     case KernelKind::reduce_rows: reduce_rows_lane(c, block, thread, lane); break;
     case KernelKind::reduce_columns: reduce_columns_lane(c, global, lane); break;
     case KernelKind::finalize: finalize_lane(c, global, lane); break;
@@ -694,6 +832,40 @@ struct Traffic {
     double read = 0, write = 0, reread = 1;
 };
 
+// The whole copy a tiles or short_side launch makes, as layouts of the destination and the source: the
+// kept modes (tiles: but the runs' chunks) and the modes inside each tile or register block.
+std::pair<Layout, Layout> copy_layouts(const Context& c) {
+    const KernelParams& p = c.p;
+    const KernelSignature& s = c.s;
+    Layout dst, src;
+    const int batch = s.kind == KernelKind::tiles ? s.kept_rank - 2 : s.kept_rank;
+    for (int m = 0; m < batch; ++m) {
+        dst.modes.push_back({p.kept_extent[m], p.kept_stride[0][m]});
+        src.modes.push_back({p.kept_extent[m], p.kept_stride[1][m]});
+    }
+    if (s.kind == KernelKind::short_side) {  // S short rows of C elements, S * C contiguous on the other side
+        const std::int64_t S = s.short_extent, C = s.vector;
+        Layout& rows = s.short_source ? dst : src;
+        Layout& block = s.short_source ? src : dst;
+        rows.modes.push_back({S, p.run_stride[0][0]});
+        rows.modes.push_back({C, 1});
+        block.modes.push_back({S * C, 1});
+        return {dst, src};
+    }
+    for (int r = 0; r < 2; ++r) {  // each run: contiguous on its own side, run_stride on the other
+        Layout& own = r == 0 ? src : dst;
+        Layout& other = r == 0 ? dst : src;
+        std::int64_t inner = 1;
+        for (int m = 0; m < s.runs[r]; ++m) {
+            const std::int64_t extent = m + 1 == s.runs[r] ? p.run_length[r] / inner : p.run_extent[r][m];
+            own.modes.push_back({extent, inner});
+            other.modes.push_back({extent, p.run_stride[r][m]});
+            inner *= extent;
+        }
+    }
+    return {dst, src};
+}
+
 Traffic hbm_traffic(const Context& c, double reuse_limit) {
     Traffic t;
     const KernelSignature& s = c.s;
@@ -706,7 +878,15 @@ Traffic hbm_traffic(const Context& c, double reuse_limit) {
                             sector_size;
     switch (s.kind) {
     case KernelKind::finalize: t.read = partials; break;
-    case KernelKind::elementwise: {
+    case KernelKind::short_side:
+    case KernelKind::tiles: {  // each element read once and written once: no epilogue
+        const auto [dst, src] = copy_layouts(c);
+        t.read = sector_footprint(src, c.source_bytes(0)) * sector_size;
+        t.write = sector_footprint(dst, c.destination_bytes()) * sector_size;
+        return t;
+    }
+    case KernelKind::elementwise:
+    case KernelKind::permute: {
         double per_index = static_cast<double>(c.destination_bytes());
         for (std::size_t k = 0; k < s.sources.size(); ++k)
             per_index += static_cast<double>(c.source_bytes(k)) * static_cast<double>(c.p.reduced_count);
@@ -718,7 +898,6 @@ Traffic hbm_traffic(const Context& c, double reuse_limit) {
         break;
     }
     case KernelKind::vector_copy:
-    case KernelKind::transpose:
     case KernelKind::reduce_rows:
     case KernelKind::reduce_columns:
     case KernelKind::route:
@@ -813,10 +992,12 @@ KernelBehaviour behaviour_of(const KernelLaunch& launch, const BehaviourOptions&
     b.hbm_write_bytes = traffic.write;
     b.reread_factor = traffic.reread;
     switch (launch.signature.kind) {
-    case KernelKind::transpose: b.barrier_rounds = true; break;
+    case KernelKind::tiles: b.barrier_rounds = true; break;
     case KernelKind::finalize: b.reads_scratch = true; break;
     case KernelKind::elementwise:
+    case KernelKind::permute:
     case KernelKind::vector_copy:
+    case KernelKind::short_side:
     case KernelKind::reduce_rows:
     case KernelKind::reduce_columns:
     case KernelKind::route: break;

@@ -31,7 +31,9 @@ namespace einc {
 int term_loop_unroll(const KernelSignature& signature);  // a loop over one output's terms (16 or 4)
 inline constexpr int copy_loop_unroll = 4;    // the grid-stride loop of an elementwise kernel without terms
 inline constexpr int vector_loop_unroll = 2;  // the grid-stride loop of vector_copy
-inline constexpr int item_loop_unroll = 1;    // a grid-stride loop around an inner loop: not unrolled
+// a grid-stride loop around an inner loop, or whose body batches its loads by hand (permute, short_side):
+// not unrolled
+inline constexpr int item_loop_unroll = 1;
 
 // One event of one thread, in program order. Addresses are bytes; global and shared memory are separate
 // spaces (shared addresses are offsets into the block's shared memory).

@@ -88,107 +88,433 @@ void check_arithmetic(const std::vector<DType>& sources) {
 
 // ---- copies -----------------------------------------------------------------------------------------
 
-// What the copy rule reads of a step: its nest and dtypes, and where it could tile or vectorise.
+// What the copy rule reads of a step: its nest (the plan's canonical one: modes by destination stride,
+// outermost first), its dtypes, and where the two sides are contiguous.
 struct CopyShape {
     KernelNest nest;
     DType from, to;
-    std::optional<std::size_t>
-        tile_mode;            // transpose_mode(): tiled from 8 elements, or from 1 for any extents
+    // A transposition: the destination is unit-stride along its last mode, the source along this other one
+    // (transpose_mode(); its last mode is neither unit-stride nor broadcast).
+    std::optional<std::size_t> source_unit;
     bool unit_inner = false;  // the innermost mode is unit-stride on both sides
     Epilogue epilogue;        // the step's: arithmetic on every element, so never moved as bits
-};
-// The size-dependent facts: the tiled modes are long enough; the rows split into whole aligned 16-byte
-// words (the buffers' own alignment is checked at run time: unaligned_launches); a count needs 64 bits.
-struct CopyFacts {
-    bool long_enough = false, whole_words = false, wide = false;
+
+    std::size_t rank() const { return nest.kept_rank(); }
+    const Layout& dst() const { return nest.kept[0]; }
+    const Layout& src() const { return nest.kept[1]; }
+    std::int64_t element_bytes() const { return static_cast<std::int64_t>(size_of(to)); }
+    bool moves_bits() const { return from == to && epilogue.identity(); }
 };
 
+// A short side of a transposition that registers take (design C): S elements, C positions of the long
+// side a thread. The short mode is the destination's unit-stride one, the long mode beside it there (the
+// destination dense over the two), or the mirror: the source's.
+struct ShortSide {
+    int extent = 0, vector = 0;
+    bool source = false;
+};
+
+// A run of a tile (designs D and E): modes contiguous on one side, innermost first (each one's stride the
+// product of the extents before it), the last possibly split between tiles into chunks.
+struct Run {
+    std::vector<std::size_t> modes;
+    std::int64_t inner = 1;   // elements of the modes but the last
+    std::int64_t chunk = 1;   // elements of the last mode in a tile
+    std::int64_t extent = 1;  // of the last mode
+    std::int64_t tile() const { return inner * chunk; }
+    std::int64_t length() const { return inner * extent; }
+};
+struct TileRuns {
+    int vector = 1;  // elements per word of a global access
+    Run runs[2];     // 0 the source-contiguous run, from the source's unit-stride mode; 1 the destination's
+};
+
+// What of the tiles reaches the kernel's source: its words and the runs' ranks.
+struct TileFacts {
+    int vector = 1, runs[2] = {1, 1};
+};
+
+// The size-dependent facts: a short side the registers take; runs of at least tiles_min_run elements on
+// both sides; rows that split into whole aligned 16-byte words (vector_copy); the buffers aligned as the
+// kernel needs (the executor checks at run time: false gives unaligned_launches); a count or an offset
+// needs 64 bits.
+struct CopyFacts {
+    std::optional<ShortSide> short_side;
+    std::optional<TileFacts> tiles;
+    bool whole_words = false, aligned = true, wide = false;
+};
+
+// Tiles from runs of this many elements on both sides; shorter, the element-wise kernel moves less memory
+// per useful byte (a 64-element tile row holding 4 is 16 KB of shared memory for 1 KB).
+constexpr std::int64_t tiles_min_run = 8;
+
+// The rule: bits move in registers across a short side, else in tiles, else (a mode contiguous on both
+// sides) in 16-byte words; conversions and epilogues, and whatever those do not take, element by element.
 KernelKind copy_kind(const CopyShape& shape, const CopyFacts& facts) {
-    if (!shape.epilogue.identity()) return KernelKind::elementwise;
-    if (shape.from == shape.to && shape.tile_mode && facts.long_enough) return KernelKind::transpose;
-    if (shape.from == shape.to && shape.unit_inner && facts.whole_words) return KernelKind::vector_copy;
-    return KernelKind::elementwise;
+    if (!shape.moves_bits()) return KernelKind::permute;
+    if (shape.source_unit) {
+        // (Copies beyond 32-bit indices: no short-side kernel, which keeps their variants half as many.)
+        if (facts.short_side && facts.aligned && !facts.wide) return KernelKind::short_side;
+        if (facts.tiles) return KernelKind::tiles;
+        return KernelKind::permute;
+    }
+    if (shape.unit_inner && facts.whole_words && facts.aligned) return KernelKind::vector_copy;
+    return KernelKind::permute;
 }
 
-KernelSignature copy_signature(const CopyShape& shape, KernelKind kind, bool wide) {
+KernelSignature copy_signature(const CopyShape& shape, KernelKind kind, const CopyFacts& facts) {
     KernelSignature s;
     s.kind = kind;
     s.sources = {shape.from};
     s.destination = shape.to;
     s.accumulator = accumulator_dtype(Reduction::none, shape.from, 1, Backend::cuda);
-    s.kept_rank = static_cast<int>(shape.nest.kept_rank());
-    s.wide_index = wide;
+    s.kept_rank = static_cast<int>(shape.rank());
+    s.wide_index = facts.wide;
     s.epilogue = shape.epilogue;
+    if (kind == KernelKind::short_side) {  // kept modes: the batch, then the long side's chunks
+        s.kept_rank -= 1;
+        s.vector = facts.short_side->vector;
+        s.short_extent = facts.short_side->extent;
+        s.short_source = facts.short_side->source;
+    } else if (kind == KernelKind::tiles) {  // kept modes: the batch, then each run's chunks
+        // (Unaligned buffers: the runs of unpacked tiles, whose ranks the facts give as for any vector.)
+        s.vector = facts.aligned ? facts.tiles->vector : 1;
+        s.runs[0] = facts.tiles->runs[0];
+        s.runs[1] = facts.tiles->runs[1];
+        s.kept_rank += 2 - s.runs[0] - s.runs[1];
+    }
     return s;
 }
 
-CopyShape copy_shape(const Plan& plan, const Copy& copy, std::int64_t min_tile_extent) {
+CopyShape copy_shape(const Plan& plan, const Copy& copy) {
     CopyShape shape{split_modes({&copy.dst.layout, &copy.src.layout}),
                     plan.spec(copy.src.buffer).dtype,
                     plan.spec(copy.dst.buffer).dtype,
-                    transpose_mode(copy.dst.layout, copy.src.layout, min_tile_extent),
+                    transpose_mode(copy.dst.layout, copy.src.layout, 1),
                     false,
                     copy.epilogue};
-    const std::size_t rank = shape.nest.kept_rank();
-    shape.unit_inner = rank >= 1 && shape.nest.kept[0].modes[rank - 1].stride == 1 &&
-                       shape.nest.kept[1].modes[rank - 1].stride == 1;
+    const std::size_t rank = shape.rank();
+    shape.unit_inner =
+        rank >= 1 && shape.dst().modes[rank - 1].stride == 1 && shape.src().modes[rank - 1].stride == 1;
     return shape;
 }
 
-KernelLaunch copy_launch(const CopyShape& shape, KernelKind kind, const Target& target) {
-    KernelNest nest = shape.nest;
-    const std::size_t rank = nest.kept_rank();
+// 1- and 2-byte elements move through tiles as 4-byte words.
+int packed_vector(std::int64_t element_bytes) {
+    return element_bytes < 4 ? static_cast<int>(4 / element_bytes) : 1;
+}
+
+// The modes of a short side: the destination's last (rows of S contiguous there) and the long side the
+// source's unit-stride mode, or the mirror.
+struct ShortModes {
+    std::size_t short_mode, long_mode;
+};
+ShortModes short_modes(const CopyShape& shape, bool source) {
+    const std::size_t l = shape.rank() - 1, p = *shape.source_unit;
+    return source ? ShortModes{p, l} : ShortModes{l, p};
+}
+
+// Whether the short side can be `source`'s: the long mode beside the short one where that is contiguous,
+// so that the S x long block is (for dense layouts, a matter of their structure, not of the extents).
+bool short_side_dense(const CopyShape& shape, bool source) {
+    const auto [short_mode, long_mode] = short_modes(shape, source);
+    const Layout& contiguous = source ? shape.src() : shape.dst();
+    return contiguous.modes[long_mode].stride == contiguous.modes[short_mode].extent;
+}
+
+// The C a short side of S elements takes: the preferred (short_side_vector()), else, where that does not
+// divide the long side or align, the smallest the rules allow.
+std::vector<int> short_side_vectors(int s, int element_bytes) {
+    std::vector<int> vectors{short_side_vector(s, element_bytes)};
+    for (int c = 1; c < vectors[0]; c *= 2)
+        if (short_side_vector_valid(s, c, element_bytes)) {
+            vectors.push_back(c);
+            break;
+        }
+    return vectors;
+}
+
+// The short side registers can take, if any: S <= short_side_max on a dense side, the long side a
+// multiple of C, and every stride keeping the vectors aligned - C elements on the strided side, 16 bytes
+// on the contiguous one. Of two, the shorter.
+std::optional<ShortSide> short_side_of(const CopyShape& shape) {
+    const std::int64_t size = shape.element_bytes();
+    std::optional<ShortSide> best;
+    for (const bool source : {false, true}) {
+        const auto [short_mode, long_mode] = short_modes(shape, source);
+        const Layout& contiguous = source ? shape.src() : shape.dst();
+        const Layout& strided = source ? shape.dst() : shape.src();
+        const std::int64_t extent = contiguous.modes[short_mode].extent;
+        if (extent > short_side_max || !short_side_dense(shape, source)) continue;
+        const int s = static_cast<int>(extent);
+        for (const int c : short_side_vectors(s, static_cast<int>(size))) {
+            bool aligned = contiguous.modes[long_mode].extent % c == 0;
+            for (std::size_t k = 0; k < shape.rank(); ++k) {
+                if (k != long_mode && strided.modes[k].stride % c != 0) aligned = false;
+                if (k != long_mode && k != short_mode &&
+                    contiguous.modes[k].stride * size % kernel_vector_bytes)
+                    aligned = false;
+            }
+            if (!aligned) continue;
+            if (!best || s < best->extent) best = ShortSide{s, c, source};
+            break;
+        }
+    }
+    return best;
+}
+
+// The run of `side` from mode `first`: the modes that follow it in memory on that side (each one's stride
+// the product of the extents before it), none `taken`, until a tile's `tile` elements; the last split so
+// that a tile holds as much of it as fits, its bytes a multiple of 32 where some such chunk exists.
+Run contiguous_run(const Layout& side, std::size_t first, std::int64_t tile, std::int64_t element_bytes,
+                   const std::vector<bool>& taken) {
+    Run run;
+    run.modes = {first};
+    std::size_t m = first;
+    std::int64_t inner = 1;
+    for (;;) {
+        const std::int64_t extent = side.modes[m].extent;
+        run.inner = inner;
+        run.extent = extent;
+        if (inner * extent >= tile) {
+            std::int64_t chunk = tile / inner, sectors = chunk;
+            while (sectors > 1 && inner * sectors * element_bytes % 32 != 0) --sectors;
+            if (inner * sectors * element_bytes % 32 == 0) chunk = sectors;
+            run.chunk = std::min(chunk, extent);
+            return run;
+        }
+        std::optional<std::size_t> next;
+        for (std::size_t k = 0; k < side.rank(); ++k)
+            if (!taken[k] && std::find(run.modes.begin(), run.modes.end(), k) == run.modes.end() &&
+                side.modes[k].stride == inner * extent)
+                next = k;
+        if (!next) {
+            run.chunk = extent;
+            return run;
+        }
+        inner *= extent;
+        m = *next;
+        run.modes.push_back(m);
+    }
+}
+
+// The runs of a tile of `vector`-element words: the source's from its unit-stride mode, the destination's
+// from its last. A mode that could extend either goes to the one taken first: both orders are tried, and
+// the one whose shorter run is longer (then whose tile holds more) kept.
+TileRuns tile_runs(const CopyShape& shape, int vector) {
+    const TileShape tile = tile_shape(static_cast<int>(shape.element_bytes()), vector);
+    const std::size_t last = shape.rank() - 1;
+    const auto runs = [&](bool source_first) {
+        TileRuns t{vector, {}};
+        std::vector<bool> taken(shape.rank(), false);
+        const auto take = [&](int r) {
+            t.runs[r] =
+                r == 0 ? contiguous_run(shape.src(), *shape.source_unit, tile.a, shape.element_bytes(), taken)
+                       : contiguous_run(shape.dst(), last, tile.b, shape.element_bytes(), taken);
+            for (const std::size_t m : t.runs[r].modes) taken[m] = true;
+        };
+        taken[source_first ? last : *shape.source_unit] = true;  // the other run's first mode
+        take(source_first ? 0 : 1);
+        taken[source_first ? last : *shape.source_unit] = false;
+        take(source_first ? 1 : 0);
+        return t;
+    };
+    const TileRuns a = runs(true), b = runs(false);
+    const auto key = [](const TileRuns& t) {
+        return std::pair{std::min(t.runs[0].tile(), t.runs[1].tile()), t.runs[0].tile() * t.runs[1].tile()};
+    };
+    return key(b) > key(a) ? b : a;
+}
+
+// Whether tiles can move `t.vector`-element words: each run's tile and length whole words, and every
+// other stride on each side a multiple of the word (so each word's offset is).
+bool words_fit(const CopyShape& shape, const TileRuns& t) {
+    const int v = t.vector;
+    for (int side = 0; side < 2; ++side) {
+        const Run& run = t.runs[side];
+        if (run.tile() % v != 0 || run.length() % v != 0) return false;
+        const Layout& layout = side == 0 ? shape.src() : shape.dst();
+        for (std::size_t k = 0; k < shape.rank(); ++k)
+            if (std::find(run.modes.begin(), run.modes.end(), k) == run.modes.end() &&
+                layout.modes[k].stride % v != 0)
+                return false;
+    }
+    return true;
+}
+
+// The runs the tiles of a copy take: 4-byte words of small elements where they fit, else element by
+// element; none where a run is shorter than tiles_min_run.
+std::optional<TileRuns> copy_tiles(const CopyShape& shape, bool aligned) {
+    const int packed = packed_vector(shape.element_bytes());
+    TileRuns t = tile_runs(shape, aligned ? packed : 1);
+    if (t.vector > 1 && !words_fit(shape, t)) t = tile_runs(shape, 1);
+    if (t.runs[0].tile() < tiles_min_run || t.runs[1].tile() < tiles_min_run) return std::nullopt;
+    return t;
+}
+
+TileFacts tile_facts(const TileRuns& t) {
+    return TileFacts{t.vector,
+                     {static_cast<int>(t.runs[0].modes.size()), static_cast<int>(t.runs[1].modes.size())}};
+}
+
+// The magic numbers of the divisions a 32-bit copy kernel makes (a 64-bit one divides).
+void add_division_magic(KernelParams& p, std::size_t kept_rank, const int (&run_ranks)[2]) {
+    for (std::size_t k = 0; k < kept_rank; ++k) {
+        const DivisionMagic d = division_magic(p.kept_extent[k]);
+        p.kept_magic[k] = d.magic;
+        p.kept_shift[k] = d.shift;
+    }
+    for (int r = 0; r < 2; ++r)
+        for (int k = 0; k < run_ranks[r]; ++k) {
+            const DivisionMagic d = division_magic(p.run_extent[r][k]);
+            p.run_magic[r][k] = d.magic;
+            p.run_shift[r][k] = d.shift;
+        }
+}
+
+// Whether a copy needs 64-bit indices: its element count, or the distance between the offsets one of its
+// accesses reaches (the sums a kernel forms on the way stay within it), exceeds 32 bits.
+bool copy_needs_wide(const CopyShape& shape) {
+    const auto span = [](const Layout& layout) {
+        std::int64_t total = 0;
+        for (const Mode& m : layout.modes)
+            total = saturating_add(total, saturating_mul(m.extent - 1, m.stride < 0 ? -m.stride : m.stride));
+        return total;
+    };
+    return shape.nest.outputs() > int_limit || span(shape.dst()) > int_limit || span(shape.src()) > int_limit;
+}
+
+// The kept modes but `runs`' and `excluded`, in nest order: a batch.
+KernelNest batch_of(const CopyShape& shape, const std::vector<std::size_t>& excluded) {
+    KernelNest batch{std::vector<Layout>(2), std::vector<Layout>(2)};
+    for (std::size_t k = 0; k < shape.rank(); ++k)
+        if (std::find(excluded.begin(), excluded.end(), k) == excluded.end())
+            for (std::size_t a = 0; a < 2; ++a) batch.kept[a].modes.push_back(shape.nest.kept[a].modes[k]);
+    return batch;
+}
+
+KernelLaunch copy_launch(const CopyShape& shape, KernelKind kind, const CopyFacts& facts,
+                         const std::optional<TileRuns>& tiles, const Target& target) {
     KernelLaunch launch{
         {}, {}, {kernel_block_threads}, {}, {KernelArgument::destination, KernelArgument::source0}};
-    std::int64_t items = nest.outputs(), per_block = kernel_block_threads;
-    if (kind ==
-        KernelKind::transpose) {  // the tiled modes last: mode p, then the destination's unit-stride mode
-        std::vector<std::size_t> order;
-        for (std::size_t k = 0; k + 1 < rank; ++k)
-            if (k != *shape.tile_mode) order.push_back(k);
-        order.push_back(*shape.tile_mode);
-        order.push_back(rank - 1);
-        nest.reorder_kept(order);
-        launch.block = {transpose_tile, transpose_block_rows};
-        const std::int64_t last = nest.kept[0].modes[rank - 1].extent,
-                           before = nest.kept[0].modes[rank - 2].extent;
-        launch.params = params_of(nest);
-        launch.params.batch_count = launch.params.kept_count / (last * before);
-        constexpr std::int64_t tile = transpose_tile;
-        items = (last + tile - 1) / tile * ((before + tile - 1) / tile) *
-                launch.params.batch_count;  // a block each
-        per_block = 1;
-    } else {
-        launch.params = params_of(nest);
-        if (kind == KernelKind::vector_copy)
-            items /= kernel_vector_bytes / static_cast<std::int64_t>(size_of(shape.to));
+    launch.signature = copy_signature(shape, kind, facts);
+    const bool wide = facts.wide;
+    const Layout &dst = shape.dst(), &src = shape.src();
+    int run_ranks[2] = {0, 0};
+    std::int64_t blocks = 1;
+    switch (kind) {
+    case KernelKind::permute:
+        launch.params = params_of(shape.nest);
+        blocks =
+            blocks_for(shape.nest.outputs(), std::int64_t{kernel_block_threads} * permute_per_thread, target);
+        break;
+    case KernelKind::vector_copy:
+        launch.params = params_of(shape.nest);
+        blocks = blocks_for(shape.nest.outputs() / (kernel_vector_bytes / shape.element_bytes()),
+                            kernel_block_threads, target);
+        launch.signature.wide_index = needs_wide_index(launch.params, shape.nest.outputs());
+        break;
+    case KernelKind::short_side: {
+        const ShortSide& side = *facts.short_side;
+        const std::size_t l = shape.rank() - 1, p = *shape.source_unit;
+        const std::size_t short_mode = side.source ? p : l, long_mode = side.source ? l : p;
+        KernelNest grid = batch_of(shape, {short_mode, long_mode});
+        const std::int64_t c = side.vector;
+        grid.kept[0].modes.push_back(Mode{dst.modes[long_mode].extent / c, dst.modes[long_mode].stride * c});
+        grid.kept[1].modes.push_back(Mode{src.modes[long_mode].extent / c, src.modes[long_mode].stride * c});
+        launch.params = params_of(grid);
+        launch.params.run_extent[0][0] = side.extent;
+        launch.params.run_stride[0][0] = (side.source ? dst : src).modes[short_mode].stride;
+        run_ranks[0] = 1;
+        blocks = blocks_for(launch.params.kept_count, kernel_block_threads, target);
+        break;
     }
-    launch.signature = copy_signature(shape, kind, needs_wide_index(launch.params, items));
-    launch.grid.x = blocks_for(items, per_block, target);
+    case KernelKind::tiles: {
+        const TileRuns& t = *tiles;
+        std::vector<std::size_t> in_runs = t.runs[0].modes;
+        in_runs.insert(in_runs.end(), t.runs[1].modes.begin(), t.runs[1].modes.end());
+        KernelNest grid = batch_of(shape, in_runs);
+        for (int r = 0; r < 2; ++r) {  // each run's chunks: the source's, then the destination's
+            const Run& run = t.runs[r];
+            const std::size_t last = run.modes.back();
+            const std::int64_t chunks = (run.extent + run.chunk - 1) / run.chunk;
+            // Along its own side a run is contiguous: its chunks are a tile's worth apart.
+            grid.kept[0].modes.push_back(
+                Mode{chunks, r == 1 ? run.tile() : dst.modes[last].stride * run.chunk});
+            grid.kept[1].modes.push_back(
+                Mode{chunks, r == 0 ? run.tile() : src.modes[last].stride * run.chunk});
+            run_ranks[r] = static_cast<int>(run.modes.size());
+        }
+        launch.params = params_of(grid);
+        for (int r = 0; r < 2; ++r) {
+            const Run& run = t.runs[r];
+            const Layout& other = r == 0 ? dst : src;
+            for (std::size_t k = 0; k < run.modes.size(); ++k) {
+                const Mode m = other.modes[run.modes[k]];
+                launch.params.run_extent[r][k] = k + 1 == run.modes.size() ? run.chunk : m.extent;
+                launch.params.run_stride[r][k] = m.stride;
+            }
+            launch.params.run_tile[r] = run.tile();
+            launch.params.run_length[r] = run.length();
+        }
+        blocks = std::min<std::int64_t>(launch.params.kept_count, std::int64_t{target.multiprocessors} *
+                                                                      tiles_blocks_per_multiprocessor);
+        blocks = blocks_for(blocks, 1, target);
+        break;
+    }
+    case KernelKind::elementwise:
+    case KernelKind::reduce_rows:
+    case KernelKind::reduce_columns:
+    case KernelKind::finalize:
+    case KernelKind::route: EINC_ASSERT(false);
+    }
+    // (Rows of a tile split by multiply-shift even with 64-bit indices: a tile's extents are small.)
+    if (kind != KernelKind::vector_copy)
+        add_division_magic(
+            launch.params,
+            launch.params.kept_count > 0 && !wide ? static_cast<std::size_t>(launch.signature.kept_rank) : 0,
+            run_ranks);
+    launch.grid.x = static_cast<std::uint32_t>(blocks);
     return launch;
 }
 
 ScheduledStep schedule_copy(const Plan& plan, const Copy& copy, const Target& target) {
     ScheduledStep step = scheduled(strategy::Kernels{}, DType::f32);
     auto& kernels = std::get<strategy::Kernels>(step.strategy);
-    const CopyShape shape = copy_shape(plan, copy, 8);
-    step.accumulator = copy_signature(shape, KernelKind::elementwise, false).accumulator;
+    const CopyShape shape = copy_shape(plan, copy);
+    step.accumulator = copy_signature(shape, KernelKind::permute, {}).accumulator;
     if (shape.nest.outputs() == 0) return step;
-    const std::size_t rank = shape.nest.kept_rank();
-    const std::int64_t lanes = kernel_vector_bytes / static_cast<std::int64_t>(size_of(shape.to));
+    const std::size_t rank = shape.rank();
+    const std::int64_t lanes = kernel_vector_bytes / shape.element_bytes();
     const auto words = [&](std::int64_t stride) { return stride % lanes == 0; };
     CopyFacts facts;
-    facts.long_enough = shape.tile_mode.has_value();
-    facts.whole_words = shape.unit_inner && shape.nest.kept[0].modes[rank - 1].extent % lanes == 0 &&
-                        std::all_of(shape.nest.kept[0].modes.begin(), shape.nest.kept[0].modes.end() - 1,
+    facts.wide = copy_needs_wide(shape);
+    facts.whole_words = shape.unit_inner && shape.dst().modes[rank - 1].extent % lanes == 0 &&
+                        std::all_of(shape.dst().modes.begin(), shape.dst().modes.end() - 1,
                                     [&](Mode m) { return words(m.stride); }) &&
-                        std::all_of(shape.nest.kept[1].modes.begin(), shape.nest.kept[1].modes.end() - 1,
+                        std::all_of(shape.src().modes.begin(), shape.src().modes.end() - 1,
                                     [&](Mode m) { return words(m.stride); }) &&
                         words(copy.src.offset) && words(copy.dst.offset);
+    std::optional<TileRuns> tiles;
+    if (shape.source_unit && shape.moves_bits()) {
+        facts.short_side = short_side_of(shape);
+        tiles = copy_tiles(shape, true);
+        if (tiles) facts.tiles = tile_facts(*tiles);
+    }
     const KernelKind kind = copy_kind(shape, facts);
-    kernels.launches.push_back(copy_launch(shape, kind, target));
-    if (kind == KernelKind::vector_copy)
-        kernels.unaligned_launches.push_back(copy_launch(shape, KernelKind::elementwise, target));
+    kernels.launches.push_back(copy_launch(shape, kind, facts, tiles, target));
+    // Where the buffers turn out not to be aligned as the kernel's vectors need: the rule without them.
+    if (kernel_alignment(kernels.launches[0].signature, KernelArgument::destination) >
+            shape.element_bytes() ||
+        kernel_alignment(kernels.launches[0].signature, KernelArgument::source0) > shape.element_bytes()) {
+        facts.aligned = false;
+        if (shape.source_unit && shape.moves_bits()) {
+            tiles = copy_tiles(shape, false);
+            facts.tiles = tiles ? std::optional(tile_facts(*tiles)) : std::nullopt;
+        }
+        kernels.unaligned_launches.push_back(
+            copy_launch(shape, copy_kind(shape, facts), facts, tiles, target));
+    }
     return step;
 }
 
@@ -451,14 +777,39 @@ std::vector<KernelSignature> possible_gpu_kernels(const Plan& plan, const Step& 
         Overloaded{
             [](const View&) {},  // no kernel
             [&](const Copy& copy) {
-                const CopyShape shape = copy_shape(plan, copy, 1);
+                const CopyShape shape = copy_shape(plan, copy);
                 check_ranks(shape.nest);
                 if (shape.nest.outputs() == 0) return;
-                for (const bool long_enough : {false, true})
-                    for (const bool whole_words : {false, true})
-                        for (const bool wide : {false, true})
-                            add(copy_signature(shape, copy_kind(shape, {long_enough, whole_words, wide}),
-                                               wide));
+                // Each kind's signature depends on its own facts only, so each is taken every way with the
+                // others absent: every short side (S, C and each side the layouts' structure allows), every
+                // pair of run ranks and word, with and without whole words, aligned buffers and 64-bit
+                // indices.
+                std::vector<std::optional<ShortSide>> short_sides{std::nullopt};
+                std::vector<std::optional<TileFacts>> tiles{std::nullopt};
+                const int size = static_cast<int>(shape.element_bytes()),
+                          rank = static_cast<int>(shape.rank());
+                if (shape.source_unit && shape.moves_bits()) {
+                    for (const bool source : {false, true})
+                        if (short_side_dense(shape, source))
+                            for (int s = 2; s <= short_side_max; ++s)
+                                for (const int c : short_side_vectors(s, size))
+                                    short_sides.push_back(ShortSide{s, c, source});
+                    for (const int vector : {1, packed_vector(size)})
+                        for (int a = 1; a < rank; ++a)
+                            for (int b = 1; a + b <= rank; ++b) tiles.push_back(TileFacts{vector, {a, b}});
+                }
+                for (const bool wide : {false, true})
+                    for (const bool aligned : {false, true}) {
+                        const auto add_kind = [&](const CopyFacts& facts) {
+                            add(copy_signature(shape, copy_kind(shape, facts), facts));
+                        };
+                        for (const bool whole_words : {false, true})
+                            add_kind(CopyFacts{std::nullopt, std::nullopt, whole_words, aligned, wide});
+                        for (const auto& short_side : short_sides)
+                            add_kind(CopyFacts{short_side, std::nullopt, false, aligned, wide});
+                        for (const auto& tile : tiles)
+                            add_kind(CopyFacts{std::nullopt, tile, false, aligned, wide});
+                    }
             },
             [&](const Reduce& reduce) { reduction(reduce.op, {&reduce.src}, reduce.dst, reduce.epilogue); },
             [&](const Contract& contract) {

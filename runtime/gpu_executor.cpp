@@ -1,5 +1,6 @@
 #include "runtime/gpu_executor.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -9,8 +10,15 @@
 namespace einc {
 namespace {
 
-bool vector_aligned(const void* p) {
-    return reinterpret_cast<std::uintptr_t>(p) % kernel_vector_bytes == 0;
+// Whether the buffers a launch points at are aligned as its kernel's vector accesses need.
+bool aligned_for(const KernelLaunch& launch, const StepOperands& at) {
+    for (const KernelArgument argument : {KernelArgument::destination, KernelArgument::source0}) {
+        const auto address =
+            reinterpret_cast<std::uintptr_t>(at[argument == KernelArgument::source0 ? 1 : 0].base);
+        if (address % static_cast<std::uintptr_t>(kernel_alignment(launch.signature, argument)) != 0)
+            return false;
+    }
+    return true;
 }
 
 }  // namespace
@@ -58,41 +66,44 @@ void run_gpu_plan(const Plan& plan, const Schedule& schedule, std::span<const Te
     for (std::size_t s = 0; s < plan.steps.size(); ++s) {
         const ScheduledStep& step = schedule.steps[s];
         const StepOperands at = operands_of(plan.steps[s].step, memory, plan);
-        std::visit(Overloaded{
-                       [&](const strategy::View& v) {
-                           outputs[v.view.output] = viewed(plan, v.view, inputs[v.view.source.buffer.index]);
-                       },
-                       [&](const strategy::LibraryGemm& gemm) {  // (a Gemm's operands are C, A, B)
-                           const bool scratch = library_workspace && step.scratch_bytes > 0;
-                           device.gemm(gemm.gemm, at[1].dtype, gemm.compute, at[1].base, at[2].base,
-                                       at[0].base, scratch ? memory.scratch() : nullptr,
-                                       scratch ? static_cast<std::size_t>(step.scratch_bytes) : 0);
-                       },
-                       [&](const strategy::Kernels& kernels) {
-                           EINC_ASSERT(at.count >= 2);
-                           // The schedule has launches for buffers that are not vector-aligned, where its
-                           // vector copies cannot run.
-                           const bool unaligned = !kernels.unaligned_launches.empty() &&
-                                                  !(vector_aligned(at[0].base) && vector_aligned(at[1].base));
-                           for (const KernelLaunch& launch :
-                                unaligned ? kernels.unaligned_launches : kernels.launches) {
-                               std::array<void*, 4> pointers{};  // one per KernelArgument at most
-                               EINC_ASSERT(launch.arguments.size() <= pointers.size());
-                               std::size_t count = 0;
-                               for (const KernelArgument argument : launch.arguments) {
-                                   const std::size_t source = argument == KernelArgument::source0   ? 1
-                                                              : argument == KernelArgument::source1 ? 2
-                                                                                                    : 0;
-                                   EINC_ASSERT(argument == KernelArgument::scratch || source < at.count);
-                                   pointers[count++] = argument == KernelArgument::scratch ? memory.scratch()
-                                                                                           : at[source].base;
-                               }
-                               device.launch(launch, std::span<void* const>(pointers.data(), count));
-                           }
-                       },
-                       [](const CpuOnly auto&) { EINC_ASSERT(false); },  // a GPU schedule has none
-                   },
-                   step.strategy);
+        std::visit(
+            Overloaded{
+                [&](const strategy::View& v) {
+                    outputs[v.view.output] = viewed(plan, v.view, inputs[v.view.source.buffer.index]);
+                },
+                [&](const strategy::LibraryGemm& gemm) {  // (a Gemm's operands are C, A, B)
+                    const bool scratch = library_workspace && step.scratch_bytes > 0;
+                    device.gemm(gemm.gemm, at[1].dtype, gemm.compute, at[1].base, at[2].base, at[0].base,
+                                scratch ? memory.scratch() : nullptr,
+                                scratch ? static_cast<std::size_t>(step.scratch_bytes) : 0);
+                },
+                [&](const strategy::Kernels& kernels) {
+                    EINC_ASSERT(at.count >= 2);
+                    // The schedule has launches for buffers that are not aligned as its vector
+                    // accesses need (copies: the destination and the source).
+                    const bool unaligned =
+                        !kernels.unaligned_launches.empty() &&
+                        !std::all_of(kernels.launches.begin(), kernels.launches.end(),
+                                     [&](const KernelLaunch& launch) { return aligned_for(launch, at); });
+                    for (const KernelLaunch& launch :
+                         unaligned ? kernels.unaligned_launches : kernels.launches) {
+                        std::array<void*, 4> pointers{};  // one per KernelArgument at most
+                        EINC_ASSERT(launch.arguments.size() <= pointers.size());
+                        std::size_t count = 0;
+                        for (const KernelArgument argument : launch.arguments) {
+                            const std::size_t source = argument == KernelArgument::source0   ? 1
+                                                       : argument == KernelArgument::source1 ? 2
+                                                                                             : 0;
+                            EINC_ASSERT(argument == KernelArgument::scratch || source < at.count);
+                            pointers[count++] =
+                                argument == KernelArgument::scratch ? memory.scratch() : at[source].base;
+                        }
+                        device.launch(launch, std::span<void* const>(pointers.data(), count));
+                    }
+                },
+                [](const CpuOnly auto&) { EINC_ASSERT(false); },  // a GPU schedule has none
+            },
+            step.strategy);
     }
 }
 

@@ -56,8 +56,9 @@ TEST_CASE("codegen: every kernel of every corpus plan compiles with NVRTC for sm
     CHECK(kernels.size() > 20);
     std::set<KernelKind> kinds;
     for (const KernelSignature& k : kernels) kinds.insert(k.kind);
-    for (const KernelKind kind : {KernelKind::elementwise, KernelKind::vector_copy, KernelKind::transpose,
-                                  KernelKind::reduce_rows, KernelKind::reduce_columns, KernelKind::finalize})
+    for (const KernelKind kind :
+         {KernelKind::elementwise, KernelKind::permute, KernelKind::vector_copy, KernelKind::short_side,
+          KernelKind::tiles, KernelKind::reduce_rows, KernelKind::reduce_columns, KernelKind::finalize})
         CHECK_MESSAGE(kinds.contains(kind), "no corpus plan uses ", name_of(kind));
     compile_all(kernels, 80);
     compile_all(kernels, 90);

@@ -159,10 +159,11 @@ std::vector<testing::RandomCase> cases() {
     return all;
 }
 
-// Larger calls that the lowering maps to transposes, vector copies and split reductions.
+// Larger calls that the lowering maps to tiles, short sides, vector copies and split reductions.
 std::vector<std::pair<Call, Shape>> strategy_cases() {
     return {
-        {Call{Op::rearrange, "a b -> b a", Reduction::none, {}, false, {}}, {40, 72}},        // transpose
+        {Call{Op::rearrange, "a b -> b a", Reduction::none, {}, false, {}}, {40, 72}},        // tiles
+        {Call{Op::rearrange, "a b -> b a", Reduction::none, {}, false, {}}, {8, 36}},         // short side
         {Call{Op::rearrange, "b a c -> a b c", Reduction::none, {}, false, {}}, {6, 5, 32}},  // vector copy
         {Call{Op::rearrange, "a (b c) -> b a c", Reduction::none, {{"c", 8}}, false, {}},
          {9, 48}},                                                                        // vector copy
@@ -243,8 +244,9 @@ TEST_CASE("emulated GPU kernels give the reference interpreter's results") {
             CHECK_MESSAGE(testing::same_values(outputs[k], expected[k].view(), &difference), difference);
         }
     }
-    for (const KernelKind kind : {KernelKind::elementwise, KernelKind::vector_copy, KernelKind::transpose,
-                                  KernelKind::reduce_rows, KernelKind::reduce_columns, KernelKind::finalize})
+    for (const KernelKind kind :
+         {KernelKind::elementwise, KernelKind::permute, KernelKind::vector_copy, KernelKind::short_side,
+          KernelKind::tiles, KernelKind::reduce_rows, KernelKind::reduce_columns, KernelKind::finalize})
         CHECK_MESSAGE(kinds_run[kind] > 0, "no case ran a ", name_of(kind), " kernel");
 }
 
@@ -424,7 +426,7 @@ TEST_CASE("accumulators: f32 sums on the CPU (f64) and on the emulated GPU (f32)
 }
 
 // The epilogue (out = alpha * result + beta * out) in the generated kernels: copies (what would be a
-// transpose or a vector copy becomes an elementwise kernel), reductions unsplit, split (applied by the
+// tile, short-side or vector copy becomes a permute kernel), reductions unsplit, split (applied by the
 // finalize kernel only) and elementwise, contractions, and a GEMM (the emulated cuBLAS: the CPU's packed
 // GEMM with the same alpha and beta). The output holds NaN where beta == 0 (never read) and old values
 // otherwise; small integers keep every result exact.
@@ -438,7 +440,7 @@ TEST_CASE("emulated GPU kernels apply the epilogue (alpha, beta) of copies, redu
         return Call{op, pattern, reduction, {}, false, {}};
     };
     const Case cases[] = {
-        {call(Op::rearrange, "a b -> b a"), {{40, 72}}, DType::f32},        // a transpose without epilogue
+        {call(Op::rearrange, "a b -> b a"), {{40, 72}}, DType::f32},        // tiles without epilogue
         {call(Op::rearrange, "b a c -> a b c"), {{6, 5, 32}}, DType::f32},  // a vector copy without epilogue
         {call(Op::rearrange, "a b -> b a"), {{5, 7}}, DType::i32},
         {call(Op::rearrange, "a b -> b a"), {{5, 7}}, DType::bf16},
@@ -486,7 +488,8 @@ TEST_CASE("emulated GPU kernels apply the epilogue (alpha, beta) of copies, redu
             Schedule gpu = schedule(plan, Target::gpu(132));
             for (const KernelSignature& k : kernels_of(gpu)) {
                 CHECK(k.kind != KernelKind::vector_copy);
-                CHECK(k.kind != KernelKind::transpose);
+                CHECK(k.kind != KernelKind::short_side);
+                CHECK(k.kind != KernelKind::tiles);
                 if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
             }
             runs.push_back(Run{&c, inputs, a, beta, Prepared{std::move(plan), std::move(gpu)}});
@@ -521,8 +524,8 @@ TEST_CASE("emulated GPU kernels apply the epilogue (alpha, beta) of copies, redu
         std::string difference;
         CHECK_MESSAGE(testing::same_values(out.view(), expected.view(), &difference), difference);
     }
-    for (const KernelKind kind :
-         {KernelKind::elementwise, KernelKind::reduce_rows, KernelKind::reduce_columns, KernelKind::finalize})
+    for (const KernelKind kind : {KernelKind::elementwise, KernelKind::permute, KernelKind::reduce_rows,
+                                  KernelKind::reduce_columns, KernelKind::finalize})
         CHECK_MESSAGE(kinds_run[kind] > 0, "no case ran a ", name_of(kind), " kernel");
 }
 
@@ -579,7 +582,7 @@ TEST_CASE(
     };
     const Case cases[] = {
         {call(Op::rearrange, "a b -> b a"), {{40, 72}}, DType::f32, false},          // a view
-        {call(Op::rearrange, "a b -> b a"), {{40, 72}}, DType::f32, true},           // transpose
+        {call(Op::rearrange, "a b -> b a"), {{40, 72}}, DType::f32, true},           // tiles
         {call(Op::rearrange, "b a c -> a b c"), {{6, 5, 32}}, DType::f32, true},     // vector copy
         {call(Op::rearrange, "b a c -> a b c"), {{6, 5, 32}}, DType::f32, true, 1},  // its unaligned launches
         {call(Op::reduce, "a b -> b", Reduction::sum),

@@ -58,11 +58,10 @@ std::vector<KernelSignature> kernels_to_check() {
     return kernels;
 }
 
-// A launch of the kernel with its kind's block (the model's occupancy depends on the block's threads).
+// A launch of the kernel with its kind's block (the model's occupancy depends on the block's threads:
+// kernel_block_threads for every kind).
 KernelLaunch launch_of(const KernelSignature& k) {
-    KernelLaunch launch{k, {1}, {kernel_block_threads}, {}, {}};
-    if (k.kind == KernelKind::transpose) launch.block = {transpose_tile, transpose_block_rows};
-    return launch;
+    return KernelLaunch{k, {1}, {kernel_block_threads}, {}, {}};
 }
 
 }  // namespace
