@@ -87,12 +87,19 @@ KernelResources kernel_resources(const KernelSignature& s) {
     case KernelKind::transpose:
         r.shared_bytes = transpose_tile * (transpose_tile + 1) * static_cast<int>(size_of(s.destination));
         break;
+    case KernelKind::reduce_one_pass: {  // its warps' columns, the last block's rows, the last-block flag
+        const int accumulator = s.accumulator == DType::f64 || !is_floating(s.accumulator) ? 8 : 4;
+        r.shared_bytes =
+            (one_pass_block_threads / kernel_warp * kernel_warp + one_pass_block_threads) * accumulator + 4;
+        break;
+    }
     case KernelKind::elementwise:
     case KernelKind::vector_copy:
     case KernelKind::reduce_rows:
     case KernelKind::reduce_columns:
     case KernelKind::finalize:
-    case KernelKind::route: break;
+    case KernelKind::route:
+    case KernelKind::reduce_short_rows: break;
     }
     return r;
 }

@@ -6,9 +6,10 @@
 namespace einc {
 
 std::string_view name_of(KernelKind kind) {
-    static constexpr std::string_view names[] = {"elementwise",    "vector_copy", "transpose", "reduce_rows",
-                                                 "reduce_columns", "finalize",    "route"};
-    static_assert(std::size(names) == static_cast<std::size_t>(KernelKind::route) + 1,
+    static constexpr std::string_view names[] = {"elementwise", "vector_copy",     "transpose",
+                                                 "reduce_rows", "reduce_columns",  "finalize",
+                                                 "route",       "reduce_one_pass", "reduce_short_rows"};
+    static_assert(std::size(names) == static_cast<std::size_t>(KernelKind::reduce_short_rows) + 1,
                   "one name per KernelKind, in order");
     return names[static_cast<std::size_t>(kind)];
 }

@@ -273,7 +273,13 @@ std::vector<ModelCase> model_cases() {
         {call_of(Op::reduce, "a b -> a", Reduction::sum), {{3000, 4}}},    // elementwise reduction
         {call_of(Op::reduce, "a b -> b", Reduction::sum), {{3000, 4}}},    // columns, split + finalize
         {call_of(Op::reduce, "a b -> b", Reduction::sum), {{2048, 32}}},   // columns, split + finalize
-        {call_of(Op::reduce, "a b ->", Reduction::sum), {{300, 90}}},      // rows, split + finalize
+        {call_of(Op::reduce, "a b ->", Reduction::sum), {{300, 90}}},      // one pass, one block
+        {call_of(Op::reduce, "a b -> b", Reduction::sum), {{3000, 40}}},   // columns, split + finalize
+        {call_of(Op::reduce, "a b -> a", Reduction::max), {{300, 70}}, DType::bf16},   // rows, split
+        {call_of(Op::reduce, "a b -> b", Reduction::max), {{70001, 3}}, DType::bf16},  // one pass, 4 blocks
+        {call_of(Op::reduce, "a ->", Reduction::sum), {{40003}}, DType::f64},          // one pass, 3 blocks
+        {call_of(Op::reduce, "a b -> a", Reduction::sum), {{301, 9}}, DType::f16},  // short rows, unaligned
+        {call_of(Op::reduce, "a b -> a", Reduction::sum), {{500, 8}}, DType::f32, true, {2, 1}},  // epilogue
         {call_of(Op::reduce, "a b -> a", Reduction::max), {{3, 5000}}, DType::bf16},  // rows, split
         {call_of(Op::reduce, "b h i j -> b h i", Reduction::max), {{2, 2, 8, 100}}, DType::bf16},
         {call_of(Op::reduce, "b h i j -> b h j", Reduction::sum), {{2, 2, 50, 64}}, DType::bf16},
@@ -403,7 +409,8 @@ TEST_CASE("emulated GPU model: every launch's traced accesses equal its kernel's
     MESSAGE(runs.size(), " plans, ", steps, " kernel steps, ", device.launches, " launches traced:", figures);
     for (const KernelKind kind :
          {KernelKind::elementwise, KernelKind::vector_copy, KernelKind::transpose, KernelKind::reduce_rows,
-          KernelKind::reduce_columns, KernelKind::finalize, KernelKind::route})
+          KernelKind::reduce_columns, KernelKind::finalize, KernelKind::route, KernelKind::reduce_one_pass,
+          KernelKind::reduce_short_rows})
         CHECK_MESSAGE(device.checked[kind] > 0, "no case checked a ", name_of(kind), " kernel");
 }
 
@@ -432,6 +439,13 @@ public:
             blocks.insert(static_cast<unsigned>((tiles - 1) % grid));
         }
         const std::vector<unsigned> sampled(blocks.begin(), blocks.end());
+        if (launch.signature.kind == KernelKind::reduce_one_pass && grid > 1) {
+            // The blocks not sampled have arrived before: the last sampled, block grid - 1, folds them all
+            // (the counter: the tag above the count, kernel_abi.hpp).
+            const std::uint64_t arrived = (one_pass_counter_tag << 16) | (grid - sampled.size());
+            for (std::size_t a = 0; a < launch.arguments.size(); ++a)
+                if (launch.arguments[a] == KernelArgument::scratch) std::memcpy(pointers[a], &arrived, 8);
+        }
         const Recorded recorded = kernels_.trace(launch, pointers, sampled);
         const TraceStatistics t = statistics_of(recorded).statistics;
         // The design's lane programs for the same blocks, in full: what the trace must equal.
