@@ -62,6 +62,8 @@ std::vector<KernelSignature> kernels_to_check() {
 KernelLaunch launch_of(const KernelSignature& k) {
     KernelLaunch launch{k, {1}, {kernel_block_threads}, {}, {}};
     if (k.kind == KernelKind::transpose) launch.block = {transpose_tile, transpose_block_rows};
+    if (k.kind == KernelKind::reduce_one_pass) launch.block = {one_pass_block_threads};
+    if (k.kind == KernelKind::reduce_short_rows) launch.block = {short_rows_block_threads};
     return launch;
 }
 
