@@ -87,6 +87,12 @@ KernelResources kernel_resources(const KernelSignature& s) {
     case KernelKind::tiles:
         r.shared_bytes = tiles_shared_bytes(static_cast<int>(size_of(s.destination)), s.vector);
         break;
+    case KernelKind::reduce_one_pass: {  // its warps' columns, the last block's rows, the last-block flag
+        const int accumulator = s.accumulator == DType::f64 || !is_floating(s.accumulator) ? 8 : 4;
+        r.shared_bytes =
+            (one_pass_block_threads / kernel_warp * kernel_warp + one_pass_block_threads) * accumulator + 4;
+        break;
+    }
     case KernelKind::elementwise:
     case KernelKind::permute:
     case KernelKind::vector_copy:
@@ -94,7 +100,8 @@ KernelResources kernel_resources(const KernelSignature& s) {
     case KernelKind::reduce_rows:
     case KernelKind::reduce_columns:
     case KernelKind::finalize:
-    case KernelKind::route: break;
+    case KernelKind::route:
+    case KernelKind::reduce_short_rows: break;
     }
     return r;
 }

@@ -9,10 +9,11 @@
 namespace einc {
 
 std::string_view name_of(KernelKind kind) {
-    static constexpr std::string_view names[] = {"elementwise",    "permute",  "vector_copy",
-                                                 "short_side",     "tiles",    "reduce_rows",
-                                                 "reduce_columns", "finalize", "route"};
-    static_assert(std::size(names) == static_cast<std::size_t>(KernelKind::route) + 1,
+    static constexpr std::string_view names[] = {
+        "elementwise", "permute",         "vector_copy",      "short_side",
+        "tiles",       "reduce_rows",     "reduce_columns",   "finalize",
+        "route",       "reduce_one_pass", "reduce_short_rows"};
+    static_assert(std::size(names) == static_cast<std::size_t>(KernelKind::reduce_short_rows) + 1,
                   "one name per KernelKind, in order");
     return names[static_cast<std::size_t>(kind)];
 }
@@ -78,7 +79,10 @@ int kernel_alignment(const KernelSignature& s, KernelArgument argument) {
     case KernelKind::reduce_rows:
     case KernelKind::reduce_columns:
     case KernelKind::finalize:
-    case KernelKind::route: return 1;
+    case KernelKind::route:
+    case KernelKind::reduce_one_pass:    // peels the partial vectors at either end of its run
+    case KernelKind::reduce_short_rows:  // loads element by element where a row is not 16-byte aligned
+        return 1;
     }
     EINC_ASSERT(false);
 }

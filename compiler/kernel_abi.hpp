@@ -24,6 +24,13 @@
 //   route           the gradient of a max, min or prod reduction (plan.hpp, Route): a thread per group of
 //                   terms, which walks them twice - finds the extremum and its ties (or the product of the
 //                   non-zero terms and the zeros), then writes every term's share of the group's gradient
+//   reduce_one_pass a source that is one dense run whose innermost K <= 32 elements are the kept ones
+//                   (K = 1: a full reduction), read once as 16-byte vectors by a grid of few blocks; each
+//                   block folds its columns and the last block to finish folds every block's, in block
+//                   order: one launch, deterministic for a fixed grid (kernel-designs.md, design A)
+//   reduce_short_rows each output's terms one contiguous row of at most short_rows_max_bytes: a few lanes
+//                   per row, 16-byte loads where the rows are aligned, rows gathered into consecutive
+//                   lanes for coalesced stores (kernel-designs.md, design B)
 #pragma once
 
 #include <cstdint>
@@ -46,7 +53,9 @@ enum class KernelKind : std::uint8_t {
     reduce_rows,
     reduce_columns,
     finalize,
-    route
+    route,
+    reduce_one_pass,
+    reduce_short_rows
 };
 std::string_view name_of(KernelKind kind);
 
@@ -110,6 +119,28 @@ inline constexpr int tile_warps = kernel_block_threads / kernel_warp;
 // so each block finds its rows' offsets once for many tiles (4 blocks of 256 threads are resident at 64
 // registers a thread).
 inline constexpr int tiles_blocks_per_multiprocessor = 8;
+
+// reduce_one_pass: blocks of 512 threads, at most 2 per multiprocessor (its __launch_bounds__, which caps
+// registers at 64), each thread with 4 independent 16-byte loads in flight (64 KB per multiprocessor), and
+// at least 16 vectors a thread, so that a block's fold and the last block's are small beside its loads.
+inline constexpr int one_pass_block_threads = 512;
+inline constexpr int one_pass_blocks_per_multiprocessor = 2;
+inline constexpr int one_pass_batch = 4;
+inline constexpr int one_pass_min_vectors = 16;
+inline constexpr int one_pass_max_columns = 32;  // K, the kept outputs: a warp's lanes hold them
+// Its scratch (with more than one block): the arrival counter, then a partial result per block and column.
+// The counter is one 64-bit word: one_pass_counter_tag in its upper 48 bits and the blocks arrived so far
+// below, so that a word without the tag (a new workspace's garbage, another step's scratch) reads as no
+// block arrived; the last block leaves the tag and 0 (kernel-designs.md; codegen.cpp, one_pass()).
+inline constexpr std::int64_t one_pass_counter_bytes = 16;  // the partials after it stay 16-byte aligned
+inline constexpr std::uint64_t one_pass_counter_tag = 0x65696E635244;  // "eincRD"
+inline constexpr int one_pass_max_blocks = 0xFFFF;                     // what the counter's 16 bits count
+
+// reduce_short_rows: blocks of 256 threads; rows of at most a warp of 16-byte chunks, so that a lane loads
+// at most one chunk of a row; 4 groups of rows a warp loads before folding (64 bytes a lane in flight).
+inline constexpr int short_rows_block_threads = 256;
+inline constexpr int short_rows_batch = 4;
+inline constexpr int short_rows_max_bytes = kernel_warp * kernel_vector_bytes;
 
 inline constexpr int max_kernel_rank = 12;  // modes of kept or of reduced axes, after canonicalization
 inline constexpr int max_kernel_sources =

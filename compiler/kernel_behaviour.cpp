@@ -189,7 +189,9 @@ int term_loop_unroll(const KernelSignature& s) {
     case KernelKind::tiles:
     case KernelKind::reduce_rows:
     case KernelKind::reduce_columns:
-    case KernelKind::route: return 4;
+    case KernelKind::route:
+    case KernelKind::reduce_one_pass:  // its last block's loop over the blocks' partial results
+    case KernelKind::reduce_short_rows: return 4;
     }
     EINC_ASSERT(false);
 }
@@ -251,6 +253,24 @@ enum Site : std::uint32_t {
     tile_out_part = 300,
     vector_in = 400,   // short_side: its v-th load (a statement of its own)
     vector_out = 500,  // short_side: its v-th store
+    // reduce_one_pass and reduce_short_rows: a text's site per vector or element of a batch
+    batch_vector = 600,      // + b: the b-th 16-byte load of a batch
+    remainder_vector = 610,  // the remainder loop's
+    edge_element = 620,      // + k: element k of a partial vector, or of a row's chunk (+ 32 q)
+    warp_identity = 800,     // one_pass: the warp's row of columns set to the identity
+    warp_column_in = 810,    // + k: accumulator k folded into its column (read)
+    warp_column_out = 850,   // + k: (written)
+    warp_row_in = 890,       // a warp's row read by the block's fold
+    last_flag_out,           // the last-block flag, written by thread 0
+    last_flag_in,            // read by every thread
+    block_row_out,           // the last block's row of partial results
+    tree_in_high,            // the last block's tree: the upper row,
+    tree_in_low,             // the lower row,
+    tree_out,                // and the result
+    row_result_in,           // the final row, read by the threads that store
+    one_pass_end,            // the end of a main loop iteration
+    remainder_end,           // of a remainder loop iteration
+    partials_end,            // of an iteration over the blocks' partials
 };
 
 // Issue slots a lane takes for each piece of a kernel's text, from the SASS of the generated kernels
@@ -784,6 +804,197 @@ void route_lane(const Context& c, std::int64_t thread, Lane& lane) {
     }
 }
 
+// The source's run read as 16-byte vectors, folded per column, then across the warp, the block and the
+// blocks (codegen's one_pass()): the last block is block grid - 1 - blocks run in index order, or a
+// sample of them whose others have arrived before (tests/emulation_model_test.cpp).
+void one_pass_lane(const Context& c, std::int64_t block, std::int64_t thread, Lane& lane) {
+    const std::int64_t size = static_cast<std::int64_t>(c.source_bytes(0)),
+                       lanes = kernel_vector_bytes / size;
+    const std::int64_t columns = c.p.kept_count, n = columns * c.p.reduced_count;
+    const std::size_t acc = c.accumulator_bytes();
+    const std::int64_t lead = static_cast<std::int64_t>(c.sources[0] & 15) / size;
+    const std::uint64_t vectors = c.sources[0] - static_cast<std::uint64_t>(lead * size);
+    const std::int64_t first = lead > 0 ? 1 : 0, full_end = (lead + n) / lanes;
+    const std::int64_t low = columns & -columns, period = columns / std::min(low, lanes);
+    const std::int64_t stride = c.threads / period * period;
+    const std::int64_t t = block * c.block_threads + thread;
+    constexpr int batch = one_pass_batch;
+    const auto vector_at = [&](std::int64_t w) { return vectors + static_cast<std::uint64_t>(w * 16); };
+    if (t < stride) {
+        std::int64_t w = t < first ? t + stride : t;
+        for (; w + (batch - 1) * stride < full_end; w += batch * stride) {
+            lane.begin_item();
+            for (int b = 0; b < batch; ++b)
+                lane.load(static_cast<Site>(batch_vector + b), vector_at(w + b * stride),
+                          kernel_vector_bytes);
+            lane.issue(c.cost.item +
+                       batch * (c.cost.access + static_cast<double>(lanes) * fold_cost(c.s.op)));
+            lane.mark(one_pass_end, one_pass_batch_unroll);
+        }
+        for (; w < full_end; w += stride) {
+            lane.begin_item();
+            lane.load(remainder_vector, vector_at(w), kernel_vector_bytes);
+            lane.issue(c.cost.item + c.cost.access + static_cast<double>(lanes) * fold_cost(c.s.op));
+            lane.mark(remainder_end, one_pass_remainder_unroll);
+        }
+        const bool head = lead > 0 && t == 0;
+        const bool tail =
+            lead + n != full_end * lanes && full_end % stride == t && !(lead > 0 && full_end == 0);
+        for (int e = 0; e < 2; ++e) {
+            if (!(e == 0 ? head : tail)) continue;
+            const std::int64_t at = (e == 0 ? 0 : full_end) * lanes - lead;
+            for (std::int64_t k = 0; k < lanes; ++k)
+                if (at + k >= 0 && at + k < n) {
+                    lane.load(static_cast<Site>(edge_element + k),
+                              c.at(c.sources[0], at + k, c.source_bytes(0)), c.source_bytes(0));
+                    lane.issue(c.cost.access + fold_cost(c.s.op));
+                }
+        }
+    }
+    // Same-column accumulators in registers: `live` of them hold values after.
+    std::int64_t live = lanes;
+    for (std::int64_t h = lanes / 2; h >= 1; h /= 2)
+        if (h % columns == 0) live = h;
+    std::int64_t top = period;
+    while (top * 2 < kernel_warp) top *= 2;
+    for (std::int64_t delta = top; delta >= period; delta >>= 1)
+        for (std::int64_t k = 0; k < live; ++k) {
+            lane.shuffle();
+            lane.issue(c.cost.shuffle);
+        }
+    // Shared memory: the warps' rows of columns, then the last block's rows, then its flag.
+    const std::int64_t warps = one_pass_block_threads / kernel_warp;
+    const std::uint64_t block_rows = static_cast<std::uint64_t>(warps * kernel_warp) * acc;
+    const std::uint64_t flag = block_rows + static_cast<std::uint64_t>(one_pass_block_threads) * acc;
+    const std::int64_t lane_index = thread & 31, warp = thread >> 5;
+    const auto warp_column = [&](std::int64_t w, std::int64_t column) {
+        return static_cast<std::uint64_t>(w * kernel_warp + column) * acc;
+    };
+    if (lane_index < columns) lane.shared_store(warp_identity, warp_column(warp, lane_index), acc);
+    const std::int64_t base = ((lanes * t) % columns + columns - lead % columns) % columns;
+    for (std::int64_t k = 0; k < live; ++k)
+        if (lane_index < period) {
+            const std::uint64_t at = warp_column(warp, (base + k) % columns);
+            lane.shared_load(static_cast<Site>(warp_column_in + k), at, acc);
+            lane.shared_store(static_cast<Site>(warp_column_out + k), at, acc);
+        }
+    lane.barrier();
+    if (thread < columns)
+        for (std::int64_t w = 0; w < warps; ++w) lane.shared_load(warp_row_in, warp_column(w, thread), acc);
+    // The column's output: its offset in the destination.
+    const auto store_column = [&] {
+        std::int64_t o[1] = {};
+        const int access[] = {0};
+        c.decompose(thread, true, c.s.kept_rank, access, o, lane);
+        c.store_result(lane, o[0]);
+    };
+    if (c.launch.grid.x == 1) {
+        if (thread < columns) store_column();
+        return;
+    }
+    const std::uint64_t partials = c.scratch + one_pass_counter_bytes;
+    if (thread < columns) {
+        lane.store(partial, partials + static_cast<std::uint64_t>(block * columns + thread) * acc, acc);
+        lane.issue(c.cost.access);
+    }
+    lane.barrier();
+    if (thread == 0) lane.shared_store(last_flag_out, flag, 4);
+    lane.barrier();
+    lane.shared_load(last_flag_in, flag, 4);
+    const auto grid = static_cast<std::int64_t>(c.launch.grid.x);
+    if (block != grid - 1) return;
+    std::int64_t rows = 1;
+    while (rows * 2 * columns <= one_pass_block_threads) rows *= 2;
+    const std::int64_t column = thread % columns, r = thread / columns;
+    const auto row_at = [&](std::int64_t row) {
+        return block_rows + static_cast<std::uint64_t>(row * columns + column) * acc;
+    };
+    if (r < rows) {
+        for (std::int64_t g = r; g < grid; g += rows) {
+            lane.begin_term();
+            lane.load(partial_in, partials + static_cast<std::uint64_t>(g * columns + column) * acc, acc);
+            lane.issue(c.cost.term + fold_cost(c.s.op));
+            lane.mark(partials_end, term_loop_unroll(c.s));
+        }
+        lane.end_terms();
+        lane.shared_store(block_row_out, row_at(r), acc);
+    }
+    for (std::int64_t h = rows / 2; h > 0; h >>= 1) {
+        lane.barrier();
+        if (r < h) {
+            lane.shared_load(tree_in_high, row_at(r + h), acc);
+            lane.shared_load(tree_in_low, row_at(r), acc);
+            lane.shared_store(tree_out, row_at(r), acc);
+        }
+    }
+    if (thread < columns) {
+        lane.shared_load(row_result_in, block_rows + static_cast<std::uint64_t>(thread) * acc, acc);
+        store_column();
+    }
+}
+
+// Rows of at most a warp of 16-byte chunks, a few lanes a row, gathered for the stores (codegen's
+// short_rows()).
+void short_rows_lane(const Context& c, std::int64_t block, std::int64_t thread, Lane& lane) {
+    const std::int64_t size = static_cast<std::int64_t>(c.source_bytes(0)),
+                       lanes = kernel_vector_bytes / size;
+    const std::int64_t rows = c.p.kept_count, terms = c.p.reduced_count;
+    const std::int64_t chunks = (terms + lanes - 1) / lanes;
+    std::int64_t row_lanes = 1;
+    while (row_lanes < chunks) row_lanes <<= 1;
+    const std::int64_t per_group = kernel_warp / row_lanes, batch_rows = short_rows_batch * per_group;
+    const std::int64_t lane_index = thread & 31, begin = (lane_index & (row_lanes - 1)) * lanes;
+    const std::int64_t warp = (block * c.block_threads + thread) >> 5, warps = c.threads >> 5;
+    bool aligned = (c.sources[0] & 15) == 0;
+    for (int k = 0; k < c.s.kept_rank; ++k) aligned = aligned && (c.p.kept_stride[1][k] * size) % 16 == 0;
+    const bool whole = aligned && begin + lanes <= terms;
+    const std::vector<int> source{1}, destination{0};
+    for (std::int64_t first = warp * batch_rows; first < rows; first += warps * batch_rows) {
+        lane.begin_item();
+        lane.issue(c.cost.item);
+        std::int64_t s[short_rows_batch] = {};
+        bool in[short_rows_batch] = {};
+        for (int q = 0; q < short_rows_batch; ++q) {
+            const std::int64_t row = first + q * per_group + lane_index / row_lanes;
+            in[q] = row < rows && begin < terms;
+            std::int64_t o[2] = {};
+            c.decompose(row, true, c.s.kept_rank, source, o, lane);
+            s[q] = o[1];
+            if (whole && in[q]) {
+                lane.load(static_cast<Site>(batch_vector + q),
+                          c.at(c.sources[0], s[q] + begin, c.source_bytes(0)), kernel_vector_bytes);
+                lane.issue(c.cost.access + static_cast<double>(lanes) * fold_cost(c.s.op));
+            }
+        }
+        for (int q = 0; q < short_rows_batch; ++q)
+            if (!whole && in[q])
+                for (std::int64_t k = 0; k < lanes; ++k)
+                    if (begin + k < terms) {
+                        lane.load(static_cast<Site>(edge_element + 32 * q + k),
+                                  c.at(c.sources[0], s[q] + begin + k, c.source_bytes(0)), c.source_bytes(0));
+                        lane.issue(c.cost.access + fold_cost(c.s.op));
+                    }
+        for (std::int64_t mask = row_lanes >> 1; mask > 0; mask >>= 1)
+            for (int q = 0; q < short_rows_batch; ++q) {
+                lane.shuffle();
+                lane.issue(c.cost.shuffle);
+            }
+        for (std::int64_t k = 0; k * 32 < batch_rows; ++k) {
+            for (int q = 0; q < short_rows_batch; ++q) {
+                lane.shuffle();
+                lane.issue(c.cost.shuffle);
+            }
+            const std::int64_t j = k * 32 + lane_index, row = first + j;
+            if (j < batch_rows && row < rows) {
+                std::int64_t o[1] = {};
+                c.decompose(row, true, c.s.kept_rank, destination, o, lane);
+                c.store_result(lane, o[0]);
+            }
+        }
+        lane.mark(item_end, item_loop_unroll);
+    }
+}
+
 // Runs thread `thread` of block `block` through its kind's lane program.
 void run_lane(const Context& c, std::int64_t block, std::int64_t thread, Lane& lane) {
     const std::int64_t global = block * c.block_threads + thread;
@@ -797,6 +1008,8 @@ void run_lane(const Context& c, std::int64_t block, std::int64_t thread, Lane& l
     case KernelKind::reduce_columns: reduce_columns_lane(c, global, lane); break;
     case KernelKind::finalize: finalize_lane(c, global, lane); break;
     case KernelKind::route: route_lane(c, global, lane); break;
+    case KernelKind::reduce_one_pass: one_pass_lane(c, block, thread, lane); break;
+    case KernelKind::reduce_short_rows: short_rows_lane(c, block, thread, lane); break;
     }
 }
 
@@ -885,6 +1098,28 @@ Traffic hbm_traffic(const Context& c, double reuse_limit) {
         t.write = sector_footprint(dst, c.destination_bytes()) * sector_size;
         return t;
     }
+    case KernelKind::reduce_one_pass: {
+        // The run from its first element (on a sector boundary, as footprints assume); with more than one
+        // block, the blocks' partial results after the counter, written once and read by the last block.
+        const double run = static_cast<double>(c.p.kept_count) * static_cast<double>(c.p.reduced_count);
+        t.read = std::ceil(run * static_cast<double>(c.source_bytes(0)) / sector_size) * sector_size;
+        if (c.launch.grid.x > 1) {
+            const double scratch =
+                std::ceil((static_cast<double>(one_pass_counter_bytes) +
+                           static_cast<double>(c.launch.grid.x) * static_cast<double>(c.p.kept_count) *
+                               static_cast<double>(c.accumulator_bytes())) /
+                          sector_size) *
+                sector_size;
+            t.read += scratch;
+            t.write += scratch;
+        }
+        break;
+    }
+    case KernelKind::reduce_short_rows: {
+        Layout rows = access_layout(c.p, s, 1);  // the rows: their terms along one unit-stride mode
+        t.read = sector_footprint(rows, c.source_bytes(0)) * sector_size;
+        break;
+    }
     case KernelKind::elementwise:
     case KernelKind::permute: {
         double per_index = static_cast<double>(c.destination_bytes());
@@ -908,12 +1143,14 @@ Traffic hbm_traffic(const Context& c, double reuse_limit) {
     if (s.partials) {
         t.write = partials;
     } else {
+        const double scratch = t.write;  // (reduce_one_pass's partial results)
         Layout kept;  // the destination, once per output (stride 0 along the reduced modes)
         for (int m = 0; m < s.kept_rank; ++m)
             kept.modes.push_back({c.p.kept_extent[m], c.p.kept_stride[0][m]});
         if (s.kind == KernelKind::route) kept = access_layout(c.p, s, 0);
         t.write = sector_footprint(kept, c.destination_bytes()) * sector_size;
         if (s.epilogue.reads_output()) t.read += t.write;
+        t.write += scratch;
     }
     return t;
 }
@@ -949,10 +1186,15 @@ KernelBehaviour behaviour_of(const KernelLaunch& launch, const BehaviourOptions&
     b.exact = sampled == warps && chosen.empty();
     TraceStatistics total;
     for (std::int64_t k = 0; k < sampled; ++k) {
-        const std::int64_t w = !chosen.empty()    ? chosen[static_cast<std::size_t>(k)]
-                               : sampled == warps ? k
-                               : sampled == 1     ? 0
-                                                  : k * (warps - 1) / (sampled - 1);
+        std::int64_t w = !chosen.empty()    ? chosen[static_cast<std::size_t>(k)]
+                         : sampled == warps ? k
+                         : sampled == 1     ? 0
+                                            : k * (warps - 1) / (sampled - 1);
+        // (reduce_one_pass: the last block's first warp, not its last, stands for it - the one that folds
+        // the blocks' partial results, the busiest)
+        if (chosen.empty() && sampled < warps && k == sampled - 1 &&
+            launch.signature.kind == KernelKind::reduce_one_pass)
+            w = warps - warps_per_block;
         const std::int64_t block = w / warps_per_block, first = w % warps_per_block * kernel_warp;
         std::vector<std::vector<LaneEvent>> lanes(kernel_warp);
         double accesses = 0, emitted = 0, issued = 0;
@@ -1000,7 +1242,9 @@ KernelBehaviour behaviour_of(const KernelLaunch& launch, const BehaviourOptions&
     case KernelKind::short_side:
     case KernelKind::reduce_rows:
     case KernelKind::reduce_columns:
-    case KernelKind::route: break;
+    case KernelKind::route:
+    case KernelKind::reduce_one_pass:
+    case KernelKind::reduce_short_rows: break;
     }
     return b;
 }

@@ -34,6 +34,10 @@ inline constexpr int vector_loop_unroll = 2;  // the grid-stride loop of vector_
 // a grid-stride loop around an inner loop, or whose body batches its loads by hand (permute, short_side):
 // not unrolled
 inline constexpr int item_loop_unroll = 1;
+// reduce_one_pass: an iteration of its main loop is one batch (its one_pass_batch loads written out); the
+// remainder loop's few loads, unrolled, go with the partial vectors' into one batch.
+inline constexpr int one_pass_batch_unroll = 1;
+inline constexpr int one_pass_remainder_unroll = one_pass_batch;
 
 // One event of one thread, in program order. Addresses are bytes; global and shared memory are separate
 // spaces (shared addresses are offsets into the block's shared memory).

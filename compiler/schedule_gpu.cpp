@@ -466,7 +466,9 @@ KernelLaunch copy_launch(const CopyShape& shape, KernelKind kind, const CopyFact
     case KernelKind::reduce_rows:
     case KernelKind::reduce_columns:
     case KernelKind::finalize:
-    case KernelKind::route: EINC_ASSERT(false);
+    case KernelKind::route:
+    case KernelKind::reduce_one_pass:
+    case KernelKind::reduce_short_rows: EINC_ASSERT(false);
     }
     // (Rows of a tile split by multiply-shift even with 64-bit indices: a tile's extents are small.)
     if (kind != KernelKind::vector_copy)
@@ -587,6 +589,141 @@ ReduceShape reduce_shape(const Plan& plan, Reduction op, const std::vector<const
     return shape;
 }
 
+// ---- one-pass reductions (kernel-designs.md section 3, designs A and B) -------------------------------
+//
+// Two classes of single-source reductions that the split + finalize above serves badly (a serial finalize,
+// scalar loads, a warp per short row), each read once by one launch:
+//   reduce_one_pass    the source is one dense run whose innermost K <= 32 elements are the kept ones
+//                      (K = 1: a full reduction), so that element i of the run belongs to output i mod K
+//   reduce_short_rows  each output's terms are one contiguous row of at most short_rows_max_bytes
+// Both read any alignment: reduce_one_pass peels the partial 16-byte vectors at either end of the run, and
+// reduce_short_rows loads rows element by element where they are not all 16-byte aligned - so neither has
+// unaligned launches. What is not in either class keeps the kernels above.
+
+// The structure of the two classes (independent of extents, given the modes): the nest each kernel walks,
+// where the step is of that class.
+struct OnePassShape {
+    std::optional<KernelNest> run;   // reduce_one_pass: kept modes outermost first, as a column decomposes
+    std::optional<KernelNest> rows;  // reduce_short_rows: the reduced modes as one unit-stride mode
+};
+// The size-dependent facts: at most one_pass_max_columns kept outputs; rows of at most
+// short_rows_max_bytes; a count needs 64 bits.
+struct OnePassFacts {
+    bool few_columns = false, short_rows = false, wide = false;
+};
+
+// Whether `modes`, innermost last, walk memory densely upwards from `stride` (then the next stride above).
+bool dense_from(const Layout& layout, std::int64_t& stride) {
+    for (std::size_t k = layout.rank(); k-- > 0;) {
+        if (layout.modes[k].stride != stride) return false;
+        stride = saturating_mul(stride, layout.modes[k].extent);
+    }
+    return true;
+}
+
+// @pre shape.nest.reduced is in the first source's memory order (reduce_shape)
+OnePassShape one_pass_shape(const ReduceShape& shape) {
+    OnePassShape out;
+    if (shape.sources.size() != 1) return out;  // a contraction keeps the kernels above
+    KernelNest run = shape.nest;
+    run.reorder_kept(order_by_stride(std::span(&run.kept[1], 1)));
+    std::int64_t stride = 1;
+    if (dense_from(run.kept[1], stride) && dense_from(run.reduced[1], stride)) out.run = std::move(run);
+    stride = 1;
+    if (shape.nest.reduced_rank() > 0 && dense_from(shape.nest.reduced[1], stride)) {
+        KernelNest rows = shape.nest;
+        rows.reorder_kept(order_by_stride(std::span(&rows.kept[1], 1)));  // neighbouring rows in memory
+        const std::int64_t terms = shape.nest.terms();
+        rows.reduced = {Layout{{Mode{terms, 0}}}, Layout{{Mode{terms, 1}}}};
+        out.rows = std::move(rows);
+    }
+    return out;
+}
+
+// Which one-pass kernel, if any: reduce_one_pass first (a full reduction of a short run is both).
+std::optional<KernelKind> one_pass_kind(const OnePassShape& shape, const OnePassFacts& facts) {
+    if (shape.run && facts.few_columns) return KernelKind::reduce_one_pass;
+    if (shape.rows && facts.short_rows) return KernelKind::reduce_short_rows;
+    return std::nullopt;
+}
+
+KernelSignature one_pass_signature(const ReduceShape& shape, KernelKind kind, const KernelNest& nest,
+                                   bool wide) {
+    KernelSignature s = reduce_signature(shape, kind, false, wide);
+    s.kept_rank = static_cast<int>(nest.kept_rank());
+    // reduce_one_pass reads the run as a whole, not along the reduced modes; reduce_short_rows one mode.
+    s.reduced_rank = kind == KernelKind::reduce_one_pass ? 0 : 1;
+    return s;
+}
+
+// reduce_one_pass's grid: G = min(2 * SMs, N / (16 vectors of 512 threads)) blocks. Its scratch, where
+// G > 1: the counter, then G x K partials in the accumulator's dtype.
+KernelLaunch one_pass_launch(const ReduceShape& shape, const KernelNest& nest, const Target& target,
+                             std::int64_t& scratch_bytes) {
+    KernelLaunch launch{{},
+                        {},
+                        {one_pass_block_threads},
+                        params_of(nest),
+                        {KernelArgument::destination, KernelArgument::source0, KernelArgument::scratch}};
+    const std::int64_t n = saturating_mul(nest.outputs(), nest.terms());
+    const auto lanes = static_cast<std::int64_t>(kernel_vector_bytes / size_of(shape.sources[0]));
+    const std::int64_t per_block = lanes * one_pass_min_vectors * one_pass_block_threads;
+    const std::int64_t most = std::min<std::int64_t>(
+        std::int64_t{target.multiprocessors} * one_pass_blocks_per_multiprocessor, one_pass_max_blocks);
+    const std::int64_t blocks = std::clamp<std::int64_t>((n + per_block - 1) / per_block, 1, most);
+    launch.grid.x = static_cast<std::uint32_t>(blocks);
+    // (positions in the run reach n + lanes: the first vector begins up to lanes - 1 before it)
+    launch.signature = one_pass_signature(shape, KernelKind::reduce_one_pass, nest,
+                                          needs_wide_index(launch.params, saturating_add(n, lanes)));
+    scratch_bytes =
+        blocks == 1 ? 0
+                    : one_pass_counter_bytes +
+                          saturating_mul(blocks * nest.outputs(),
+                                         static_cast<std::int64_t>(size_of(launch.signature.accumulator)));
+    return launch;
+}
+
+// reduce_short_rows's grid: g = the power of two >= the row's 16-byte chunks lanes a row, 32 / g rows a
+// warp's group, short_rows_batch groups a warp's batch - a batch for every warp of the grid. (Not one
+// wave: how many blocks are resident depends on the registers, 38-47 (ptxas, sm_90): with a grid of one
+// batch a warp, a partial last wave is a small part of many.)
+KernelLaunch short_rows_launch(const ReduceShape& shape, const KernelNest& nest) {
+    KernelLaunch launch{{},
+                        {},
+                        {short_rows_block_threads},
+                        params_of(nest),
+                        {KernelArgument::destination, KernelArgument::source0}};
+    const auto lanes = static_cast<std::int64_t>(kernel_vector_bytes / size_of(shape.sources[0]));
+    const std::int64_t chunks = (nest.terms() + lanes - 1) / lanes;
+    std::int64_t row_lanes = 1;
+    while (row_lanes < chunks) row_lanes *= 2;
+    const std::int64_t rows_per_warp = short_rows_batch * (kernel_warp / row_lanes);
+    const std::int64_t warps = (nest.outputs() + rows_per_warp - 1) / rows_per_warp;
+    const std::int64_t warps_per_block = short_rows_block_threads / kernel_warp;
+    launch.grid.x = static_cast<std::uint32_t>(std::clamp<std::int64_t>(
+        (warps + warps_per_block - 1) / warps_per_block, 1, std::numeric_limits<std::int32_t>::max()));
+    launch.signature = one_pass_signature(shape, KernelKind::reduce_short_rows, nest,
+                                          needs_wide_index(launch.params, nest.outputs()));
+    return launch;
+}
+
+// The one-pass launch of a reduction, where it is of either class; its scratch bytes in `scratch_bytes`.
+std::optional<KernelLaunch> schedule_one_pass(const ReduceShape& shape, const Target& target,
+                                              std::int64_t& scratch_bytes) {
+    const OnePassShape one_pass = one_pass_shape(shape);
+    OnePassFacts facts;
+    facts.few_columns = shape.nest.outputs() <= one_pass_max_columns;
+    facts.short_rows =
+        saturating_mul(shape.nest.terms(), static_cast<std::int64_t>(size_of(shape.sources.front()))) <=
+        short_rows_max_bytes;
+    const std::optional<KernelKind> kind = one_pass_kind(one_pass, facts);
+    scratch_bytes = 0;
+    if (!kind) return std::nullopt;
+    if (*kind == KernelKind::reduce_one_pass)
+        return one_pass_launch(shape, *one_pass.run, target, scratch_bytes);
+    return short_rows_launch(shape, *one_pass.rows);
+}
+
 ScheduledStep schedule_reduction(const Plan& plan, Reduction op, const std::vector<const Access*>& sources,
                                  const Access& destination, const Epilogue& epilogue, const Target& target) {
     ReduceShape shape = reduce_shape(plan, op, sources, destination, epilogue);
@@ -595,6 +732,10 @@ ScheduledStep schedule_reduction(const Plan& plan, Reduction op, const std::vect
     auto& kernels = std::get<strategy::Kernels>(step.strategy);
     const std::int64_t outputs = shape.nest.outputs(), terms = shape.nest.terms();
     if (outputs == 0) return step;
+    if (std::optional<KernelLaunch> one_pass = schedule_one_pass(shape, target, step.scratch_bytes)) {
+        kernels.launches.push_back(std::move(*one_pass));
+        return step;
+    }
     ReduceFacts facts;
     facts.many_terms = terms > 16;
     const KernelKind kind_unsplit = reduce_kind(shape, facts);
@@ -763,6 +904,17 @@ std::vector<KernelSignature> possible_gpu_kernels(const Plan& plan, const Step& 
         const ReduceShape shape = reduce_shape(plan, op, sources, destination, epilogue);
         check_ranks(shape.nest);
         if (shape.nest.outputs() == 0) return;
+        const OnePassShape one_pass = one_pass_shape(shape);
+        for (const bool few_columns : {false, true}) {
+            if (!few_columns && shape.nest.kept_rank() == 0) continue;  // (one output, whatever the extents)
+            for (const bool short_rows : {false, true})
+                for (const bool wide : {false, true})
+                    if (const auto kind = one_pass_kind(one_pass, {few_columns, short_rows, wide}))
+                        add(one_pass_signature(
+                            shape, *kind,
+                            *kind == KernelKind::reduce_one_pass ? *one_pass.run : *one_pass.rows, wide));
+        }
+        if (one_pass.run && shape.nest.kept_rank() == 0) return;  // a full reduction of a dense run: always A
         for (const bool many_terms : {false, true})
             for (const bool split : {false, true})
                 for (const bool wide : {false, true}) {

@@ -108,6 +108,64 @@ TEST_CASE("codegen: the route kernels (gradients of max, min, prod) compile with
     compile_all(kernels, 90);
 }
 
+// The one-pass reduction kernels (designs A and B): every reduction op, every dtype a GPU takes, kept
+// ranks 0 to 2, with and without an epilogue, both index widths (possible_kernels) - compile too.
+TEST_CASE("codegen: the one-pass reduction kernels compile with NVRTC for sm_80 and sm_90") {
+    if (!cuda::nvrtc_available()) {
+        MESSAGE("skipped: NVRTC is not available on this machine");
+        return;
+    }
+    struct Case {
+        const char* pattern;
+        Shape shape;
+        Shape strides;  // (empty: row-major)
+    };
+    // (A's kept modes are part of one dense run, so they merge into one: its kept rank is 0 or 1)
+    const Case cases[] = {
+        {"a b ->", {40, 50}, {}},                 // A, K = 1
+        {"a c -> c", {40, 5}, {}},                // A, one kept mode
+        {"a b c -> b c", {9, 2, 3}, {}},          // A, two kept modes, merged
+        {"a b -> a", {40, 7}, {}},                // B, one kept mode
+        {"a b c -> a b", {4, 5, 6}, {}},          // B, two kept modes, merged
+        {"a b c -> a b", {4, 5, 6}, {41, 8, 1}},  // B, two kept modes: padded rows
+    };
+    std::vector<KernelSignature> kernels;
+    for (const Case& c : cases)
+        for (const Reduction op : {Reduction::sum, Reduction::mean, Reduction::max, Reduction::min,
+                                   Reduction::prod, Reduction::any, Reduction::all})
+            for (const DType dtype : {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i8, DType::i32,
+                                      DType::i64, DType::boolean}) {
+                if (op == Reduction::mean && !is_floating(dtype)) continue;
+                const Bound bound =
+                    bind(Call{Op::reduce, c.pattern, op, {}, false, {}}, std::vector<Shape>{c.shape});
+                const bool whole =
+                    !is_floating(reduced_dtype(op, dtype));  // (integer results: whole factors)
+                for (const Epilogue& epilogue : {Epilogue{}, whole ? Epilogue{2, -1} : Epilogue{0.5, -2}}) {
+                    PlanOptions options;
+                    options.epilogue = epilogue;
+                    const Plan p = plan(
+                        bound,
+                        std::vector<TensorSpec>{
+                            {dtype, c.shape, c.strides.empty() ? row_major_strides(c.shape) : c.strides}},
+                        options);
+                    for (const KernelSignature& k : possible_kernels(p, true))
+                        if ((k.kind == KernelKind::reduce_one_pass ||
+                             k.kind == KernelKind::reduce_short_rows) &&
+                            std::find(kernels.begin(), kernels.end(), k) == kernels.end())
+                            kernels.push_back(k);
+                }
+            }
+    std::set<std::pair<KernelKind, int>> kinds;
+    for (const KernelSignature& k : kernels) kinds.emplace(k.kind, k.kept_rank);
+    CHECK(kinds == std::set<std::pair<KernelKind, int>>{{KernelKind::reduce_one_pass, 0},
+                                                        {KernelKind::reduce_one_pass, 1},
+                                                        {KernelKind::reduce_short_rows, 1},
+                                                        {KernelKind::reduce_short_rows, 2}});
+    MESSAGE(kernels.size(), " distinct one-pass kernels");
+    compile_all(kernels, 80);
+    compile_all(kernels, 90);
+}
+
 TEST_CASE("codegen: a failing compilation is an einc::Error carrying NVRTC's log") {
     if (!cuda::nvrtc_available()) {
         MESSAGE("skipped: NVRTC is not available on this machine");

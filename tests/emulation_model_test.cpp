@@ -276,10 +276,16 @@ std::vector<ModelCase> model_cases() {
         {call_of(Op::rearrange, "a b -> b a"), {{30, 7}}},                 // permute (7: no short side)
         {call_of(Op::rearrange, "b c h w -> b h w c"), {{2, 3, 5, 7}}, DType::f32, true, {2, 0}},  // permute
         {call_of(Op::reduce, "a b -> a", Reduction::sum), {{64, 32}}},    // reduce_rows (inner)
-        {call_of(Op::reduce, "a b -> a", Reduction::sum), {{3000, 4}}},   // elementwise reduction
-        {call_of(Op::reduce, "a b -> b", Reduction::sum), {{3000, 4}}},   // columns, split + finalize
-        {call_of(Op::reduce, "a b -> b", Reduction::sum), {{2048, 32}}},  // columns, split + finalize
-        {call_of(Op::reduce, "a b ->", Reduction::sum), {{300, 90}}},     // rows, split + finalize
+        {call_of(Op::reduce, "a b -> a", Reduction::sum), {{3000, 4}}},   // short rows
+        {call_of(Op::reduce, "a b -> b", Reduction::sum), {{3000, 4}}},   // one pass, one block
+        {call_of(Op::reduce, "a b -> b", Reduction::sum), {{2048, 32}}},  // one pass, 2 blocks
+        {call_of(Op::reduce, "a b ->", Reduction::sum), {{300, 90}}},     // one pass, one block
+        {call_of(Op::reduce, "a b -> b", Reduction::sum), {{3000, 40}}},  // columns, split + finalize
+        {call_of(Op::reduce, "a b -> a", Reduction::max), {{300, 70}}, DType::bf16},   // short rows
+        {call_of(Op::reduce, "a b -> b", Reduction::max), {{70001, 3}}, DType::bf16},  // one pass, 4 blocks
+        {call_of(Op::reduce, "a ->", Reduction::sum), {{40003}}, DType::f64},          // one pass, 3 blocks
+        {call_of(Op::reduce, "a b -> a", Reduction::sum), {{301, 9}}, DType::f16},  // short rows, unaligned
+        {call_of(Op::reduce, "a b -> a", Reduction::sum), {{500, 8}}, DType::f32, true, {2, 1}},  // epilogue
         {call_of(Op::reduce, "a b -> a", Reduction::max), {{3, 5000}}, DType::bf16},  // rows, split
         {call_of(Op::reduce, "b h i j -> b h i", Reduction::max), {{2, 2, 8, 100}}, DType::bf16},
         {call_of(Op::reduce, "b h i j -> b h j", Reduction::sum), {{2, 2, 50, 64}}, DType::bf16},
@@ -407,9 +413,10 @@ TEST_CASE("emulated GPU model: every launch's traced accesses equal its kernel's
                                range(device.lanes[kind]), range(device.ways[kind]));
     }
     MESSAGE(runs.size(), " plans, ", steps, " kernel steps, ", device.launches, " launches traced:", figures);
-    for (const KernelKind kind : {KernelKind::elementwise, KernelKind::permute, KernelKind::vector_copy,
-                                  KernelKind::short_side, KernelKind::tiles, KernelKind::reduce_rows,
-                                  KernelKind::reduce_columns, KernelKind::finalize, KernelKind::route})
+    for (const KernelKind kind :
+         {KernelKind::elementwise, KernelKind::permute, KernelKind::vector_copy, KernelKind::short_side,
+          KernelKind::tiles, KernelKind::reduce_rows, KernelKind::reduce_columns, KernelKind::finalize,
+          KernelKind::route, KernelKind::reduce_one_pass, KernelKind::reduce_short_rows})
         CHECK_MESSAGE(device.checked[kind] > 0, "no case checked a ", name_of(kind), " kernel");
 }
 
@@ -433,6 +440,13 @@ public:
         if (launch.signature.kind == KernelKind::tiles)  // the block of the last tile, an edge one
             blocks.insert(static_cast<unsigned>((launch.params.kept_count - 1) % grid));
         const std::vector<unsigned> sampled(blocks.begin(), blocks.end());
+        if (launch.signature.kind == KernelKind::reduce_one_pass && grid > 1) {
+            // The blocks not sampled have arrived before: the last sampled, block grid - 1, folds them all
+            // (the counter: the tag above the count, kernel_abi.hpp).
+            const std::uint64_t arrived = (one_pass_counter_tag << 16) | (grid - sampled.size());
+            for (std::size_t a = 0; a < launch.arguments.size(); ++a)
+                if (launch.arguments[a] == KernelArgument::scratch) std::memcpy(pointers[a], &arrived, 8);
+        }
         const Recorded recorded = kernels_.trace(launch, pointers, sampled);
         const TraceStatistics t = statistics_of(recorded).statistics;
         // The design's lane programs for the same blocks, in full: what the trace must equal.

@@ -39,7 +39,13 @@ struct Case {
     std::string description;
 };
 
-using Run = void (*)(void (*)(void**), unsigned, unsigned, unsigned, void**);
+using Run = void (*)(void (*)(void**), unsigned, unsigned, unsigned, void**, const unsigned*);
+
+// How the emulator runs a launch's blocks.
+struct Blocks {
+    bool real_grid = false;                // every block of the grid, not at most two
+    std::optional<std::uint32_t> shuffle;  // in an order drawn from this seed, not in index order
+};
 using Invoke = void (*)(void**);
 
 // The kernels of a set of plans, compiled for the host into one shared library.
@@ -83,12 +89,20 @@ public:
         if (handle_) dlclose(handle_);
     }
 
-    void run(const KernelLaunch& launch, std::span<void* const> pointers) const {
+    void run(const KernelLaunch& launch, std::span<void* const> pointers, const Blocks& blocks = {}) const {
         std::vector<void*> arguments{const_cast<KernelParams*>(&launch.params)};
         for (void* const& p : pointers) arguments.push_back(const_cast<void**>(&p));
-        // Every kernel strides over its work by the grid: two blocks are enough, and keep it fast.
-        run_(invokers_.at(launch.signature.name()), std::min(launch.grid.x, 2u), launch.block.x,
-             launch.block.y, arguments.data());
+        // Every kernel strides over its work by the grid: two blocks are enough, and keep it fast - but the
+        // blocks of a one-pass reduction fold into the scratch the schedule sized by its grid: all of them.
+        const bool real = blocks.real_grid || launch.signature.kind == KernelKind::reduce_one_pass;
+        std::vector<unsigned> order(real ? launch.grid.x : std::min(launch.grid.x, 2u));
+        std::iota(order.begin(), order.end(), 0u);
+        if (blocks.shuffle) {
+            std::mt19937 rng(*blocks.shuffle);
+            std::shuffle(order.begin(), order.end(), rng);
+        }
+        run_(invokers_.at(launch.signature.name()), static_cast<unsigned>(order.size()), launch.block.x,
+             launch.block.y, arguments.data(), order.data());
     }
 
 private:
@@ -104,8 +118,9 @@ public:
     void* allocate(std::size_t bytes) override { return std::aligned_alloc(256, (bytes + 255) / 256 * 256); }
     void release(void* memory) override { std::free(memory); }
     void launch(const KernelLaunch& launch, std::span<void* const> pointers) override {
-        kernels_.run(launch, pointers);
+        kernels_.run(launch, pointers, blocks);
     }
+    Blocks blocks;  // how the next launches run their blocks
     // cuBLAS's part, by the CPU's packed GEMM (in the accumulator cuBLAS uses).
     // cuBLAS may write anywhere in the workspace it is given: scribbled over here, so that a workspace
     // that overlapped a live buffer would show in the results.
@@ -166,11 +181,13 @@ std::vector<std::pair<Call, Shape>> strategy_cases() {
         {Call{Op::rearrange, "a b -> b a", Reduction::none, {}, false, {}}, {8, 36}},         // short side
         {Call{Op::rearrange, "b a c -> a b c", Reduction::none, {}, false, {}}, {6, 5, 32}},  // vector copy
         {Call{Op::rearrange, "a (b c) -> b a c", Reduction::none, {{"c", 8}}, false, {}},
-         {9, 48}},                                                                        // vector copy
-        {Call{Op::reduce, "a b -> b", Reduction::sum, {}, false, {}}, {3000, 4}},         // columns, split
-        {Call{Op::reduce, "a b -> a", Reduction::max, {}, false, {}}, {3, 5000}},         // rows, split
-        {Call{Op::reduce, "a b ->", Reduction::mean, {}, false, {}}, {100, 90}},          // rows, one output
-        {Call{Op::reduce, "a b c -> a c", Reduction::sum, {}, false, {}}, {4, 100, 40}},  // columns
+         {9, 48}},                                                                  // vector copy
+        {Call{Op::reduce, "a b -> b", Reduction::sum, {}, false, {}}, {3000, 4}},   // one pass
+        {Call{Op::reduce, "a b -> b", Reduction::sum, {}, false, {}}, {3000, 40}},  // columns, split
+        {Call{Op::reduce, "a b -> a", Reduction::max, {}, false, {}}, {3, 5000}},   // rows, split
+        {Call{Op::reduce, "a b ->", Reduction::mean, {}, false, {}}, {100, 90}},    // one pass, one output
+        {Call{Op::reduce, "a b -> a", Reduction::min, {}, false, {}}, {500, 9}},    // short rows
+        {Call{Op::reduce, "a b c -> a c", Reduction::sum, {}, false, {}}, {4, 100, 40}},     // columns
         {Call{Op::reduce, "(a 2) (b 2) -> a b", Reduction::mean, {}, false, {}}, {20, 16}},  // small windows
         {Call{Op::einsum, "i j, i j -> i", Reduction::none, {}, false, {}}, {0}},            // contraction
     };
@@ -246,7 +263,8 @@ TEST_CASE("emulated GPU kernels give the reference interpreter's results") {
     }
     for (const KernelKind kind :
          {KernelKind::elementwise, KernelKind::permute, KernelKind::vector_copy, KernelKind::short_side,
-          KernelKind::tiles, KernelKind::reduce_rows, KernelKind::reduce_columns, KernelKind::finalize})
+          KernelKind::tiles, KernelKind::reduce_rows, KernelKind::reduce_columns, KernelKind::finalize,
+          KernelKind::reduce_one_pass, KernelKind::reduce_short_rows})
         CHECK_MESSAGE(kinds_run[kind] > 0, "no case ran a ", name_of(kind), " kernel");
 }
 
@@ -359,11 +377,14 @@ TEST_CASE("accumulators: f32 sums on the CPU (f64) and on the emulated GPU (f32)
         {Call{Op::reduce, "a b -> a", Reduction::sum, {}, false, {}},
          {7, 20000}},  // GPU rows, split; CPU rows
         {Call{Op::reduce, "a b -> b", Reduction::sum, {}, false, {}},
-         {20000, 7}},  // GPU columns, split; CPU accumulator
-        {Call{Op::reduce, "a b ->", Reduction::mean, {}, false, {}}, {300, 700}},  // one output
+         {20000, 7}},  // GPU one pass, 5 blocks; CPU accumulator
+        {Call{Op::reduce, "a b -> b", Reduction::sum, {}, false, {}},
+         {5000, 70}},  // GPU columns, split; CPU accumulator
+        {Call{Op::reduce, "a b ->", Reduction::mean, {}, false, {}}, {300, 700}},  // one output: one pass
         {Call{Op::reduce, "a b c -> b", Reduction::sum, {}, false, {}},
          {40, 50, 30}},  // CPU accumulator over a middle axis
-        {Call{Op::reduce, "a (b 8) -> a b", Reduction::sum, {}, false, {}}, {500, 64}},  // few terms: windows
+        {Call{Op::reduce, "a (b 8) -> a b", Reduction::sum, {}, false, {}},
+         {500, 64}},  // few terms: CPU windows, GPU short rows
     };
     std::mt19937 rng(17);
     std::uniform_real_distribution<double> value(-1, 1);
@@ -444,16 +465,20 @@ TEST_CASE("emulated GPU kernels apply the epilogue (alpha, beta) of copies, redu
         {call(Op::rearrange, "b a c -> a b c"), {{6, 5, 32}}, DType::f32},  // a vector copy without epilogue
         {call(Op::rearrange, "a b -> b a"), {{5, 7}}, DType::i32},
         {call(Op::rearrange, "a b -> b a"), {{5, 7}}, DType::bf16},
-        {call(Op::reduce, "a b -> b", Reduction::sum), {{3000, 4}}, DType::f32},  // columns, split: finalize
-        {call(Op::reduce, "a b -> a", Reduction::max), {{3, 5000}}, DType::f32},  // rows, split
-        {call(Op::reduce, "a b -> a", Reduction::sum), {{300, 40}}, DType::f32},  // rows, unsplit
-        {call(Op::reduce, "a b ->", Reduction::mean), {{100, 90}}, DType::f64},   // alpha after the mean
+        {call(Op::reduce, "a b -> b", Reduction::sum), {{3000, 4}}, DType::f32},   // one pass, one block
+        {call(Op::reduce, "a b -> b", Reduction::sum), {{3000, 40}}, DType::f32},  // columns, split: finalize
+        {call(Op::reduce, "a b -> a", Reduction::max), {{3, 5000}}, DType::f32},   // rows, split
+        {call(Op::reduce, "a b -> a", Reduction::sum), {{300, 200}}, DType::f32},  // rows, unsplit
+        {call(Op::reduce, "a b ->", Reduction::mean), {{100, 90}}, DType::f64},    // alpha after the mean
         {call(Op::reduce, "a b c -> a c", Reduction::sum),
          {{4, 100, 40}},
          DType::i32},  // columns; i64 result
         {call(Op::reduce, "(a 2) (b 2) -> a b", Reduction::mean), {{20, 16}}, DType::f32},  // elementwise
-        {call(Op::einsum, "i j, i j -> i"), {{37, 300}, {37, 300}}, DType::f32},            // contraction
-        {call(Op::einsum, "i j, i j -> i j"), {{7, 9}, {7, 9}}, DType::bf16},               // products
+        {call(Op::reduce, "a b -> b", Reduction::sum), {{40000, 3}}, DType::f32},   // one pass, 4 blocks
+        {call(Op::reduce, "a b ->", Reduction::max), {{300, 1000}}, DType::i32},    // one pass, 5 blocks; i32
+        {call(Op::reduce, "a b -> a", Reduction::mean), {{300, 12}}, DType::bf16},  // short rows
+        {call(Op::einsum, "i j, i j -> i"), {{37, 300}, {37, 300}}, DType::f32},    // contraction
+        {call(Op::einsum, "i j, i j -> i j"), {{7, 9}, {7, 9}}, DType::bf16},       // products
         {call(Op::einsum, "i k, k j -> i j"),
          {{6, 5}, {5, 4}},
          DType::i32},  // integer GEMM: contraction kernel
@@ -524,8 +549,9 @@ TEST_CASE("emulated GPU kernels apply the epilogue (alpha, beta) of copies, redu
         std::string difference;
         CHECK_MESSAGE(testing::same_values(out.view(), expected.view(), &difference), difference);
     }
-    for (const KernelKind kind : {KernelKind::elementwise, KernelKind::permute, KernelKind::reduce_rows,
-                                  KernelKind::reduce_columns, KernelKind::finalize})
+    for (const KernelKind kind :
+         {KernelKind::elementwise, KernelKind::permute, KernelKind::reduce_rows, KernelKind::reduce_columns,
+          KernelKind::finalize, KernelKind::reduce_one_pass, KernelKind::reduce_short_rows})
         CHECK_MESSAGE(kinds_run[kind] > 0, "no case ran a ", name_of(kind), " kernel");
 }
 
@@ -586,9 +612,13 @@ TEST_CASE(
         {call(Op::rearrange, "b a c -> a b c"), {{6, 5, 32}}, DType::f32, true},     // vector copy
         {call(Op::rearrange, "b a c -> a b c"), {{6, 5, 32}}, DType::f32, true, 1},  // its unaligned launches
         {call(Op::reduce, "a b -> b", Reduction::sum),
-         {{3000, 4}},
+         {{3000, 40}},
          DType::f32,
          false},  // columns, split: scratch
+        {call(Op::reduce, "a b -> b", Reduction::sum),
+         {{40000, 3}},
+         DType::f32,
+         false},  // one pass, 4 blocks: scratch with its counter
         {call(Op::reduce, "a b -> a", Reduction::max), {{3, 5000}}, DType::f32, false},  // rows, split
         {call(Op::einsum, "i j, i j -> i"), {{37, 300}, {37, 300}}, DType::f32, false},  // contraction
         {call(Op::einsum, "b i k, b k j -> b i j"), {{2, 6, 5}, {2, 5, 4}}, DType::f32, false},  // cuBLAS
@@ -977,6 +1007,352 @@ TEST_CASE("emulated GPU kernels: the gradients of reduce max, min and prod (rout
                     CHECK_MESSAGE(identical(on_gpu.view(), expected.view(), false, difference),
                                   "against alpha * reference + beta * old: ", difference);
             }
+        }
+    }
+}
+
+// ---- one-pass reductions (kernel-designs.md section 3, designs A and B) --------------------------------
+
+namespace {
+
+const Reduction all_ops[] = {Reduction::sum,  Reduction::mean, Reduction::max, Reduction::min,
+                             Reduction::prod, Reduction::any,  Reduction::all};
+const DType gpu_dtypes[] = {DType::f64, DType::f32, DType::f16, DType::bf16,
+                            DType::i8,  DType::i32, DType::i64, DType::boolean};
+
+// An operand of `shape` whose last dim is contiguous and whose dim before it is `pitch` apart (0: dense,
+// row-major), starting `shift` elements past a 16-byte boundary; padding holds 77 (a term read by mistake
+// shows). Values in logical row-major order.
+struct LaidOperand {
+    Tensor storage;
+    TensorView view;
+};
+LaidOperand lay_out_operand(DType dtype, const Shape& shape, std::int64_t pitch, std::int64_t shift,
+                            const std::vector<double>& logical) {
+    Shape strides = row_major_strides(shape);
+    if (pitch > 0 && shape.size() >= 2) {
+        strides[shape.size() - 2] = pitch;
+        for (std::size_t d = shape.size() - 2; d-- > 0;) strides[d] = strides[d + 1] * shape[d + 1];
+    }
+    std::int64_t extent = 1;
+    for (std::size_t d = 0; d < shape.size(); ++d) extent += (shape[d] - 1) * strides[d];
+    std::vector<double> values(static_cast<std::size_t>(shift + extent), 77);
+    for (std::size_t flat = 0; flat < logical.size(); ++flat) {
+        std::int64_t offset = shift, rest = static_cast<std::int64_t>(flat);
+        for (std::size_t d = shape.size(); d-- > 0;) {
+            offset += rest % shape[d] * strides[d];
+            rest /= shape[d];
+        }
+        values[static_cast<std::size_t>(offset)] = logical[flat];
+    }
+    LaidOperand out{reference::make_tensor(dtype, {static_cast<std::int64_t>(values.size())}, values), {}};
+    REQUIRE(reinterpret_cast<std::uintptr_t>(out.storage.data()) % 16 == 0);
+    out.view = TensorView{static_cast<std::byte*>(out.storage.data()) + shift * std::int64_t(size_of(dtype)),
+                          dtype, shape, strides};
+    return out;
+}
+
+// Terms for `op` over `dtype` whose results are exact in every accumulator and fold order (small integers;
+// products of +-1 with a few 2 and 0.5), and that make each output's case happen: outputs whose terms are
+// all zero (any false, prod 0) or all non-zero (all true), and for max and min of floats, NaN in some.
+// `output(flat)` is the output a term folds into.
+template <typename Output>
+std::vector<double> one_pass_terms(Reduction op, DType dtype, std::int64_t count, const Output& output,
+                                   std::mt19937& rng) {
+    std::vector<double> values(static_cast<std::size_t>(count));
+    int powers = 24;  // 2s and 0.5s a product may hold and stay exact in f32 (and in bf16)
+    for (std::int64_t i = 0; i < count; ++i) {
+        const std::int64_t mode = output(i) % 5;
+        double v = static_cast<double>(static_cast<int>(rng() % 7) - 3);
+        if (op == Reduction::prod && is_floating(dtype)) {
+            v = rng() % 2 ? 1 : -1;
+            if (rng() % 64 == 0 && powers > 0) {
+                v = rng() % 2 ? 2 : 0.5;
+                --powers;
+            }
+        }
+        if (mode == 1) v = 0;
+        if (mode == 2 && v == 0) v = 1;
+        if (dtype == DType::boolean) v = v != 0;
+        values[static_cast<std::size_t>(i)] = v;
+    }
+    if ((op == Reduction::max || op == Reduction::min) && is_floating(dtype) && count > 0)
+        for (int k = 0; k < 3; ++k) {
+            const auto at = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(count));
+            if (output(at) % 5 == 3) values[static_cast<std::size_t>(at)] = NAN;
+        }
+    return values;
+}
+
+struct OnePassCase {
+    std::string description;
+    Call call;
+    LaidOperand operand;
+    Prepared prepared;
+    std::optional<KernelKind> expected;  // the kind the schedule must choose, where the class says it
+};
+
+std::vector<KernelSignature> kernels_of_all(const std::vector<OnePassCase>& cases) {
+    std::vector<KernelSignature> kernels;
+    for (const OnePassCase& c : cases)
+        for (const KernelSignature& k : kernels_of(c.prepared.gpu))
+            if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
+    return kernels;
+}
+
+// The kinds a case's GPU schedule launches.
+std::vector<KernelKind> kinds_of(const Schedule& gpu) {
+    std::vector<KernelKind> kinds;
+    for (const ScheduledStep& step : gpu.steps)
+        for (const KernelLaunch& launch : launches_of(step)) kinds.push_back(launch.signature.kind);
+    return kinds;
+}
+
+// Runs a case by `gpu` (its schedule, or a variant of it) on the emulated device (`workspace`: the
+// caller's, or none), checks the result against the reference by `compare(got, expected, &difference)`
+// and returns it.
+template <typename Compare = decltype(&testing::same_values)>
+Tensor run_one_pass_case(const OnePassCase& c, const Schedule& gpu, EmulatedDevice& device,
+                         std::byte* workspace = nullptr, const Compare& compare = &testing::same_values) {
+    const Plan& plan = c.prepared.plan;
+    Tensor out = Tensor::empty(plan.outputs[0].dtype, plan.outputs[0].shape);
+    std::vector<TensorView> outputs{out.view()};
+    run_gpu_plan(plan, gpu, std::span(&c.operand.view, 1), outputs, device, workspace);
+    const std::vector<Tensor> expected = reference::evaluate(
+        einc::bind(c.call, std::vector<Shape>{c.operand.view.shape}), std::span(&c.operand.view, 1));
+    std::string difference;
+    CHECK_MESSAGE(compare(outputs[0], expected[0].view(), &difference), difference);
+    return out;
+}
+
+}  // namespace
+
+// Design A (reduce_one_pass) and design B (reduce_short_rows): every reduction op and every dtype a GPU
+// takes, on random shapes of each class - kept modes innermost with K = 1..32 outputs (one and two kept
+// modes, full reductions), rows of 1..70 terms (dense, padded, one and two kept modes) - odd sizes, views
+// that begin off a 16-byte boundary; NaN among max/min terms. The schedule chooses the kind the class
+// says, `einc aot`'s possible_kernels covers it, and the results equal the reference interpreter's. Some
+// kernels run again in their 64-bit index variant.
+TEST_CASE("emulated GPU: one-pass reductions (designs A and B) for every op and dtype equal the reference") {
+    std::mt19937 rng(2026);
+    const auto pick = [&](std::int64_t low, std::int64_t high) {
+        return low + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(high - low + 1));
+    };
+    std::vector<OnePassCase> cases;
+    const auto add = [&](Reduction op, DType dtype, const char* pattern, const Shape& shape,
+                         std::int64_t pitch, std::int64_t shift, std::optional<KernelKind> expected) {
+        const Call call{Op::reduce, pattern, op, {}, false, {}};
+        std::int64_t outputs = 1;
+        for (const std::int64_t e : einc::bind(call, std::vector<Shape>{shape}).outputs[0].shape())
+            outputs *= e;
+        std::int64_t count = 1;
+        for (const std::int64_t e : shape) count *= e;
+        const bool columns = expected == KernelKind::reduce_one_pass;
+        const std::int64_t terms = count / outputs;
+        const std::vector<double> values = one_pass_terms(
+            op, dtype, count,
+            [&](std::int64_t flat) {
+                return columns ? flat % outputs : flat / std::max<std::int64_t>(terms, 1);
+            },
+            rng);
+        LaidOperand operand = lay_out_operand(dtype, shape, pitch, shift, values);
+        Prepared prepared = prepare(call, std::span(&operand.view, 1), false);
+        cases.push_back(OnePassCase{fmt::format("reduce {} \"{}\" {} {} pitch {} shift {}", name_of(op),
+                                                pattern, name_of(dtype), fmt::join(shape, "x"), pitch, shift),
+                                    call, std::move(operand), std::move(prepared), expected});
+    };
+    constexpr auto A = KernelKind::reduce_one_pass;
+    constexpr auto B = KernelKind::reduce_short_rows;
+    int combination = 0;
+    for (const Reduction op : all_ops)
+        for (const DType dtype : gpu_dtypes) {
+            if (info_of(op).result == ResultRule::floating && !is_floating(dtype)) continue;
+            const std::int64_t lanes = 16 / static_cast<std::int64_t>(size_of(dtype));
+            const std::int64_t block = lanes * one_pass_min_vectors * one_pass_block_threads;  // one block's
+            const std::int64_t k = pick(1, 32);
+            // A: a few blocks, then one; a full reduction; two kept modes
+            add(op, dtype, "a c -> c", {(2 * block + pick(1, block)) / k, k}, 0, pick(0, lanes - 1), A);
+            add(op, dtype, "a c -> c", {pick(1, 300), pick(1, 32)}, 0, pick(0, lanes - 1), A);
+            add(op, dtype, "a b ->", {pick(1, 70), 3 * block / 70 + pick(0, 999)}, 0, pick(0, lanes - 1), A);
+            if (combination % 3 == 0)
+                add(op, dtype, "a b c -> b c", {pick(100, 3000), pick(2, 4), pick(2, 8)}, 0,
+                    pick(0, lanes - 1), A);
+            // B: dense rows, padded rows, two kept modes
+            const std::int64_t short_terms = std::min<std::int64_t>(70, 32 * lanes);
+            add(op, dtype, "a b -> a", {pick(1, 700), pick(2, short_terms)}, 0, pick(0, lanes - 1), B);
+            const std::int64_t r = pick(2, short_terms);
+            add(op, dtype, "a b -> a", {pick(1, 700), r}, r + pick(0, 9), pick(0, 1) * pick(0, lanes - 1), B);
+            if (combination % 3 == 1)
+                add(op, dtype, "a b c -> a b", {pick(2, 30), pick(2, 30), pick(2, short_terms)}, 0,
+                    pick(0, lanes - 1), B);
+            ++combination;
+        }
+    // Every K of A and one past it (the earlier kernels), every row length of B, in f32 and i8 (V = 4 and
+    // 16).
+    for (const DType dtype : {DType::f32, DType::i8}) {
+        const std::int64_t lanes = 16 / static_cast<std::int64_t>(size_of(dtype));
+        const std::int64_t block = lanes * one_pass_min_vectors * one_pass_block_threads;
+        for (std::int64_t k = 1; k <= 33; ++k)
+            add(k % 2 ? Reduction::sum : Reduction::max, dtype, "a c -> c",
+                {(block + pick(1, 2 * block)) / k, k}, 0, pick(0, lanes - 1),
+                k <= 32 ? std::optional(A) : std::nullopt);
+        for (std::int64_t r = 1; r <= 70; ++r)
+            add(r % 2 ? Reduction::sum : Reduction::min, dtype, "a b -> a", {pick(1, 200), r}, r + r % 3,
+                pick(0, 3), r > 1 ? std::optional(B) : std::nullopt);
+    }
+    const std::vector<KernelSignature> kernels = kernels_of_all(cases);
+    // The 64-bit index variants of a few.
+    std::vector<std::pair<const OnePassCase*, Schedule>> wide;
+    std::vector<KernelSignature> all_kernels = kernels;
+    for (std::size_t i = 0; i < cases.size(); i += 17) {
+        Schedule s = cases[i].prepared.gpu;
+        for (ScheduledStep& step : s.steps)
+            if (auto* k = std::get_if<strategy::Kernels>(&step.strategy))
+                for (KernelLaunch& launch : k->launches) launch.signature.wide_index = true;
+        for (const KernelSignature& k : kernels_of(s))
+            if (std::find(all_kernels.begin(), all_kernels.end(), k) == all_kernels.end())
+                all_kernels.push_back(k);
+        wide.emplace_back(&cases[i], std::move(s));
+    }
+    MESSAGE(cases.size(), " cases, ", all_kernels.size(), " distinct kernels");
+    const EmulatedKernels emulated(all_kernels);
+    EmulatedDevice device(emulated);
+    std::map<KernelKind, int> kinds_run;
+    int multi_block = 0;
+    for (const OnePassCase& c : cases) {
+        CAPTURE(c.description);
+        const std::vector<KernelKind> kinds = kinds_of(c.prepared.gpu);
+        for (const KernelKind kind : kinds) ++kinds_run[kind];
+        if (c.expected) CHECK(kinds == std::vector<KernelKind>{*c.expected});
+        for (const ScheduledStep& step : c.prepared.gpu.steps)
+            for (const KernelLaunch& launch : launches_of(step))
+                if (launch.signature.kind == KernelKind::reduce_one_pass && launch.grid.x > 1) ++multi_block;
+        const std::vector<KernelSignature> possible = possible_kernels(c.prepared.plan, true);
+        for (const KernelSignature& k : kernels_of(c.prepared.gpu))
+            CHECK_MESSAGE(std::find(possible.begin(), possible.end(), k) != possible.end(), k.name());
+        run_one_pass_case(c, c.prepared.gpu, device);
+    }
+    for (const auto& entry : wide) {
+        CAPTURE(entry.first->description);
+        run_one_pass_case(*entry.first, entry.second, device);
+    }
+    MESSAGE(kinds_run[KernelKind::reduce_one_pass], " reduce_one_pass runs (", multi_block,
+            " of more than one block), ", kinds_run[KernelKind::reduce_short_rows],
+            " reduce_short_rows runs");
+    CHECK(kinds_run[KernelKind::reduce_one_pass] > 100);
+    CHECK(multi_block > 50);
+    CHECK(kinds_run[KernelKind::reduce_short_rows] > 100);
+}
+
+// Design A's fold across blocks is deterministic for a fixed grid, whichever block finishes last: each
+// case (G >= 3 blocks, real-valued terms, so that another association of the same sums would round
+// differently) runs in index order and in shuffled block orders, giving the same bits each time and the
+// reference's values within rounding. Its counter (the first 8 bytes of the step's scratch) starts from a
+// caller's workspace holding garbage - bytes 00, FF, 7F, random, a word of another tag with a count - and
+// from an allocation of its own, and every run leaves it at rest: the tag, and a count of 0.
+TEST_CASE("emulated GPU: one-pass reductions give the same bits in any block order; the counter is left at "
+          "rest, from a workspace of garbage too") {
+    struct Spec {
+        Reduction op;
+        DType dtype;
+        const char* pattern;
+        Shape shape;
+        std::int64_t shift;
+    };
+    const Spec specs[] = {
+        {Reduction::sum, DType::f32, "a c -> c", {30001, 3}, 1},    // K = 3: period 3, no register fold
+        {Reduction::sum, DType::f32, "a ->", {120003}, 0},          // a full reduction
+        {Reduction::mean, DType::bf16, "a c -> c", {30000, 8}, 5},  // K = V: one column a slot
+        {Reduction::sum, DType::f64, "a c -> c", {9000, 5}, 1},
+        {Reduction::max, DType::f16, "a c -> c", {9001, 32}, 3},
+        {Reduction::prod, DType::i64, "a c -> c", {20000, 2}, 0},
+    };
+    std::mt19937 rng(99);
+    std::uniform_real_distribution<double> real(-1, 1);
+    std::vector<OnePassCase> cases;
+    for (const Spec& spec : specs) {
+        const Call call{Op::reduce, spec.pattern, spec.op, {}, false, {}};
+        std::int64_t count = 1;
+        for (const std::int64_t e : spec.shape) count *= e;
+        std::vector<double> values(static_cast<std::size_t>(count));
+        for (double& v : values)
+            v = spec.op == Reduction::prod ? static_cast<double>(static_cast<int>(rng() % 7) - 3) : real(rng);
+        LaidOperand operand = lay_out_operand(spec.dtype, spec.shape, 0, spec.shift, values);
+        Prepared prepared = prepare(call, std::span(&operand.view, 1), false);
+        cases.push_back(
+            OnePassCase{fmt::format("reduce {} \"{}\" {} {} shift {}", name_of(spec.op), spec.pattern,
+                                    name_of(spec.dtype), fmt::join(spec.shape, "x"), spec.shift),
+                        call, std::move(operand), std::move(prepared), KernelKind::reduce_one_pass});
+    }
+    const EmulatedKernels emulated(kernels_of_all(cases));
+    EmulatedDevice device(emulated);
+    constexpr std::uint64_t at_rest = one_pass_counter_tag << 16;
+    const std::uint64_t other_tag = 0x123456789abc0002;
+    for (const OnePassCase& c : cases) {
+        CAPTURE(c.description);
+        REQUIRE(kinds_of(c.prepared.gpu) == std::vector<KernelKind>{KernelKind::reduce_one_pass});
+        const KernelLaunch& launch =
+            std::get<strategy::Kernels>(c.prepared.gpu.steps[0].strategy).launches[0];
+        CHECK(launch.grid.x >= 3);
+        CHECK(c.prepared.gpu.steps[0].scratch_bytes ==
+              one_pass_counter_bytes + std::int64_t{launch.grid.x} * launch.params.kept_count *
+                                           std::int64_t(size_of(launch.signature.accumulator)));
+        const auto bytes = static_cast<std::size_t>(c.prepared.gpu.workspace_bytes);
+        const std::unique_ptr<std::byte, decltype(&std::free)> workspace(
+            static_cast<std::byte*>(std::aligned_alloc(256, (bytes + 255) / 256 * 256)), &std::free);
+        std::byte* const counter = workspace.get() + c.prepared.gpu.scratch_offset;
+        const auto counter_word = [&] {
+            std::uint64_t word;
+            std::memcpy(&word, counter, 8);
+            return word;
+        };
+        // Within rounding of the exact results: a fold of n terms in the accumulator errs by at most
+        // n u S (S the sum of the terms' magnitudes), the result's rounding by half an ulp of its dtype.
+        const std::int64_t columns = launch.params.kept_count, terms = launch.params.reduced_count;
+        std::vector<double> magnitudes(static_cast<std::size_t>(columns));
+        const std::vector<double> values = reference::values_of(c.operand.view);
+        for (std::size_t i = 0; i < values.size(); ++i)
+            magnitudes[i % static_cast<std::size_t>(columns)] += std::fabs(values[i]);
+        const DType out_dtype = c.prepared.plan.outputs[0].dtype;
+        const double unit = launch.signature.accumulator == DType::f64 ? 0x1p-53 : 0x1p-24;
+        const double rounding = out_dtype == DType::bf16  ? 0x1p-8
+                                : out_dtype == DType::f16 ? 0x1p-11
+                                : out_dtype == DType::f32 ? 0x1p-24
+                                                          : 0x1p-53;
+        const double divisor = c.call.reduction == Reduction::mean ? static_cast<double>(terms) : 1;
+        const auto within = [&](const TensorView& got, const TensorView& expected, std::string* difference) {
+            const std::vector<double> a = reference::values_of(got), b = reference::values_of(expected);
+            for (std::size_t i = 0; i < a.size(); ++i) {
+                const double allowed = static_cast<double>(terms + 1) * unit * magnitudes[i] / divisor +
+                                       rounding * std::fabs(b[i]);
+                if (!(std::fabs(a[i] - b[i]) <= allowed)) {
+                    *difference = fmt::format("output {}: {} where {} was expected (within {})", i, a[i],
+                                              b[i], allowed);
+                    return false;
+                }
+            }
+            return true;
+        };
+        // The run in index order, with no workspace (its own allocation, never zeroed).
+        device.blocks = {};
+        const Tensor first = run_one_pass_case(c, c.prepared.gpu, device, nullptr, within);
+        const auto same_bits = [&](const Tensor& t) {
+            return std::memcmp(t.data(), first.data(), t.nbytes()) == 0;
+        };
+        std::mt19937 garbage(7);
+        for (int run = 0; run < 8; ++run) {
+            CAPTURE(run);
+            // Garbage before some runs; the last run's rest state before the others.
+            if (run < 5) {
+                std::memset(workspace.get(), run == 0 ? 0x00 : run == 1 ? 0xFF : 0x7F, bytes);
+                if (run == 3)
+                    for (std::size_t b = 0; b < bytes; ++b) workspace.get()[b] = std::byte(garbage() & 0xFF);
+                if (run == 4) std::memcpy(counter, &other_tag, 8);
+            }
+            device.blocks.shuffle = run == 0 ? std::nullopt : std::optional<std::uint32_t>(run);
+            const Tensor again = run_one_pass_case(c, c.prepared.gpu, device, workspace.get(), within);
+            CHECK(same_bits(again));
+            CHECK(counter_word() == at_rest);
         }
     }
 }

@@ -184,6 +184,54 @@ TEST_CASE("gpu: every plan of the test corpus equals the CPU executor's result")
 #endif
 }
 
+TEST_CASE("gpu: gpu_bench's classes at sizes of many blocks equal the CPU executor, run after run") {
+    if (!gpu_present("gpu kernel classes")) return;
+#if EINC_HAS_CUDA
+    // The corpus's operands are small: these reach the one-pass reductions' many blocks and last-block
+    // fold, short rows, short-side and tiled copies (edge tiles included) and merged tiles. Sums in f32,
+    // f64 and i32 (exact for -1, 0 and 1), max and min in bf16. Three runs each: new data every time, the
+    // arrival counter back at rest after each.
+    struct Class {
+        Op op;
+        const char* pattern;
+        Reduction reduction;
+        DType dtype;
+        Shape shape;
+    };
+    const Class classes[] = {
+        {Op::reduce, "a b -> b", Reduction::sum, DType::f32, {200003, 3}},
+        {Op::reduce, "a b -> b", Reduction::sum, DType::f32, {65536, 32}},
+        {Op::reduce, "a b -> b", Reduction::mean, DType::f32, {131072, 8}},
+        {Op::reduce, "a b -> b", Reduction::max, DType::bf16, {500001, 2}},
+        {Op::reduce, "a ->", Reduction::sum, DType::f64, {1000003}},
+        {Op::reduce, "a b ->", Reduction::sum, DType::i32, {4096, 999}},
+        {Op::reduce, "a ->", Reduction::min, DType::bf16, {1 << 20}},
+        {Op::reduce, "a b -> a", Reduction::sum, DType::f32, {100000, 4}},
+        {Op::reduce, "a b -> a", Reduction::sum, DType::f32, {32768, 32}},
+        {Op::reduce, "a b -> a", Reduction::max, DType::bf16, {50000, 7}},
+        {Op::rearrange, "a b -> (b a)", Reduction::none, DType::f32, {1000, 1000}},
+        {Op::rearrange, "a b -> (b a)", Reduction::none, DType::bf16, {1000, 999}},
+        {Op::rearrange, "a b -> (b a)", Reduction::none, DType::i8, {999, 1001}},
+        {Op::rearrange, "a b -> (b a)", Reduction::none, DType::bf16, {8, 100003}},
+        {Op::rearrange, "a b -> (b a)", Reduction::none, DType::f32, {100003, 4}},
+        {Op::rearrange, "b c h w -> b (h w c)", Reduction::none, DType::f32, {4, 3, 224, 224}},
+        {Op::rearrange, "b h w c -> b (c h w)", Reduction::none, DType::f32, {4, 64, 64, 16}},
+        {Op::rearrange, "a b c -> (c b a)", Reduction::none, DType::f32, {64, 128, 128}},
+        {Op::rearrange, "a b c d e f -> (f d b e c a)", Reduction::none, DType::f32, {16, 8, 16, 8, 16, 16}},
+    };
+    std::mt19937 rng(27);
+    for (const Class& c : classes) {
+        const testing::CorpusCall call{fmt::format("{} \"{}\" {} {} {}", name_of(c.op), c.pattern,
+                                                   name_of(c.reduction), name_of(c.dtype),
+                                                   format_shape(c.shape)),
+                                       Call{c.op, c.pattern, c.reduction, {}, false, {}},
+                                       {TensorSpec{c.dtype, c.shape, row_major_strides(c.shape)}}};
+        CAPTURE(call.line);
+        for (int run = 0; run < 3; ++run) CHECK(check_corpus_call(call, rng));
+    }
+#endif
+}
+
 TEST_CASE("gpu: random calls of every operation and dtype, on strided device memory, equal the reference") {
     if (!gpu_present("gpu random calls")) return;
 #if EINC_HAS_CUDA

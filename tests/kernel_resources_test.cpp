@@ -59,9 +59,11 @@ std::vector<KernelSignature> kernels_to_check() {
 }
 
 // A launch of the kernel with its kind's block (the model's occupancy depends on the block's threads:
-// kernel_block_threads for every kind).
+// kernel_block_threads for every kind but reduce_one_pass).
 KernelLaunch launch_of(const KernelSignature& k) {
-    return KernelLaunch{k, {1}, {kernel_block_threads}, {}, {}};
+    KernelLaunch launch{k, {1}, {kernel_block_threads}, {}, {}};
+    if (k.kind == KernelKind::reduce_one_pass) launch.block = {one_pass_block_threads};
+    return launch;
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // Host emulation of the CUDA einc's generated kernels use, so that tests can run those kernels on a CPU:
 // every CUDA thread is a std::thread, __syncthreads() a barrier of its block, a warp shuffle a barrier of
-// its warp around 32 slots, shared memory an arena per block. Slow, and only for small launches - but it
-// executes the very source text NVRTC compiles. Included before the generated source, in a shared
-// library the tests build and load (tests/emulation_test.cpp); einc_emu_run() is its entry point.
+// its warp around 32 slots (__syncwarp() that barrier alone), shared memory an arena per block, atomics
+// std::atomic_ref, __threadfence() a sequentially consistent fence. Slow, and only for small launches - but
+// it executes the very source text NVRTC compiles. Included before the generated source, in a shared library
+// the tests build and load (tests/emulation_test.cpp); einc_emu_run() is its entry point.
 //
 // einc_emu_trace() runs chosen blocks of a launch with its real grid (each does its real share of a
 // grid-stride loop) and records, per thread, every global and shared access (EINC_LD, EINC_ST, EINC_LDS,
@@ -10,6 +11,7 @@
 // in program order (einc_trace.h): the trace the GPU model's description is checked against.
 #pragma once
 
+#include <atomic>
 #include <barrier>
 #include <cmath>
 #include <condition_variable>
@@ -97,8 +99,10 @@ inline void sync() {
     current.block_state->barrier.arrive_and_wait();
 }
 
-template <typename T>
-T shfl_down(T value, int delta) {
+// A warp shuffle: every lane publishes `value`, then takes lane from(lane)'s (its own where that is not a
+// lane of the warp, as __shfl_down_sync does past the last lane).
+template <typename T, typename From>
+T shuffle(T value, From from) {
     static_assert(sizeof(T) <= 8);
     record(einc_emu_shuffle, 0, 0, 0);
     Warp& warp = *current.block_state->warps[current.linear / 32];
@@ -106,10 +110,34 @@ T shfl_down(T value, int delta) {
     std::memcpy(warp.slots[lane], &value, sizeof value);
     warp.barrier.arrive_and_wait();
     T result = value;
-    if (lane + static_cast<unsigned>(delta) < 32)
-        std::memcpy(&result, warp.slots[lane + static_cast<unsigned>(delta)], sizeof result);
+    const unsigned source = from(lane);
+    if (source < 32) std::memcpy(&result, warp.slots[source], sizeof result);
     warp.barrier.arrive_and_wait();
     return result;
+}
+
+template <typename T>
+T shfl_down(T value, int delta) {
+    return shuffle(value, [&](unsigned lane) { return lane + static_cast<unsigned>(delta); });
+}
+template <typename T>
+T shfl_xor(T value, int mask) {
+    return shuffle(value, [&](unsigned lane) { return lane ^ static_cast<unsigned>(mask); });
+}
+template <typename T>
+T shfl(T value, int source) {
+    return shuffle(value, [&](unsigned) { return static_cast<unsigned>(source) % 32; });
+}
+
+inline void syncwarp() {
+    current.block_state->warps[current.linear / 32]->barrier.arrive_and_wait();
+}
+
+// atomicCAS: the old value, `desired` stored where it equalled `expected`.
+template <typename T>
+T atomic_cas(T* pointer, T expected, T desired) {
+    std::atomic_ref<T>(*pointer).compare_exchange_strong(expected, desired, std::memory_order_seq_cst);
+    return expected;
 }
 
 }  // namespace einc_emu
@@ -123,7 +151,14 @@ T shfl_down(T value, int delta) {
 #define EINC_SHARED(type, name, count) type* name = einc_emu::shared<type>(count)
 #define EINC_SYNC() einc_emu::sync()
 #define EINC_SHFL_DOWN(value, delta) einc_emu::shfl_down(value, delta)
+#define EINC_SHFL_XOR(value, mask) einc_emu::shfl_xor(value, mask)
+#define EINC_SHFL(value, lane) einc_emu::shfl(value, lane)
+#define EINC_SYNCWARP() einc_emu::syncwarp()
+#define EINC_FENCE() std::atomic_thread_fence(std::memory_order_seq_cst)
+#define EINC_ATOMIC_CAS(pointer, expected, desired) einc_emu::atomic_cas(pointer, expected, desired)
+#define EINC_LAUNCH_BOUNDS(threads, blocks)
 #define EINC_LD(pointer) einc_emu::load(pointer, __COUNTER__)
+#define EINC_LD_L2(pointer) einc_emu::load(pointer, __COUNTER__)
 #define EINC_ST(pointer, value) einc_emu::store(pointer, value, __COUNTER__)
 #define EINC_LDS(pointer) einc_emu::shared_load(pointer, __COUNTER__)
 #define EINC_STS(pointer, value) einc_emu::shared_store(pointer, value, __COUNTER__)
@@ -134,9 +169,20 @@ typedef long long einc_i64;
 typedef unsigned short einc_u16;
 typedef unsigned char einc_u8;
 typedef signed char einc_i8;
+typedef unsigned long long einc_u64;
 struct alignas(16) einc_vec16 {
     unsigned x, y, z, w;
 };
+inline float einc_f32_of(unsigned bits) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+inline double einc_f64_of(einc_u64 bits) {
+    double d;
+    std::memcpy(&d, &bits, 8);
+    return d;
+}
 
 // The conversions, as runtime/narrow_float.hpp does them (round to nearest even).
 inline float einc_f16_to_f32(einc_u16 h) {
@@ -198,6 +244,7 @@ struct Job {
     void** arguments = nullptr;
     unsigned grid = 0, block_x = 0, block_y = 0, threads = 0;
     Block* block = nullptr;
+    const unsigned* order = nullptr;  // the blocks in the order they run (null: 0, 1, ...)
     // Traced launches: only these blocks run (else all of the grid), each thread recording into
     // traces[thread], handed to `sink` after each block.
     const unsigned* blocks = nullptr;
@@ -247,7 +294,7 @@ private:
             if (t >= job.threads) continue;
             const unsigned runs = job.blocks ? job.block_count : job.grid;
             for (unsigned k = 0; k < runs; ++k) {
-                const unsigned b = job.blocks ? job.blocks[k] : k;
+                const unsigned b = job.blocks ? job.blocks[k] : job.order ? job.order[k] : k;
                 std::vector<einc_emu_event>* trace = job.traces ? &job.traces[t] : nullptr;
                 if (trace) trace->clear();
                 current = ThreadState{{t % job.block_x, t / job.block_x, 0},
@@ -301,10 +348,13 @@ inline void launch(Job job) {
 }  // namespace einc_emu
 
 // Runs `invoke(arguments)` as a launch of grid x block threads: one thread per CUDA thread of a block,
-// the blocks one after the other.
+// the blocks one after the other - in the order `order` lists them (a permutation of 0 .. grid - 1; null:
+// in index order), so that a test can make any block the last to run.
 extern "C" void einc_emu_run(void (*invoke)(void**), unsigned grid, unsigned block_x, unsigned block_y,
-                             void** arguments) {
-    einc_emu::launch(einc_emu::Job{invoke, arguments, grid, block_x, block_y});
+                             void** arguments, const unsigned* order) {
+    einc_emu::Job job{invoke, arguments, grid, block_x, block_y};
+    job.order = order;
+    einc_emu::launch(job);
 }
 
 // Runs blocks `blocks[0..count)` of a launch of grid x block threads, recording each thread's events and
