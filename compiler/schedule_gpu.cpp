@@ -606,7 +606,7 @@ struct OnePassShape {
     std::optional<KernelNest> run;   // reduce_one_pass: kept modes outermost first, as a column decomposes
     std::optional<KernelNest> rows;  // reduce_short_rows: the reduced modes as one unit-stride mode
 };
-// The size-dependent facts: at most one_pass_max_columns kept outputs; rows of at most
+// The size-dependent facts: at most one_pass_max_columns kept outputs; rows of short_rows_min_bytes to
 // short_rows_max_bytes; a count needs 64 bits.
 struct OnePassFacts {
     bool few_columns = false, short_rows = false, wide = false;
@@ -713,9 +713,9 @@ std::optional<KernelLaunch> schedule_one_pass(const ReduceShape& shape, const Ta
     const OnePassShape one_pass = one_pass_shape(shape);
     OnePassFacts facts;
     facts.few_columns = shape.nest.outputs() <= one_pass_max_columns;
-    facts.short_rows =
-        saturating_mul(shape.nest.terms(), static_cast<std::int64_t>(size_of(shape.sources.front()))) <=
-        short_rows_max_bytes;
+    const std::int64_t row_bytes =
+        saturating_mul(shape.nest.terms(), static_cast<std::int64_t>(size_of(shape.sources.front())));
+    facts.short_rows = row_bytes >= short_rows_min_bytes && row_bytes <= short_rows_max_bytes;
     const std::optional<KernelKind> kind = one_pass_kind(one_pass, facts);
     scratch_bytes = 0;
     if (!kind) return std::nullopt;

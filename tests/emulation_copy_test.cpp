@@ -76,7 +76,7 @@ extern "C" const einc_record* einc_trace_records(unsigned long long* count) {
 }
 )";
 
-using Run = void (*)(void (*)(void**), unsigned, unsigned, unsigned, void**);
+using Run = void (*)(void (*)(void**), unsigned, unsigned, unsigned, void**, const unsigned*);
 using Invoke = void (*)(void**);
 
 // The kernels of a set of plans, compiled for the host with tracing into one shared library.
@@ -129,7 +129,7 @@ public:
         std::vector<void*> arguments{const_cast<KernelParams*>(&launch.params)};
         for (void* const& p : pointers) arguments.push_back(const_cast<void**>(&p));
         run_(invokers_.at(launch.signature.name()), std::min(launch.grid.x, 2u), launch.block.x,
-             launch.block.y, arguments.data());
+             launch.block.y, arguments.data(), nullptr);  // (blocks in index order)
     }
     void trace(bool on) const { trace_(on); }
     std::vector<Record> records() const {
