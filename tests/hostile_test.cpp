@@ -19,6 +19,7 @@
 #include "runtime/npy.hpp"
 #include "tests/random_cases.hpp"
 #include "tests/reference/reference.hpp"
+#include "tests/sanitized.hpp"
 
 using namespace einc;
 using reference::make_tensor;
@@ -106,17 +107,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 // the sanitizers' build (with libFuzzer's coverage) runs these cases 6-8 times slower than Release: on a
 // 2-core Zen 3 it took 34 s for the 10 000 axes (bound 30 s; 5.8 s in Release) and 12 s for the 10 000
 // axes shared by two operands (bound 10 s; the whole test case 1.4 s in Release).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr double instrumented = 10;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr double instrumented = 10;
-#else
-constexpr double instrumented = 1;
-#endif
-#else
-constexpr double instrumented = 1;
-#endif
+constexpr double instrumented = testing::sanitized ? 10 : 1;
 
 }  // namespace
 

@@ -20,18 +20,10 @@
 #include "einc/einc.hpp"
 #include "runtime/cpu/parallel.hpp"
 #include "tests/reference/reference.hpp"
+#include "tests/sanitized.hpp"
 
 // Sanitizers bring their own operator new; replacing it there is not reliable, so the allocation test
 // runs in ordinary builds only.
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define EINC_TEST_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define EINC_TEST_SANITIZED 1
-#endif
-
 #if !defined(EINC_TEST_SANITIZED)
 namespace {
 // Allocations on any thread are counted while counting_allocations is set (and only then: the rest of
