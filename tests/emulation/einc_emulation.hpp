@@ -1,8 +1,10 @@
 // Host emulation of the CUDA einc's generated kernels use, so that tests can run those kernels on a CPU:
-// every CUDA thread is a std::thread, __syncthreads() a barrier of its block, a warp shuffle a barrier of
-// its warp around 32 slots (__syncwarp() that barrier alone), shared memory an arena per block, atomics
-// std::atomic_ref, __threadfence() a sequentially consistent fence. Slow, and only for small launches - but
-// it executes the very source text NVRTC compiles. Included before the generated source, in a shared library
+// the blocks of a launch run one after the other on the calling thread, every CUDA thread of a block a
+// fiber of its own (ucontext: switching between them is a user-space jump, where OS threads cost a futex
+// round trip at every barrier), __syncthreads() a barrier of its block, a warp shuffle a barrier of its
+// warp around 32 slots (__syncwarp() that barrier alone), shared memory an arena per block, atomics
+// std::atomic_ref, __threadfence() a sequentially consistent fence. Only for small launches - but it
+// executes the very source text NVRTC compiles. Included before the generated source, in a shared library
 // the tests build and load (tests/emulation_test.cpp); einc_emu_run() is its entry point.
 //
 // einc_emu_trace() runs chosen blocks of a launch with its real grid (each does its real share of a
@@ -11,16 +13,16 @@
 // in program order (einc_trace.h): the trace the GPU model's description is checked against.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
-#include <barrier>
 #include <cmath>
-#include <condition_variable>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <memory>
-#include <mutex>
-#include <thread>
+#include <sys/mman.h>
+#include <ucontext.h>
 #include <vector>
 
 #include "einc_trace.h"
@@ -31,15 +33,23 @@ struct dim3 {
     unsigned x = 1, y = 1, z = 1;
 };
 
+// A barrier of `expected` fibers: each arrival counts; the last one opens it (a new generation) and goes
+// on, the others yield until it is open.
+struct Barrier {
+    explicit Barrier(unsigned expected) : expected(expected) {}
+    unsigned expected, arrived = 0;
+    unsigned long long generation = 0;
+};
+
 struct Warp {
-    explicit Warp(std::ptrdiff_t lanes) : barrier(lanes) {}
-    std::barrier<> barrier;
+    explicit Warp(unsigned lanes) : barrier(lanes) {}
+    Barrier barrier;
     unsigned char slots[32][8] = {};
 };
 
 struct Block {
-    explicit Block(std::ptrdiff_t threads) : barrier(threads) {}
-    std::barrier<> barrier;
+    explicit Block(unsigned threads) : barrier(threads) {}
+    Barrier barrier;
     alignas(64) unsigned char shared[48 * 1024] = {};
     std::vector<std::unique_ptr<Warp>> warps;
 };
@@ -52,6 +62,34 @@ struct ThreadState {
     std::vector<einc_emu_event>* trace = nullptr;  // where a traced launch records this thread's events
 };
 inline thread_local ThreadState current;
+
+// The scheduler's side: the fiber running now, and what it yields to.
+struct Fiber {
+    ucontext_t context;
+    ThreadState state;
+    bool finished = false;
+};
+inline thread_local Fiber* running = nullptr;
+inline thread_local ucontext_t scheduler;
+inline thread_local unsigned long long progress = 0;  // arrivals and ends: a round without any is a deadlock
+
+inline void yield() {
+    Fiber* const self = running;
+    self->state = current;
+    swapcontext(&self->context, &scheduler);
+    current = self->state;
+}
+
+inline void arrive_and_wait(Barrier& b) {
+    ++progress;
+    const unsigned long long generation = b.generation;
+    if (++b.arrived == b.expected) {
+        b.arrived = 0;
+        ++b.generation;
+        return;
+    }
+    while (b.generation == generation) yield();
+}
 
 inline void record(einc_emu_event_kind kind, unsigned site, unsigned size, unsigned long long address) {
     if (current.trace)
@@ -96,7 +134,7 @@ T* shared(std::size_t count) {
 
 inline void sync() {
     record(einc_emu_barrier, 0, 0, 0);
-    current.block_state->barrier.arrive_and_wait();
+    arrive_and_wait(current.block_state->barrier);
 }
 
 // A warp shuffle: every lane publishes `value`, then takes lane from(lane)'s (its own where that is not a
@@ -108,11 +146,11 @@ T shuffle(T value, From from) {
     Warp& warp = *current.block_state->warps[current.linear / 32];
     const unsigned lane = current.linear % 32;
     std::memcpy(warp.slots[lane], &value, sizeof value);
-    warp.barrier.arrive_and_wait();
+    arrive_and_wait(warp.barrier);
     T result = value;
     const unsigned source = from(lane);
     if (source < 32) std::memcpy(&result, warp.slots[source], sizeof result);
-    warp.barrier.arrive_and_wait();
+    arrive_and_wait(warp.barrier);
     return result;
 }
 
@@ -130,7 +168,7 @@ T shfl(T value, int source) {
 }
 
 inline void syncwarp() {
-    current.block_state->warps[current.linear / 32]->barrier.arrive_and_wait();
+    arrive_and_wait(current.block_state->warps[current.linear / 32]->barrier);
 }
 
 // atomicCAS: the old value, `desired` stored where it equalled `expected`.
@@ -138,6 +176,16 @@ template <typename T>
 T atomic_cas(T* pointer, T expected, T desired) {
     std::atomic_ref<T>(*pointer).compare_exchange_strong(expected, desired, std::memory_order_seq_cst);
     return expected;
+}
+
+template <class T>
+T atomic_add(T* pointer, T value) {
+    return std::atomic_ref<T>(*pointer).fetch_add(value, std::memory_order_seq_cst);
+}
+
+template <class T>
+T atomic_exch(T* pointer, T value) {
+    return std::atomic_ref<T>(*pointer).exchange(value, std::memory_order_seq_cst);
 }
 
 }  // namespace einc_emu
@@ -156,6 +204,8 @@ T atomic_cas(T* pointer, T expected, T desired) {
 #define EINC_SYNCWARP() einc_emu::syncwarp()
 #define EINC_FENCE() std::atomic_thread_fence(std::memory_order_seq_cst)
 #define EINC_ATOMIC_CAS(pointer, expected, desired) einc_emu::atomic_cas(pointer, expected, desired)
+#define EINC_ATOMIC_ADD(pointer, value) einc_emu::atomic_add(pointer, value)
+#define EINC_ATOMIC_EXCH(pointer, value) einc_emu::atomic_exch(pointer, value)
 #define EINC_LAUNCH_BOUNDS(threads, blocks)
 #define EINC_LD(pointer) einc_emu::load(pointer, __COUNTER__)
 #define EINC_LD_L2(pointer) einc_emu::load(pointer, __COUNTER__)
@@ -254,95 +304,99 @@ struct Job {
     void* sink_context = nullptr;
 };
 
-// Threads that stay between launches (creating hundreds of threads per launch dominates otherwise).
-class Pool {
+// Fiber stacks, kept between launches: each with a guard page below it, so that an overflow faults.
+class Stacks {
 public:
-    void run(const Job& job) {
-        std::unique_lock lock(mutex_);
-        while (workers_.size() < job.threads) {
-            const unsigned index = static_cast<unsigned>(workers_.size());
-            workers_.emplace_back([this, index] { work(index); });
+    static constexpr std::size_t size = 256 * 1024, guard = 4096;
+    unsigned char* get(unsigned index) {
+        while (stacks_.size() <= index) {
+            void* memory = mmap(nullptr, size + guard, PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            if (memory == MAP_FAILED) {
+                std::fprintf(stderr, "einc_emu: no memory for %zu fiber stacks\n", stacks_.size() + 1);
+                std::abort();
+            }
+            mprotect(memory, guard, PROT_NONE);
+            stacks_.push_back(static_cast<unsigned char*>(memory));
         }
-        job_ = job;
-        pending_ = job.threads;
-        ++generation_;
-        wake_.notify_all();
-        done_.wait(lock, [&] { return pending_ == 0; });
+        return stacks_[index] + guard;
     }
-    ~Pool() {
-        {
-            std::lock_guard lock(mutex_);
-            stopping_ = true;
-            ++generation_;
-        }
-        wake_.notify_all();
-        for (std::thread& w : workers_) w.join();
+    ~Stacks() {
+        for (unsigned char* s : stacks_) munmap(s, size + guard);
     }
 
 private:
-    void work(unsigned t) {
-        unsigned long long seen = 0;
-        for (;;) {
-            Job job;
-            {
-                std::unique_lock lock(mutex_);
-                wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-                if (stopping_) return;
-                seen = generation_;
-                job = job_;
-            }
-            if (t >= job.threads) continue;
-            const unsigned runs = job.blocks ? job.block_count : job.grid;
-            for (unsigned k = 0; k < runs; ++k) {
-                const unsigned b = job.blocks ? job.blocks[k] : job.order ? job.order[k] : k;
-                std::vector<einc_emu_event>* trace = job.traces ? &job.traces[t] : nullptr;
-                if (trace) trace->clear();
-                current = ThreadState{{t % job.block_x, t / job.block_x, 0},
-                                      {b, 0, 0},
-                                      {job.block_x, job.block_y, 1},
-                                      {job.grid, 1, 1},
-                                      job.block,
-                                      0,
-                                      t,
-                                      trace};
-                job.invoke(job.arguments);
-                job.block->barrier.arrive_and_wait();  // the block's shared memory is the next block's
-                if (trace && t == 0)  // every thread's events, once all have finished the block
-                    for (unsigned u = 0; u < job.threads; ++u)
-                        job.sink(job.sink_context, b, u, job.traces[u].data(), job.traces[u].size());
-                if (trace) job.block->barrier.arrive_and_wait();  // before any thread clears its trace
-            }
-            current.trace = nullptr;
-            std::lock_guard lock(mutex_);
-            if (--pending_ == 0) done_.notify_one();
-        }
-    }
-
-    std::mutex mutex_;
-    std::condition_variable wake_, done_;
-    std::vector<std::thread> workers_;
-    Job job_;
-    unsigned pending_ = 0;
-    unsigned long long generation_ = 0;
-    bool stopping_ = false;
+    std::vector<unsigned char*> stacks_;
 };
 
-}  // namespace einc_emu
+inline thread_local const Job* launching = nullptr;
 
-namespace einc_emu {
+inline void fiber_entry() {
+    launching->invoke(launching->arguments);
+    running->state = current;
+    running->finished = true;
+    ++progress;
+}  // (returns to `scheduler`: the context's uc_link)
 
-inline Pool& pool() {
-    static Pool p;
-    return p;
+// Runs block `b` of `job`: every thread a fiber, switched round-robin until all have finished.
+inline void run_block(const Job& job, unsigned b, std::vector<Fiber>& fibers, Stacks& stacks) {
+    for (unsigned t = 0; t < job.threads; ++t) {
+        Fiber& f = fibers[t];
+        f.finished = false;
+        f.state = ThreadState{{t % job.block_x, t / job.block_x, 0},
+                              {b, 0, 0},
+                              {job.block_x, job.block_y, 1},
+                              {job.grid, 1, 1},
+                              job.block,
+                              0,
+                              t,
+                              job.traces ? &job.traces[t] : nullptr};
+        if (f.state.trace) f.state.trace->clear();
+        getcontext(&f.context);
+        f.context.uc_stack.ss_sp = stacks.get(t);
+        f.context.uc_stack.ss_size = Stacks::size;
+        f.context.uc_link = &scheduler;
+        makecontext(&f.context, fiber_entry, 0);
+    }
+    for (unsigned left = job.threads; left > 0;) {
+        const unsigned long long before = progress;
+        for (Fiber& f : fibers) {
+            if (f.finished) continue;
+            running = &f;
+            current = f.state;
+            swapcontext(&scheduler, &f.context);
+            if (f.finished) --left;
+        }
+        if (left > 0 && progress == before) {
+            std::fprintf(stderr,
+                         "einc_emu: block %u of a launch is stuck: %u threads wait at a barrier that the "
+                         "others never reach\n",
+                         b, left);
+            std::abort();
+        }
+    }
+    running = nullptr;
+    current = ThreadState{};
 }
 
 inline void launch(Job job) {
     job.threads = job.block_x * job.block_y;
     Block block(job.threads);
     for (unsigned w = 0; w < (job.threads + 31) / 32; ++w)
-        block.warps.push_back(std::make_unique<Warp>(std::min<std::ptrdiff_t>(32, job.threads - 32 * w)));
+        block.warps.push_back(std::make_unique<Warp>(std::min(32u, job.threads - 32 * w)));
     job.block = &block;
-    pool().run(job);
+    static thread_local Stacks stacks;
+    std::vector<Fiber> fibers(job.threads);
+    launching = &job;
+    const unsigned runs = job.blocks ? job.block_count : job.grid;
+    for (unsigned k = 0; k < runs; ++k) {
+        const unsigned b = job.blocks ? job.blocks[k] : job.order ? job.order[k] : k;
+        run_block(job, b, fibers, stacks);  // (the block's shared memory is the next block's)
+        if (job.traces)
+            for (unsigned u = 0; u < job.threads; ++u)
+                job.sink(job.sink_context, b, u, job.traces[u].data(), job.traces[u].size());
+    }
+    launching = nullptr;
 }
 
 }  // namespace einc_emu
