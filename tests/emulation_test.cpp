@@ -1265,8 +1265,8 @@ TEST_CASE("emulated GPU: one-pass reductions (designs A and B) for every op and 
 // reference's values within rounding. Its counter (the first 8 bytes of the step's scratch) starts from a
 // caller's workspace holding garbage - bytes 00, FF, 7F, random, a word of another tag with a count - and
 // from an allocation of its own, and every run leaves it at rest: the tag, and a count of 0.
-TEST_CASE("emulated GPU: one-pass reductions give the same bits in any block order; the counter is left at "
-          "rest, from a workspace of garbage too") {
+TEST_CASE("emulated GPU: one-pass reductions give the same bits in any block order; the counters are left "
+          "at rest, from a workspace of garbage too") {
     struct Spec {
         Reduction op;
         DType dtype;
@@ -1303,6 +1303,7 @@ TEST_CASE("emulated GPU: one-pass reductions give the same bits in any block ord
     EmulatedDevice device(emulated);
     constexpr std::uint64_t at_rest = one_pass_counter_tag << 16;
     const std::uint64_t other_tag = 0x123456789abc0002;
+    int from_rest = 0, recounted = 0;  // runs that found the counter at rest, and the others
     for (const OnePassCase& c : cases) {
         CAPTURE(c.description);
         REQUIRE(kinds_of(c.prepared.gpu) == std::vector<KernelKind>{KernelKind::reduce_one_pass});
@@ -1316,9 +1317,9 @@ TEST_CASE("emulated GPU: one-pass reductions give the same bits in any block ord
         const std::unique_ptr<std::byte, decltype(&std::free)> workspace(
             static_cast<std::byte*>(std::aligned_alloc(256, (bytes + 255) / 256 * 256)), &std::free);
         std::byte* const counter = workspace.get() + c.prepared.gpu.scratch_offset;
-        const auto counter_word = [&] {
+        const auto counter_word = [&](int k) {
             std::uint64_t word;
-            std::memcpy(&word, counter, 8);
+            std::memcpy(&word, counter + 8 * k, 8);
             return word;
         };
         // Within rounding of the exact results: a fold of n terms in the accumulator errs by at most
@@ -1365,9 +1366,22 @@ TEST_CASE("emulated GPU: one-pass reductions give the same bits in any block ord
                 if (run == 4) std::memcpy(counter, &other_tag, 8);
             }
             device.blocks.shuffle = run == 0 ? std::nullopt : std::optional<std::uint32_t>(run);
+            const bool was_at_rest = counter_word(0) == at_rest;
+            const std::uint64_t second = counter_word(1);
             const Tensor again = run_one_pass_case(c, c.prepared.gpu, device, workspace.get(), within);
             CHECK(same_bits(again));
-            CHECK(counter_word() == at_rest);
+            CHECK(counter_word(0) == at_rest);
+            // From rest, one atomic add a block on word 0 counted them: word 1 is untouched. Otherwise they
+            // counted again on word 1, which the last block left at rest too.
+            if (was_at_rest) {
+                CHECK(counter_word(1) == second);
+                ++from_rest;
+            } else {
+                CHECK(counter_word(1) == at_rest);
+                ++recounted;
+            }
         }
     }
+    CHECK(from_rest >= 3 * static_cast<int>(std::size(specs)));
+    CHECK(recounted >= 5 * static_cast<int>(std::size(specs)));
 }
