@@ -338,7 +338,9 @@ inline void fiber_entry() {
     ++progress;
 }  // (returns to `scheduler`: the context's uc_link)
 
-// Runs block `b` of `job`: every thread a fiber, switched round-robin until all have finished.
+// Runs block `b` of `job`: every thread a fiber, switched round-robin until all have finished - in
+// ascending order in even blocks and descending in odd ones, so that a missing barrier shows, whichever
+// thread writes what another reads (a fiber runs until it waits).
 inline void run_block(const Job& job, unsigned b, std::vector<Fiber>& fibers, Stacks& stacks) {
     for (unsigned t = 0; t < job.threads; ++t) {
         Fiber& f = fibers[t];
@@ -360,7 +362,8 @@ inline void run_block(const Job& job, unsigned b, std::vector<Fiber>& fibers, St
     }
     for (unsigned left = job.threads; left > 0;) {
         const unsigned long long before = progress;
-        for (Fiber& f : fibers) {
+        for (unsigned i = 0; i < job.threads; ++i) {
+            Fiber& f = fibers[b % 2 ? job.threads - 1 - i : i];
             if (f.finished) continue;
             running = &f;
             current = f.state;
