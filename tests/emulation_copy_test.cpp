@@ -431,8 +431,8 @@ TEST_CASE("emulated copy kernels: every element size, random permutations of ran
           "edges, odd and misaligned views and the bench classes equal the reference") {
     std::mt19937 rng(2026);
     std::vector<CopyCase> cases = bench_classes();
-    for (std::vector<CopyCase> more : {short_side_cases(), tile_edge_cases(),
-                                       random_permutation_cases(rng, testing::sanitized ? 40 : 160)})
+    for (std::vector<CopyCase> more :
+         {short_side_cases(), tile_edge_cases(), random_permutation_cases(rng, 160 / testing::sample_every)})
         cases.insert(cases.end(), more.begin(), more.end());
     // Views that are misaligned (the unaligned launches), padded, reversed; epilogues (permute kernels).
     cases.push_back(CopyCase{"NCHW->NHWC misaligned by one element",

@@ -1253,18 +1253,17 @@ TEST_CASE("emulated GPU: one-pass reductions (designs A and B) for every op and 
     MESSAGE(kinds_run[KernelKind::reduce_one_pass], " reduce_one_pass runs (", multi_block,
             " of more than one block), ", kinds_run[KernelKind::reduce_short_rows],
             " reduce_short_rows runs");
-    const int sample = testing::sanitized ? 4 : 1;  // (sanitizer_sample)
-    CHECK(kinds_run[KernelKind::reduce_one_pass] > 100 / sample);
-    CHECK(multi_block > 50 / sample);
-    CHECK(kinds_run[KernelKind::reduce_short_rows] > 100 / sample);
+    CHECK(kinds_run[KernelKind::reduce_one_pass] > 100 / testing::sample_every);
+    CHECK(multi_block > 50 / testing::sample_every);
+    CHECK(kinds_run[KernelKind::reduce_short_rows] > 100 / testing::sample_every);
 }
 
 // Design A's fold across blocks is deterministic for a fixed grid, whichever block finishes last: each
 // case (G >= 3 blocks, real-valued terms, so that another association of the same sums would round
 // differently) runs in index order and in shuffled block orders, giving the same bits each time and the
-// reference's values within rounding. Its counter (the first 8 bytes of the step's scratch) starts from a
+// reference's values within rounding. Its counters (the first 16 bytes of the step's scratch) start from a
 // caller's workspace holding garbage - bytes 00, FF, 7F, random, a word of another tag with a count - and
-// from an allocation of its own, and every run leaves it at rest: the tag, and a count of 0.
+// from an allocation of its own, and every run leaves them at rest: the tag, and a count of 0.
 TEST_CASE("emulated GPU: one-pass reductions give the same bits in any block order; the counters are left "
           "at rest, from a workspace of garbage too") {
     struct Spec {

@@ -471,7 +471,7 @@ TEST_CASE("gradient of random calls of every operation matches finite difference
     std::mt19937 rng(20250611);
     const Op ops[] = {Op::rearrange, Op::repeat, Op::reduce, Op::einsum, Op::pack, Op::unpack};
     for (const DType dtype : {DType::f64, DType::f32, DType::f16, DType::bf16}) {
-        const int per_op = (dtype == DType::f64 ? 100 : 20) / (testing::sanitized ? 4 : 1);
+        const int per_op = (dtype == DType::f64 ? 100 : 20) / testing::sample_every;
         for (const Op op : ops) {
             for (int i = 0; i < per_op; ++i) {
                 testing::RandomCase c = testing::random_case(rng, op, dtype);
@@ -864,7 +864,6 @@ TEST_CASE("gradient of every corpus call: bound, or refused with a clear error; 
     int bound = 0, refused = 0, checked = 0;
     std::vector<testing::CorpusCall> calls = testing::corpus_calls(EINC_CORPUS_DIR, DType::f64);
     testing::sanitizer_sample(calls);
-    const int sample = testing::sanitized ? 4 : 1;
     for (const testing::CorpusCall& c : calls) {
         INFO(c.line);
         std::vector<TensorView> layouts;
@@ -900,8 +899,8 @@ TEST_CASE("gradient of every corpus call: bound, or refused with a clear error; 
     }
     MESSAGE(bound, " corpus calls bound with their backward, ", refused, " refused, ", checked,
             " checked against finite differences");
-    CHECK(bound > 100 / sample);
-    CHECK(checked > 20 / sample);
+    CHECK(bound > 100 / testing::sample_every);
+    CHECK(checked > 20 / testing::sample_every);
 }
 
 namespace {
