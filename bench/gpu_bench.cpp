@@ -81,6 +81,26 @@ double time_host(const std::function<void()>& work, int calls) {
     return seconds[2];
 }
 
+// Host seconds per call of `work`, in batches of 200 calls with the device idle before each (untimed): the
+// launch queue never fills, so no call waits for the GPU. The median of 5 sums of 20 batches.
+double time_host_unqueued(const std::function<void()>& work) {
+    constexpr int batch = 200, batches = 20;
+    std::vector<double> seconds;
+    for (int r = 0; r < 6; ++r) {
+        double total = 0;
+        for (int b = 0; b < batches; ++b) {
+            check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+            const auto start = std::chrono::steady_clock::now();
+            for (int i = 0; i < batch; ++i) work();
+            total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        }
+        seconds.push_back(total / (batch * batches));
+    }
+    seconds.erase(seconds.begin());  // the first round warms caches
+    std::nth_element(seconds.begin(), seconds.begin() + 2, seconds.end());
+    return seconds[2];
+}
+
 // A device tensor of random values in [-1, 1) (f32), or their upper halves (bf16: any data will do).
 // A linear congruential generator: gigabytes of operands are filled in seconds.
 einc::Tensor random_on_gpu(einc::DType dtype, const einc::Shape& shape, std::uint64_t seed) {
@@ -492,6 +512,42 @@ int main(int argc, char** argv) {
                     .bind({x.view()});
             const einc::KernelSignature kernel = einc::kernels_of(program.schedule()).front();
             const int arch = einc::cuda::device_info(0).arch;
+            // Where the host time goes, with the launch queue never full (time_host_unqueued): einc's call,
+            // the same into a caller's output (no allocation), and the bare driver launch of its kernel.
+            Row unqueued{"dispatch", "dispatch_kernel_unqueued",
+                         "einc::reduce(x, \"b c h w -> b c\", sum) on a GPU tensor, host time per call, the "
+                         "launch queue never full",
+                         "cuLaunchKernel of its kernel, likewise"};
+            unqueued.einc_seconds =
+                time_host_unqueued([&] { (void)einc::reduce(x, "b c h w -> b c", einc::sum); });
+            const auto* kernels = std::get_if<einc::strategy::Kernels>(&program.schedule().steps[0].strategy);
+            if (kernels && kernels->launches.size() == 1) {
+                const einc::KernelLaunch& l = kernels->launches[0];
+                const einc::Tensor y = einc::Tensor::empty(einc::DType::f32, {2, 3}, einc::Device::cuda);
+                void* pointers[2] = {y.data(), const_cast<void*>(x.data())};  // (destination, source)
+                void* arguments[3] = {const_cast<einc::KernelParams*>(&l.params), &pointers[0], &pointers[1]};
+                CUfunction function = einc::cuda::kernel_function(l.signature, 0, arch);
+                unqueued.baseline_seconds = time_host_unqueued([&] {
+                    einc::cuda::check(einc::cuda::driver().launch_kernel(
+                                          function, l.grid.x, l.grid.y, l.grid.z, l.block.x, l.block.y,
+                                          l.block.z, 0, nullptr, arguments, nullptr),
+                                      "cuLaunchKernel");
+                });
+                Row into{
+                    "dispatch", "dispatch_into",
+                    "program.run(x, into y) on GPU tensors (bound once, no allocation), host time per call, "
+                    "the launch queue never full",
+                    "cuLaunchKernel of its kernel, likewise"};
+                const einc::Input input[] = {x.view()};
+                const einc::TensorView out = y.view();
+                into.einc_seconds = time_host_unqueued(
+                    [&] { program.run(input, std::span<const einc::TensorView>(&out, 1)); });
+                into.baseline_seconds = unqueued.baseline_seconds;
+                into.target = "a launch plus <= 1 us";
+                rows.push_back(into);
+            }
+            unqueued.target = "a launch plus <= 1 us";
+            rows.push_back(unqueued);
             Row hit{"dispatch", "kernel_cache_hit",
                     fmt::format("kernel cache hit: {} (loaded), host time per lookup", kernel.name()),
                     "(absolute)"};

@@ -495,21 +495,38 @@ struct Text {
 
     // A transposition with a short side of S elements, in registers (design C): each thread takes C
     // consecutive positions of the long side. Short destination rows: it loads the S source rows' vectors of
-    // C elements and stores the S x C block, contiguous in the destination, as 16-byte vectors; short source
-    // rows: the mirror. The block's bytes are rearranged as 32-bit words (elements of 8 bytes are two words,
-    // those of 1 and 2 bytes shifted within them).
+    // C elements and stores the S x C block, contiguous in the destination, as 16-byte vectors - through
+    // its warp's stage in shared memory (short_side_stage_stride()), so that a store instruction writes
+    // consecutive vectors of the warp's blocks. Short source rows: the mirror, with 16-byte loads (loads
+    // bring whole sectors into L1: no stage). The block's bytes are rearranged as 32-bit words (elements of
+    // 8 bytes are two words, those of 1 and 2 bytes shifted within them).
     std::string short_side() const {
         const int size = static_cast<int>(size_of(s.destination)), S = s.short_extent, C = s.vector;
         const int row = C * size, blocks = S * C * size / kernel_vector_bytes;
+        const bool rows_in = !s.short_source;  // the input is the short rows (else the contiguous block)
         const std::string i = idx();
-        std::string body = fmt::format("    const {0} count = ({0})p.kept_count, step = ({0})gridDim.x * "
-                                       "({0})blockDim.x;\n",
-                                       i);
+        std::string body;
+        if (rows_in)
+            body +=
+                fmt::format("    EINC_SHARED(einc_vec16, stage, {});\n    einc_vec16* const own = stage + "
+                            "((int)threadIdx.x >> 5) * {};\n    const int lane = (int)threadIdx.x & 31;\n",
+                            short_side_stage_bytes(blocks) / kernel_vector_bytes,
+                            short_side_stage_threads(blocks) * short_side_stage_stride(blocks));
+        body += fmt::format("    const {0} count = ({0})p.kept_count, step = ({0})gridDim.x * "
+                            "({0})blockDim.x;\n",
+                            i);
         body += fmt::format("    const {0} short_stride = ({0})p.run_stride[0][0];\n", i);
-        body +=
-            fmt::format("    for ({0} item = ({0})blockIdx.x * ({0})blockDim.x + ({0})threadIdx.x; item < "
-                        "count; item += step) {{\n",
-                        i);
+        if (rows_in)  // whole warps iterate (they shuffle); a lane past the end loads the last item again
+            body += fmt::format(
+                "    for ({0} base = ({0})blockIdx.x * ({0})blockDim.x + ({0})(threadIdx.x & ~31u); base < "
+                "count; base += step) {{\n        const {0} item = base + lane < count ? base + lane : count "
+                "- 1;\n",
+                i);
+        else
+            body += fmt::format(
+                "    for ({0} item = ({0})blockIdx.x * ({0})blockDim.x + ({0})threadIdx.x; item < "
+                "count; item += step) {{\n",
+                i);
         body += fmt::format("        {} o0 = 0, o1 = 0;\n", i);
         body += split_index("item", {{0, "o0"}, {1, "o1"}}, "        ");
         // Element e of the block, numbered along the contiguous side (position * S + short index), lies in
@@ -523,7 +540,6 @@ struct Text {
             return std::pair{offset / 4, offset % 4};
         };
         // Loads, then each output word gathered from the input words.
-        const bool rows_in = !s.short_source;  // the input is the short rows (else the contiguous block)
         body += rows_in
                     ? load_words(
                           S, row, [&](int v) { return fmt::format("src0 + (o1 + {} * short_stride)", v); },
@@ -553,8 +569,11 @@ struct Text {
                 }
                 words.push_back(word_of(from));
             }
-            const std::string at = rows_in ? fmt::format("dst + (o0 + {})", v * kernel_vector_bytes / size)
-                                           : fmt::format("dst + (o0 + {} * short_stride)", v);
+            if (rows_in) {
+                body += fmt::format("        const einc_vec16 r{} = {{{}}};\n", v, fmt::join(words, ", "));
+                continue;
+            }
+            const std::string at = fmt::format("dst + (o0 + {} * short_stride)", v);
             if (out_bytes == 16)
                 body += fmt::format(
                     "        const einc_vec16 r{} = {{{}}};\n        EINC_ST((einc_vec16*)({}), r{});\n", v,
@@ -566,8 +585,42 @@ struct Text {
             else
                 body += fmt::format("        EINC_ST((unsigned*)({}), {});\n", at, words[0]);
         }
+        if (rows_in) body += staged_stores(blocks, size);
         body += fmt::format("        EINC_BATCH({});\n    }}\n", item_loop_unroll);
         return fmt::format("EINC_KERNEL_ENTRY {}({}) {{\n{}}}\n", s.name(), parameters(false), body);
+    }
+
+    // short_side's stores of the vectors r0, r1, ... of a thread's block (`blocks` of them) through its
+    // warp's stage (short_side_stage_threads() at a time): the threads staged put their blocks in, then
+    // lane l of the warp's j-th store takes the (32 j + l)-th staged vector - vector k of thread `from` -
+    // to the destination offset thread `from` holds (o0, shuffled). A thread past the end stores nothing.
+    std::string staged_stores(int blocks, int size) const {
+        const int stride = short_side_stage_stride(blocks), group = short_side_stage_threads(blocks);
+        const int staged = group * blocks, elements = kernel_vector_bytes / size;
+        std::string out;
+        for (int first = 0; first < kernel_warp; first += group) {
+            std::string puts;
+            for (int v = 0; v < blocks; ++v)
+                puts += fmt::format("EINC_STS(own + (lane - {}) * {} + {}, r{}); ", first, stride, v, v);
+            out += group == kernel_warp
+                       ? fmt::format("        {}\n", puts)
+                       : fmt::format("        if ((lane & ~{}) == {}) {{ {}}}\n", group - 1, first, puts);
+            out += "        EINC_SYNCWARP();\n";
+            for (int j = 0; j * kernel_warp < staged; ++j) {
+                const bool partial = (j + 1) * kernel_warp > staged;  // lanes past the staged vectors
+                out += fmt::format(
+                    "        {{\n            const int q = {0} + lane, from = {1} + q / {2}, k = q % {2};\n"
+                    "            const {3} at = EINC_SHFL(o0, from);\n"
+                    "            if ({4}base + from < count)\n"
+                    "                EINC_ST((einc_vec16*)(dst + (at + k * {5})), EINC_LDS(own + (from - "
+                    "{1}) * "
+                    "{6} + k));\n        }}\n",
+                    kernel_warp * j, first, blocks, idx(), partial ? fmt::format("q < {} && ", staged) : "",
+                    elements, stride);
+            }
+            out += "        EINC_SYNCWARP();\n";  // (the stage is written again next)
+        }
+        return out;
     }
 
     // Tiles between a source-contiguous run (A, of runs[0] modes) and a destination-contiguous run (B, of

@@ -7,7 +7,9 @@
 // (max(warp batches / (SMs used * W), the busiest thread's chain)):
 //
 //   T = T_L + max(D / BW, latency, I / (SMs * 4 * f)) + C * t_c
-//     D        HBM bytes: distinct 32-byte sectors read and written, with re-reads
+//     D        HBM bytes: distinct 32-byte sectors read and written, with re-reads; where stores fill only
+//              part of their sectors and write more than the L2 holds, each sector once more per share
+//              of it the stores leave out (W / store sector efficiency)
 //     latency  R * tau, Little's law: D_batch / (SMs * Q / tau), Q = bytes in flight per SM
 //              = batch bytes * W; for data that stays in L2, waves * tau (each block's first round trip)
 //     tau      tau_stream for barrier-free kernels, tau_round for load-barrier-store rounds
@@ -44,6 +46,7 @@ struct GpuParameters {
     double round_latency = 0;       // tau_round: one load-barrier-store round
     double chain_step_seconds = 0;  // t_c: one batch over data in L2, after the block's first
     double l2_reuse_bytes = 0;      // a sector used again after more traffic than this is read again
+    double l2_bytes = 50e6;         // the L2 cache (H100 SXM and H200: 50 MB)
 };
 
 // The parameters of a DeviceModel's GPU (by its key), or null where none were fitted (a100, CPUs).

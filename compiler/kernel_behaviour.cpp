@@ -253,6 +253,8 @@ enum Site : std::uint32_t {
     tile_out_part = 300,
     vector_in = 400,   // short_side: its v-th load (a statement of its own)
     vector_out = 500,  // short_side: its v-th store
+    stage_in = 520,    // short_side: + 16 round + v, its v-th vector into the warp's stage;
+    stage_out = 560,   // + 8 round + j, the warp's j-th vector out of it
     // reduce_one_pass and reduce_short_rows: a text's site per vector or element of a batch
     batch_vector = 600,      // + b: the b-th 16-byte load of a batch
     remainder_vector = 610,  // the remainder loop's
@@ -576,35 +578,86 @@ void permute_lane(const Context& c, std::int64_t block, std::int64_t thread, Lan
 }
 
 // A transposition with a short side in registers: S vectors of C elements in, S * C elements out as
-// 16-byte vectors, or the mirror (codegen's short_side()).
+// 16-byte vectors through the warp's stage in shared memory, or the mirror (codegen's short_side()).
 void short_side_lane(const Context& c, std::int64_t thread, Lane& lane) {
     const std::int64_t size = static_cast<std::int64_t>(c.destination_bytes());
     const std::int64_t S = c.s.short_extent, row = c.s.vector * size, vectors = S * row / kernel_vector_bytes;
-    const std::int64_t short_stride = c.p.run_stride[0][0];
+    const std::int64_t short_stride = c.p.run_stride[0][0], count = c.p.kept_count;
     const bool rows_in = !c.s.short_source;
     const std::vector<int> accesses{0, 1};
-    for (std::int64_t item = thread; item < c.p.kept_count; item += c.threads) {
+    const auto strided = [&](std::uint64_t base, std::int64_t v) {
+        return base + static_cast<std::uint64_t>(v * short_stride * size);
+    };
+    const auto contiguous = [&](std::uint64_t base, std::int64_t v) {
+        return base + static_cast<std::uint64_t>(v * kernel_vector_bytes);
+    };
+    if (!rows_in) {
+        for (std::int64_t item = thread; item < count; item += c.threads) {
+            lane.begin_item();
+            lane.issue(c.cost.item + static_cast<double>(S * row / 4) * c.cost.register_move);
+            std::int64_t o[2] = {};
+            c.split_index(item, accesses, o, lane);
+            for (std::int64_t v = 0; v < vectors; ++v) {
+                lane.load(static_cast<Site>(vector_in + v), contiguous(c.sources[0] + o[1] * size, v),
+                          kernel_vector_bytes);
+                lane.issue(c.cost.access);
+            }
+            for (std::int64_t v = 0; v < S; ++v) {
+                lane.store(static_cast<Site>(vector_out + v), strided(c.destination + o[0] * size, v),
+                           static_cast<std::size_t>(row));
+                lane.issue(c.cost.access);
+            }
+            lane.mark(item_end, item_loop_unroll);
+        }
+        return;
+    }
+    // Whole warps iterate; the stage is the warp's.
+    const std::int64_t stride = short_side_stage_stride(static_cast<int>(vectors));
+    const std::int64_t group = short_side_stage_threads(static_cast<int>(vectors)), staged = group * vectors;
+    const std::int64_t lane_index = thread % kernel_warp;
+    const std::uint64_t stage = static_cast<std::uint64_t>(thread % c.block_threads / kernel_warp * group *
+                                                           stride * kernel_vector_bytes);
+    const auto stage_at = [&](std::int64_t of, std::int64_t k) {
+        return stage + static_cast<std::uint64_t>((of * stride + k) * kernel_vector_bytes);
+    };
+    const BehaviourOptions unlimited{};
+    for (std::int64_t base = thread - lane_index; base < count; base += c.threads) {
         lane.begin_item();
         lane.issue(c.cost.item + static_cast<double>(S * row / 4) * c.cost.register_move);
-        std::int64_t o[2] = {};
-        c.split_index(item, accesses, o, lane);
-        const std::uint64_t src = c.sources[0] + static_cast<std::uint64_t>(o[1] * size);
-        const std::uint64_t dst = c.destination + static_cast<std::uint64_t>(o[0] * size);
-        const auto strided = [&](std::uint64_t base, std::int64_t v) {
-            return base + static_cast<std::uint64_t>(v * short_stride * size);
-        };
-        const auto contiguous = [&](std::uint64_t base, std::int64_t v) {
-            return base + static_cast<std::uint64_t>(v * kernel_vector_bytes);
-        };
-        for (std::int64_t v = 0; v < (rows_in ? S : vectors); ++v) {
-            lane.load(static_cast<Site>(vector_in + v), rows_in ? strided(src, v) : contiguous(src, v),
-                      static_cast<std::size_t>(rows_in ? row : kernel_vector_bytes));
-            lane.issue(c.cost.access);
+        // The destination offset of each thread of the warp (o0, which the stores shuffle).
+        std::int64_t o0[kernel_warp] = {};
+        Lane others(nullptr, unlimited);  // (the other threads' splits: issued by them)
+        for (std::int64_t l = 0; l < kernel_warp; ++l) {
+            std::int64_t o[2] = {};
+            c.split_index(std::min(base + l, count - 1), accesses, o, l == lane_index ? lane : others);
+            o0[l] = o[0];
+            if (l != lane_index) continue;
+            for (std::int64_t v = 0; v < S; ++v) {
+                lane.load(static_cast<Site>(vector_in + v), strided(c.sources[0] + o[1] * size, v),
+                          static_cast<std::size_t>(row));
+                lane.issue(c.cost.access);
+            }
         }
-        for (std::int64_t v = 0; v < (rows_in ? vectors : S); ++v) {
-            lane.store(static_cast<Site>(vector_out + v), rows_in ? contiguous(dst, v) : strided(dst, v),
-                       static_cast<std::size_t>(rows_in ? kernel_vector_bytes : row));
-            lane.issue(c.cost.access);
+        for (std::int64_t first = 0, round = 0; first < kernel_warp; first += group, ++round) {
+            if (lane_index / group == round)
+                for (std::int64_t v = 0; v < vectors; ++v) {
+                    lane.shared_store(static_cast<Site>(stage_in + 16 * round + v),
+                                      stage_at(lane_index - first, v), kernel_vector_bytes);
+                    lane.issue(c.cost.access);
+                }
+            for (std::int64_t j = 0; j * kernel_warp < staged; ++j) {
+                const std::int64_t q = kernel_warp * j + lane_index, from = first + q / vectors,
+                                   k = q % vectors;
+                lane.shuffle();
+                lane.issue(c.cost.shuffle + c.cost.magic_division);
+                if (q >= staged || base + from >= count) continue;
+                const Site site = static_cast<Site>(8 * round + j);
+                lane.shared_load(static_cast<Site>(stage_out + site), stage_at(from - first, k),
+                                 kernel_vector_bytes);
+                lane.store(static_cast<Site>(vector_out + site),
+                           contiguous(c.destination + o0[from] * size, k), kernel_vector_bytes);
+                lane.issue(2 * c.cost.access);
+            }
         }
         lane.mark(item_end, item_loop_unroll);
     }

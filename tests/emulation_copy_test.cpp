@@ -20,6 +20,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <tuple>
 #include <unistd.h>
 
 #include "compiler/bind.hpp"
@@ -602,9 +603,9 @@ bool whole_sectors(const std::vector<Record>& instruction) {
 }
 
 // The most distinct 4-byte words a shared-memory instruction reads or writes in one bank (1: no
-// conflict); 8-byte accesses go a half-warp at a time.
+// conflict); 8-byte accesses go a half-warp at a time, 16-byte ones a quarter.
 int bank_ways(const std::vector<Record>& instruction) {
-    const std::size_t group = instruction[0].bytes == 8 ? 16 : 32;
+    const std::size_t group = 128 / std::max(4u, instruction[0].bytes);  // lanes a wavefront serves
     int worst = 0;
     for (std::size_t first = 0; first < instruction.size(); first += group) {
         std::map<unsigned long long, std::set<unsigned long long>> banks;
@@ -641,28 +642,31 @@ TEST_CASE("emulated copy kernels: the memory traffic each design promises, read 
         CopyCase c;
         int loads_per_item = 0, stores_per_item = 0;  // short_side, permute: a thread's, between barriers
         int full_tiles = -1, edge_tiles = -1;         // tiles
-        int shared_ways = 1;                          // tiles: the worst bank conflict allowed
+        int shared_ways = 1;                          // tiles, short_side: the worst bank conflict
     };
     const auto copy = [](std::string what, const char* pattern, DType dtype, Shape shape, KernelKind kind,
                          Epilogue epilogue = {}) {
         return CopyCase{std::move(what), rearrange(pattern), dtype, std::move(shape), {}, epilogue, kind};
     };
     std::vector<Expect> expects = {
-        // Short sides: S loads of C elements, S*C*size/16 stores of 16 bytes (or the mirror).
+        // Short sides: S loads of C elements, S*C*size/16 stores of 16 bytes through the warp's stage (its
+        // stride an odd number of vectors: two ways at most where a thread's block is 2, 4 or 6 vectors);
+        // or the mirror, with no stage.
         {copy("NCHW->NHWC C=3 f32", "b c h w -> b h w c", DType::f32, {2, 3, 32, 32}, KernelKind::short_side),
          3, 3},
         {copy("NCHW->NHWC C=3 bf16", "b c h w -> b h w c", DType::bf16, {2, 3, 32, 32},
               KernelKind::short_side),
          3, 3},
         {copy("NCHW->NHWC C=16 i8", "b c h w -> b h w c", DType::i8, {2, 16, 32, 32}, KernelKind::short_side),
-         16, 4},
+         16, 4, -1, -1, 2},
         {copy("NCHW->NHWC C=8 f64", "b c h w -> b h w c", DType::f64, {2, 8, 16, 16}, KernelKind::short_side),
-         8, 4},
-        {copy("8 x N f32", "a b -> b a", DType::f32, {8, 4096}, KernelKind::short_side), 8, 4},
-        {copy("N x 4 f32", "a b -> b a", DType::f32, {4096, 4}, KernelKind::short_side), 4, 4},
+         8, 4, -1, -1, 2},
+        {copy("8 x N f32", "a b -> b a", DType::f32, {8, 4096}, KernelKind::short_side), 8, 4, -1, -1, 2},
+        {copy("9 x N f32 (two passes)", "a b -> b a", DType::f32, {9, 4096}, KernelKind::short_side), 9, 9},
+        {copy("N x 4 f32", "a b -> b a", DType::f32, {4096, 4}, KernelKind::short_side), 4, 4, -1, -1, 0},
         {copy("NHWC->NCHW C=16 f32", "b h w c -> b c h w", DType::f32, {2, 32, 32, 16},
               KernelKind::short_side),
-         4, 16},
+         4, 16, -1, -1, 0},
         // Tiles: 64 x 64 f32, 128 x 64 bf16 pairs, 128 x 128 bytes as words, 64 x 32 f64; all full, or with
         // edges; runs of several modes.
         {copy("256 x 192 f32", "a b -> b a", DType::f32, {192, 256}, KernelKind::tiles), 0, 0, 12, 0},
@@ -704,6 +708,7 @@ TEST_CASE("emulated copy kernels: the memory traffic each design promises, read 
         const KernelKind kind = chosen[0].kind;
         if (kind != KernelKind::tiles) {
             // No barrier; each thread's events are rounds of its loads, then its stores.
+            std::map<std::tuple<unsigned, unsigned, std::size_t>, int> warp_stores;  // (block, warp, round)
             for (const auto& [key, events] : trace.threads) {
                 REQUIRE(count(events, Event::barrier) == 0);
                 struct Round {
@@ -713,31 +718,45 @@ TEST_CASE("emulated copy kernels: the memory traffic each design promises, read 
                 std::vector<Round> rounds;
                 for (const Record& r : events) {
                     const bool load = r.event == static_cast<int>(Event::load);
+                    if (!load && r.event != static_cast<int>(Event::store)) continue;
                     if (rounds.empty() || (load && rounds.back().stores > 0)) rounds.emplace_back();
                     (load ? rounds.back().loads : rounds.back().stores) += 1;
                     if (load) rounds.back().bytes += r.bytes;
                 }
-                for (const Round& round : rounds) {
+                for (std::size_t r = 0; r < rounds.size(); ++r) {
+                    const Round& round = rounds[r];
                     if (kind == KernelKind::permute) {  // (a thread's last round may hold fewer than 4)
                         CHECK(round.loads >= 1);
                         CHECK(round.loads <= e.loads_per_item);
                         CHECK(round.stores == round.loads);
                     } else {  // >= 32 bytes in flight a thread
                         CHECK(round.loads == e.loads_per_item);
-                        CHECK(round.stores == e.stores_per_item);
                         CHECK(round.bytes >= 32);
+                        if (chosen[0].short_source)
+                            CHECK(round.stores == e.stores_per_item);
+                        else
+                            warp_stores[{key.first, key.second / 32, r}] += round.stores;
                     }
                 }
             }
+            // Staged stores: a warp stores its lanes' blocks together, not each lane its own.
+            for (const auto& [round, stores] : warp_stores) CHECK(stores == 32 * e.stores_per_item);
             // Whole sectors: each warp instruction along the short rows (C elements a lane, lanes side by
-            // side); along the contiguous block, each warp's round (a lane's S*C elements follow the last
-            // lane's, in several instructions).
-            if (kind == KernelKind::short_side)
+            // side) and each store (the warp's vectors in order, from its stage); the loads of the contiguous
+            // block, each warp's round (a lane's S*C elements follow the last lane's, in several
+            // instructions).
+            if (kind == KernelKind::short_side) {
                 for (const Event event : {Event::load, Event::store}) {
-                    const bool rows = (event == Event::load) != chosen[0].short_source;
+                    const bool rows = event == Event::store || !chosen[0].short_source;
                     for (const auto& accesses : rows ? trace.instructions(event) : trace.rounds(event))
                         REQUIRE_MESSAGE(whole_sectors(accesses), "a warp uses part of a sector");
                 }
+                int ways = 0;
+                for (const Event event : {Event::shared_load, Event::shared_store})
+                    for (const auto& instruction : trace.instructions(event))
+                        ways = std::max(ways, bank_ways(instruction));
+                CHECK(ways == e.shared_ways);
+            }
             continue;
         }
         // Tiles: a path mark and one barrier a tile; its loads (all of them) before its shared stores.

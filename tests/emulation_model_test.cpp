@@ -614,3 +614,25 @@ TEST_CASE("emulated GPU model: HBM re-reads of a permute kernel's source, declar
                             declared.reread_factor));
     }
 }
+
+// Stores that fill part of their sectors cost HBM a sector's share more where they stream through more
+// than the L2 holds (gpu_model.hpp, D): hand-computed from a behaviour with half-filled sectors.
+TEST_CASE("GPU model: stores of part of a sector cost more only where they stream past the L2") {
+    const GpuParameters& gpu = *gpu_parameters("h200");
+    KernelLaunch launch;
+    launch.grid = {4224, 1, 1};
+    launch.block = {kernel_block_threads, 1, 1};
+    KernelBehaviour half;
+    half.store_sector_efficiency = 0.5;
+    half.hbm_read_bytes = half.hbm_write_bytes = 268e6;
+    const KernelPrediction streaming = predict_kernel(launch, half, gpu, false);
+    CHECK(streaming.hbm_bytes == doctest::Approx(268e6 + 268e6 * 2));
+    CHECK(streaming.bandwidth_seconds == doctest::Approx(804e6 / gpu.bandwidth));
+    KernelBehaviour whole = half;
+    whole.store_sector_efficiency = 1;
+    CHECK(predict_kernel(launch, whole, gpu, false).hbm_bytes == doctest::Approx(536e6));
+    KernelBehaviour small = half;  // within the L2: the sectors are merged there
+    small.hbm_read_bytes = small.hbm_write_bytes = 38e6;
+    CHECK(predict_kernel(launch, small, gpu, false).hbm_bytes == doctest::Approx(76e6));
+    CHECK(predict_kernel(launch, half, gpu, true).hbm_bytes == doctest::Approx(536e6));
+}
