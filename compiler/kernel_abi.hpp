@@ -146,10 +146,11 @@ inline constexpr int one_pass_min_vectors = 16;
 inline constexpr int one_pass_max_columns = 32;  // K, the kept outputs: a warp's lanes hold them
 // Its scratch (with more than one block): the arrival counters, then a partial result per block and column.
 // Each counter is a 64-bit word: one_pass_counter_tag in its upper 48 bits and the blocks arrived so far
-// below; the last block leaves both at the tag and 0 ("at rest"). The blocks count with one atomic add each
-// on the first; where it was not at rest (a new workspace's garbage, another step's scratch), they count
-// again on the second by compare-and-swap, reading a word without the tag as no block arrived
-// (kernel-designs.md; codegen.cpp, one_pass()).
+// below; the last block leaves both at the tag and 0 ("at rest"), and the schedule gives the step's scratch
+// a region of its own (ScheduledStep::scratch_persists), so that the next run finds them so. The blocks
+// count with one atomic add each on the first; where it was not at rest (a new workspace's garbage,
+// another program's use of the caller's workspace), they count again on the second by compare-and-swap,
+// reading a word without the tag as no block arrived (kernel-designs.md; codegen.cpp, one_pass()).
 inline constexpr std::int64_t one_pass_counter_bytes = 16;  // the partials after them stay 16-byte aligned
 inline constexpr std::uint64_t one_pass_counter_tag = 0x65696E635244;  // "eincRD"
 inline constexpr int one_pass_max_blocks = 0xFFFF;                     // what the counter's 16 bits count

@@ -107,15 +107,16 @@ std::optional<std::size_t> transpose_mode(const Layout& dst, const Layout& src, 
 }  // namespace detail
 
 Schedule schedule(const Plan& plan, const Target& target) {
-    Schedule result{target, {}, {}, 0, 0, 0};
+    Schedule result{target, {}, {}, 0, 0};
     for (const PlanStep& step : plan.steps) {
         result.steps.push_back(target.backend == Backend::cpu
                                    ? detail::schedule_cpu_step(plan, step, target)
                                    : detail::schedule_gpu_step(plan, step.step, target));
         result.steps.back().epilogue = epilogue_of(step.step);
     }
-    // The workspace: every temporary (they live across steps), then the scratch of the step that needs the
-    // most (steps run one at a time); each piece on a 256-byte boundary.
+    // The workspace: every temporary (they live across steps), the scratch of each step whose scratch
+    // persists, then the scratch the other steps share, as large as the largest (steps run one at a
+    // time); each piece on a 256-byte boundary.
     // (Sizes saturate: a workspace too large for 64 bits is one no allocation satisfies.)
     const auto aligned = [](std::int64_t bytes) {
         return saturating_mul(saturating_add(bytes, 255) / 256, 256);
@@ -125,9 +126,15 @@ Schedule schedule(const Plan& plan, const Target& target) {
         result.temporary_offsets.push_back(offset);
         offset = saturating_add(offset, aligned(std::max<std::int64_t>(t.bytes(), 1)));
     }
-    result.scratch_offset = offset;
+    for (ScheduledStep& step : result.steps)
+        if (step.scratch_persists) {
+            step.scratch_offset = offset;
+            offset = saturating_add(offset, aligned(step.scratch_bytes));
+        }
     std::int64_t scratch = 0, own_scratch = 0;
-    for (const ScheduledStep& step : result.steps) {
+    for (ScheduledStep& step : result.steps) {
+        if (step.scratch_persists) continue;
+        step.scratch_offset = offset;
         scratch = std::max(scratch, step.scratch_bytes);
         if (!std::holds_alternative<strategy::LibraryGemm>(step.strategy))
             own_scratch = std::max(own_scratch, step.scratch_bytes);

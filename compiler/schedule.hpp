@@ -286,8 +286,12 @@ Split split_of(const StepStrategy& strategy);
 struct ScheduledStep {
     StepStrategy strategy;
     DType accumulator = DType::f32;  // what values are carried in: folds, products, conversions
-    std::int64_t scratch_bytes = 0;  // this step's scratch, at Schedule::scratch_offset of the workspace
-    Epilogue epilogue;               // the plan step's: what the kernels apply as they store into an output
+    std::int64_t scratch_bytes = 0;  // this step's scratch, at scratch_offset of the workspace
+    // Its scratch must hold at the next run what this run left there (reduce_one_pass's counters, at rest):
+    // a region of its own, not the one the other steps share.
+    bool scratch_persists = false;
+    std::int64_t scratch_offset = 0;  // set by schedule()
+    Epilogue epilogue;                // the plan step's: what the kernels apply as they store into an output
 };
 
 struct Schedule {
@@ -295,8 +299,7 @@ struct Schedule {
     std::vector<ScheduledStep> steps;  // one per plan step
     std::vector<std::int64_t>
         temporary_offsets;             // where each of the plan's temporaries lies in the workspace
-    std::int64_t scratch_offset = 0;   // where each step's scratch begins (steps run one at a time)
-    std::int64_t workspace_bytes = 0;  // temporaries + the largest scratch: the caller's Workspace
+    std::int64_t workspace_bytes = 0;  // temporaries + the scratch: the caller's Workspace
     // What a run given no workspace allocates itself: the same, less the library GEMMs' scratch (cuBLAS then
     // uses its own pool rather than 32 MiB mapped per run).
     std::int64_t own_workspace_bytes = 0;

@@ -734,6 +734,7 @@ ScheduledStep schedule_reduction(const Plan& plan, Reduction op, const std::vect
     if (outputs == 0) return step;
     if (std::optional<KernelLaunch> one_pass = schedule_one_pass(shape, target, step.scratch_bytes)) {
         kernels.launches.push_back(std::move(*one_pass));
+        step.scratch_persists = step.scratch_bytes > 0;  // its counters, left at rest for the next run
         return step;
     }
     ReduceFacts facts;

@@ -141,7 +141,8 @@ std::string print_schedule(const Plan& plan, const Schedule& schedule) {
         if (!printed.compute.empty()) head += fmt::format("  compute {}", printed.compute);
         if (printed.split != Split::none) head += fmt::format("  split {}", name_of(printed.split));
         if (step.scratch_bytes > 0)
-            head += fmt::format("  scratch {}", format_bytes(static_cast<double>(step.scratch_bytes)));
+            head += fmt::format("  scratch {}{}", format_bytes(static_cast<double>(step.scratch_bytes)),
+                                step.scratch_persists ? " (its own: kept between runs)" : "");
         if (printed.streaming_stores) head += "  streaming stores";
         out += head + "\n";
         for (const std::string& line : printed.lines) out += fmt::format("       {}\n", line);

@@ -41,10 +41,10 @@ void execute_on_cpu(const Plan& plan, const Schedule& schedule, std::span<const 
         workspace = static_cast<std::byte*>(allocated.data());
     }
     const RunMemory memory(plan, schedule, inputs, outputs, workspace);
-    std::byte* const scratch = memory.scratch();
 
     for (std::size_t s = 0; s < plan.steps.size(); ++s) {
         const ScheduledStep& step = schedule.steps[s];
+        std::byte* const scratch = memory.scratch(s);
         const StepOperands at = operands_of(plan.steps[s].step, memory, plan);
         using namespace strategy;
         std::visit(

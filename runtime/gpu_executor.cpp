@@ -74,7 +74,7 @@ void run_gpu_plan(const Plan& plan, const Schedule& schedule, std::span<const Te
                 [&](const strategy::LibraryGemm& gemm) {  // (a Gemm's operands are C, A, B)
                     const bool scratch = library_workspace && step.scratch_bytes > 0;
                     device.gemm(gemm.gemm, at[1].dtype, gemm.compute, at[1].base, at[2].base, at[0].base,
-                                scratch ? memory.scratch() : nullptr,
+                                scratch ? memory.scratch(s) : nullptr,
                                 scratch ? static_cast<std::size_t>(step.scratch_bytes) : 0);
                 },
                 [&](const strategy::Kernels& kernels) {
@@ -96,7 +96,7 @@ void run_gpu_plan(const Plan& plan, const Schedule& schedule, std::span<const Te
                                                                                              : 0;
                             EINC_ASSERT(argument == KernelArgument::scratch || source < at.count);
                             pointers[count++] =
-                                argument == KernelArgument::scratch ? memory.scratch() : at[source].base;
+                                argument == KernelArgument::scratch ? memory.scratch(s) : at[source].base;
                         }
                         device.launch(launch, std::span<void* const>(pointers.data(), count));
                     }

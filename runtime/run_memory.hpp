@@ -22,7 +22,7 @@ public:
     std::byte* address(Buffer buffer, std::int64_t offset) const {
         return base(buffer) + offset * static_cast<std::int64_t>(size_of(plan_.spec(buffer).dtype));
     }
-    std::byte* scratch() const { return workspace_ + schedule_.scratch_offset; }
+    std::byte* scratch(std::size_t step) const { return workspace_ + schedule_.steps[step].scratch_offset; }
 
 private:
     std::byte* base(Buffer buffer) const {

@@ -660,7 +660,7 @@ TEST_CASE(
     EmulatedDevice device(emulated);
 
     bool ran_view = false, ran_gemm = false, ran_unaligned = false, ran_scratch = false,
-         ran_temporary = false;
+         ran_temporary = false, ran_persisting = false;
     for (std::size_t i = 0; i < std::size(cases); ++i) {
         const Case& c = cases[i];
         const Plan& plan = plans[i].plan;
@@ -671,18 +671,31 @@ TEST_CASE(
         std::vector<Shape> shapes;
         for (const TensorView& input : inputs[i]) shapes.push_back(input.shape);
         const std::vector<Tensor> expected = reference::evaluate(bind(c.call, shapes), inputs[i]);
-        std::int64_t kernel_scratch = 0;
+        // The workspace: the temporaries, the scratch of each step whose scratch persists (one-pass
+        // counters), then the scratch the others share; each on a 256-byte boundary.
+        const auto aligned = [](std::int64_t bytes) { return (bytes + 255) / 256 * 256; };
+        std::int64_t shared_scratch = 0, kernel_scratch = 0;
+        for (const TensorSpec& t : plan.temporaries)
+            shared_scratch += aligned(std::max<std::int64_t>(t.bytes(), 1));
+        for (const ScheduledStep& step : gpu.steps)
+            if (step.scratch_persists) {
+                CHECK(step.scratch_offset == shared_scratch);
+                shared_scratch += aligned(step.scratch_bytes);
+            }
         bool gemm = false;
         for (const ScheduledStep& step : gpu.steps) {
             ran_view |= std::holds_alternative<strategy::View>(step.strategy);
             const bool library = std::holds_alternative<strategy::LibraryGemm>(step.strategy);
             gemm |= library;
             if (library) CHECK(step.scratch_bytes == cublas_workspace_bytes);
-            if (std::holds_alternative<strategy::Kernels>(step.strategy))
+            if (!step.scratch_persists) CHECK(step.scratch_offset == shared_scratch);
+            if (std::holds_alternative<strategy::Kernels>(step.strategy) && !step.scratch_persists)
                 kernel_scratch = std::max(kernel_scratch, step.scratch_bytes);
         }
         ran_gemm |= gemm;
         ran_scratch |= kernel_scratch > 0;
+        ran_persisting |= std::any_of(gpu.steps.begin(), gpu.steps.end(),
+                                      [](const ScheduledStep& s) { return s.scratch_persists; });
         ran_temporary |= !plan.temporaries.empty();
         ran_unaligned |=
             c.misalign > 0 && std::any_of(gpu.steps.begin(), gpu.steps.end(), [](const ScheduledStep& s) {
@@ -713,17 +726,16 @@ TEST_CASE(
             if (caller) {
                 CHECK(counting.allocations == 0);
             } else {
-                CHECK(counting.allocations == (gpu.scratch_offset + kernel_scratch > 0 ? 1 : 0));
-                // the temporaries, then the kernels' scratch on a 256-byte boundary; no cuBLAS workspace
-                const std::int64_t scratch_bytes = (kernel_scratch + 255) / 256 * 256;
+                CHECK(counting.allocations == (shared_scratch + kernel_scratch > 0 ? 1 : 0));
+                // no cuBLAS workspace
                 CHECK(counting.allocated_bytes ==
-                      static_cast<std::size_t>(gpu.scratch_offset + scratch_bytes));
-                CHECK(gpu.own_workspace_bytes == gpu.scratch_offset + scratch_bytes);
+                      static_cast<std::size_t>(shared_scratch + aligned(kernel_scratch)));
+                CHECK(gpu.own_workspace_bytes == shared_scratch + aligned(kernel_scratch));
             }
             for (const auto& [at, size] : counting.gemm_workspaces) {
                 if (caller) {  // the scratch of the caller's workspace, nothing before it
-                    CHECK(at == workspace + gpu.scratch_offset);
-                    CHECK(gpu.scratch_offset + static_cast<std::int64_t>(size) <= gpu.workspace_bytes);
+                    CHECK(at == workspace + shared_scratch);
+                    CHECK(shared_scratch + static_cast<std::int64_t>(size) <= gpu.workspace_bytes);
                     CHECK(size == static_cast<std::size_t>(cublas_workspace_bytes));
                     CHECK(reinterpret_cast<std::uintptr_t>(at) % 256 == 0);
                 } else {
@@ -742,6 +754,7 @@ TEST_CASE(
     CHECK(ran_gemm);
     CHECK(ran_unaligned);
     CHECK(ran_scratch);
+    CHECK(ran_persisting);
     CHECK(ran_temporary);
 }
 
@@ -1315,7 +1328,8 @@ TEST_CASE("emulated GPU: one-pass reductions give the same bits in any block ord
         const auto bytes = static_cast<std::size_t>(c.prepared.gpu.workspace_bytes);
         const std::unique_ptr<std::byte, decltype(&std::free)> workspace(
             static_cast<std::byte*>(std::aligned_alloc(256, (bytes + 255) / 256 * 256)), &std::free);
-        std::byte* const counter = workspace.get() + c.prepared.gpu.scratch_offset;
+        REQUIRE(c.prepared.gpu.steps[0].scratch_persists);
+        std::byte* const counter = workspace.get() + c.prepared.gpu.steps[0].scratch_offset;
         const auto counter_word = [&](int k) {
             std::uint64_t word;
             std::memcpy(&word, counter + 8 * k, 8);
