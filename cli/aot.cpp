@@ -4,6 +4,12 @@
 // a GPU with no NVRTC at all.
 //
 //   einc aot kernels.txt -o build/kernels --arch sm_80,sm_90 [--name NAME] [--no-ptx] [--jobs N] [--list]
+//            [--cache-dir DIR | --no-cache]
+//
+// Each NVRTC run goes through the kernel disk cache (cuda/kernel_cache.hpp: keyed by the module's
+// source, name, options, architecture, output kind and NVRTC version; corrupt or foreign files are
+// recompiled), so that rebuilding with an unchanged corpus - or the same corpus in another build -
+// compiles nothing.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -12,6 +18,7 @@
 #include <fmt/ostream.h>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <thread>
@@ -22,7 +29,7 @@
 #include "compiler/codegen.hpp"
 #include "einc_build_info.hpp"
 #if EINC_HAS_CUDA
-#include "cuda/nvrtc.hpp"
+#include "cuda/kernel_cache.hpp"
 #endif
 
 namespace einc::cli {
@@ -37,6 +44,8 @@ struct AotOptions {
     std::string name = "einc_kernels";
     bool ptx = true;
     bool list = false;
+    std::optional<fs::path> cache_dir;  // default: the kernel cache's (EINC_CACHE_DIR, ...)
+    bool cache = true;
     unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
 };
 
@@ -78,6 +87,10 @@ AotOptions parse_aot_options(std::span<const std::string> args) {
             options.ptx = false;
         else if (arg == "--list")
             options.list = true;
+        else if (arg == "--cache-dir")
+            options.cache_dir = value();
+        else if (arg == "--no-cache")
+            options.cache = false;
         else if (arg == "--jobs" || arg == "-j") {
             const std::string& n = value();
             if (n.empty() || n.size() > 3 || n.find_first_not_of("0123456789") != std::string::npos ||
@@ -93,6 +106,8 @@ AotOptions parse_aot_options(std::span<const std::string> args) {
     }
     if (options.corpus.empty())
         throw UsageError("missing the corpus file: einc aot kernels.txt -o DIR --arch sm_80,sm_90");
+    if (!options.cache && options.cache_dir)
+        throw UsageError("--no-cache and --cache-dir contradict each other: give one");
     if (!has_output && !options.list)
         throw UsageError("missing -o DIR: where to write the generated source and header");
     const bool identifier =
@@ -126,9 +141,10 @@ class Progress {
 public:
     Progress(std::ostream& err, std::size_t total, bool terminal)
         : err_(err), total_(total), terminal_(terminal) {}
-    void done(const std::string& what) {
+    void done(const std::string& what, std::size_t count = 1) {
         std::lock_guard lock(mutex_);
-        ++done_;
+        const std::size_t before = done_;
+        done_ += count;
         if (terminal_) {
             constexpr std::size_t width = 30;
             const std::size_t filled = done_ * width / total_;
@@ -136,7 +152,7 @@ public:
                        std::string(width - filled, ' '), done_, total_, what);
             if (done_ == total_) fmt::print(err_, "\r{:<110}\r", "");
             err_.flush();
-        } else if (done_ * 10 / total_ != (done_ - 1) * 10 / total_ || done_ == total_) {
+        } else if (done_ * 10 / total_ != before * 10 / total_ || done_ == total_) {
             fmt::print(err_, "einc aot: {}/{} modules compiled\n", done_, total_);
         }
     }
@@ -148,33 +164,57 @@ private:
     bool terminal_;
 };
 
-// Compiles every binary on `jobs` threads; the first failure is rethrown.
-void compile_all(std::vector<Binary>& binaries, unsigned jobs, Progress& progress) {
+// One NVRTC run: a module for an architecture, as a cubin and, for the newest with PTX asked for, the PTX
+// of the same compile (the PTX a compute_<arch> compile gives, without compiling twice).
+struct Compilation {
+    std::size_t cubin = 0;           // index into the binaries
+    std::optional<std::size_t> ptx;  // also this binary's PTX
+};
+
+struct CompileReport {
+    std::size_t from_cache = 0;  // binaries
+    fs::path cache_dir;          // empty: no cache
+};
+
+// Compiles every binary on `jobs` threads, through the disk cache; the first failure is rethrown.
+CompileReport compile_all(std::vector<Binary>& binaries, const std::vector<Compilation>& compilations,
+                          const AotOptions& options, Progress& progress) {
 #if EINC_HAS_CUDA
-    std::atomic<std::size_t> next{0};
+    CompileReport report;
+    if (options.cache) report.cache_dir = options.cache_dir.value_or(cuda::kernel_cache_directory());
+    std::atomic<std::size_t> next{0}, from_cache{0};
     std::mutex failure_mutex;
     std::exception_ptr failure;
     const auto work = [&] {
-        for (std::size_t i; (i = next++) < binaries.size();) {
+        for (std::size_t i; (i = next++) < compilations.size();) {
             try {
-                Binary& b = binaries[i];
-                b.bytes =
-                    cuda::compile(b.source, fmt::format("einc_aot_module{}", b.module), b.arch, b.ptx).binary;
-                progress.done(b.file_name());
+                const Compilation& c = compilations[i];
+                Binary& cubin = binaries[c.cubin];
+                cuda::CachedCompile compiled = cuda::compile_cached(
+                    report.cache_dir, cubin.source, fmt::format("einc_aot_module{}", cubin.module),
+                    cubin.arch, c.ptx.has_value());
+                cubin.bytes = std::move(compiled.compiled.binary);
+                if (c.ptx) binaries[*c.ptx].bytes = std::move(compiled.compiled.ptx);
+                const std::size_t made = c.ptx ? 2 : 1;
+                if (compiled.from_cache) from_cache += made;
+                progress.done(cubin.file_name(), made);
             } catch (...) {
                 std::lock_guard lock(failure_mutex);
                 if (!failure) failure = std::current_exception();
-                next = binaries.size();
+                next = compilations.size();
             }
         }
     };
     std::vector<std::jthread> threads;
-    for (unsigned t = 1; t < std::min<std::size_t>(jobs, binaries.size()); ++t) threads.emplace_back(work);
+    for (unsigned t = 1; t < std::min<std::size_t>(options.jobs, compilations.size()); ++t)
+        threads.emplace_back(work);
     work();
     threads.clear();
     if (failure) std::rethrow_exception(failure);
+    report.from_cache = from_cache;
+    return report;
 #else
-    (void)binaries, (void)jobs, (void)progress;
+    (void)binaries, (void)compilations, (void)options, (void)progress;
     throw Error(ErrorKind::unsupported,
                 "einc aot compiles kernels with NVRTC, and this build of einc has no CUDA")
         .help("build einc with the CUDA toolkit (EINC_CUDA=ON); `einc aot --list` shows the kernels without "
@@ -356,6 +396,7 @@ int aot(std::span<const std::string> args, std::ostream& out, std::ostream& err,
     }
 
     std::vector<Binary> binaries;
+    std::vector<Compilation> compilations;
     for (std::size_t first = 0, module = 0; first < kernels.size(); first += kernels_per_module, ++module) {
         Binary b{module, {}, {}, 0, false, {}};
         for (std::size_t k = first; k < std::min(first + kernels_per_module, kernels.size()); ++k) {
@@ -364,22 +405,24 @@ int aot(std::span<const std::string> args, std::ostream& out, std::ostream& err,
         }
         for (const int arch : options.archs) {
             b.arch = arch;
+            compilations.push_back({binaries.size(), std::nullopt});
             binaries.push_back(b);
         }
         if (options.ptx) {
             b.arch = options.archs.back(), b.ptx = true;
+            compilations.back().ptx = binaries.size();
             binaries.push_back(b);
         }
     }
-    fmt::print(
-        err, "einc aot: {} of {} need {}: compiling {} of up to {} kernels for {} on {}\n",
-        counted(static_cast<std::int64_t>(corpus.entries.size()), "call"), options.corpus.string(),
-        counted(static_cast<std::int64_t>(kernels.size()), "kernel"),
-        counted(static_cast<std::int64_t>(binaries.size()), "module"), kernels_per_module,
-        arch_summary(options),
-        counted(static_cast<std::int64_t>(std::min<std::size_t>(options.jobs, binaries.size())), "thread"));
+    fmt::print(err, "einc aot: {} of {} need {}: compiling {} of up to {} kernels for {} on {}\n",
+               counted(static_cast<std::int64_t>(corpus.entries.size()), "call"), options.corpus.string(),
+               counted(static_cast<std::int64_t>(kernels.size()), "kernel"),
+               counted(static_cast<std::int64_t>(binaries.size()), "module"), kernels_per_module,
+               arch_summary(options),
+               counted(static_cast<std::int64_t>(std::min<std::size_t>(options.jobs, compilations.size())),
+                       "thread"));
     Progress progress(err, binaries.size(), err_is_terminal);
-    compile_all(binaries, options.jobs, progress);
+    const CompileReport report = compile_all(binaries, compilations, options, progress);
 
     // The binaries as files too, for inspection (cuobjdump, nvdisasm), then the source and header.
     const fs::path binary_dir = options.output / (options.name + "_binaries");
@@ -409,6 +452,11 @@ int aot(std::span<const std::string> args, std::ostream& out, std::ostream& err,
     fmt::print(out, "  wrote {} and {} (and the binaries under {})\n",
                (options.output / (options.name + ".hpp")).string(),
                (options.output / (options.name + ".cpp")).string(), binary_dir.string());
+    if (report.cache_dir.empty())
+        fmt::print(out, "  no disk cache: every module compiled\n");
+    else
+        fmt::print(out, "  {} of {} from the cache in {}\n", report.from_cache,
+                   counted(static_cast<std::int64_t>(binaries.size()), "module"), report.cache_dir.string());
     return exit_ok;
 }
 

@@ -74,32 +74,65 @@ KernelBinary binary_of(const KernelSignature& signature, int arch) {
                 name, arch))
             .help("add the call that needs it to your einc aot corpus, or unset EINC_JIT to compile it at "
                   "run time");
-    const std::string source = kernel_source(signature);
-    const std::vector<std::string> options = compile_options(arch);
-    const std::string key = fmt::format("{:016x}:{}|{}|sm_{}|nvrtc {}", fnv1a(source), source.size(),
-                                        fmt::join(options, " "), arch, nvrtc_version());
-    const std::filesystem::path directory = kernel_cache_directory();
-    const std::filesystem::path file =
-        directory.empty() ? std::filesystem::path{} : directory / fmt::format("{:016x}.cubin", fnv1a(key));
-    if (!file.empty() && std::filesystem::exists(file)) {
-        if (auto cached = read_cache_file(file, key)) {
-            ++stats.disk_hits;
-            return {std::move(*cached), {}};
-        }
-        ++stats.disk_rejected;
-    }
-    CompiledKernel compiled = compile(source, name, arch);
-    ++stats.compiled;
-    if (!file.empty()) {
-        if (write_cache_file(file, key, compiled.binary))
-            trim_cache_directory(directory, cache_max_files());
-        else
-            ++stats.disk_write_failures;
-    }
-    return {std::move(compiled.binary), {}};
+    CachedCompile cached = compile_cached(kernel_cache_directory(), kernel_source(signature), name, arch);
+    ++(cached.from_cache ? stats.disk_hits : stats.compiled);
+    if (cached.rejected) ++stats.disk_rejected;
+    if (cached.write_failed) ++stats.disk_write_failures;
+    return {std::move(cached.compiled.binary), {}};
 }
 
 }  // namespace
+
+std::string cache_key(const std::string& source, const std::string& name, int arch, std::string_view output) {
+    // The name is NVRTC's file name, which -lineinfo writes into the binary.
+    return fmt::format("{:016x}:{}|{}|{}|sm_{}|nvrtc {}|{}", fnv1a(source), source.size(), name,
+                       fmt::join(compile_options(arch), " "), arch, nvrtc_version(), output);
+}
+
+std::filesystem::path cache_file_name(const std::string& key, std::string_view output) {
+    return fmt::format("{:016x}.{}", fnv1a(key), output);
+}
+
+CachedCompile compile_cached(const std::filesystem::path& directory, const std::string& source,
+                             const std::string& name, int arch, bool with_ptx) {
+    std::vector<std::string_view> outputs{"cubin"};
+    if (with_ptx) outputs.push_back("ptx");
+    std::vector<std::string> keys;
+    std::vector<std::filesystem::path> files;
+    for (const std::string_view output : outputs) {
+        keys.push_back(cache_key(source, name, arch, output));
+        if (!directory.empty()) files.push_back(directory / cache_file_name(keys.back(), output));
+    }
+    CachedCompile result;
+    if (!files.empty()) {
+        std::vector<std::vector<std::byte>> found;
+        for (std::size_t i = 0; i < files.size(); ++i) {
+            if (!std::filesystem::exists(files[i])) break;
+            std::optional<std::vector<std::byte>> payload = read_cache_file(files[i], keys[i]);
+            if (!payload) {
+                result.rejected = true;
+                break;
+            }
+            found.push_back(std::move(*payload));
+        }
+        if (found.size() == files.size()) {
+            result.compiled.binary = std::move(found[0]);
+            if (with_ptx) result.compiled.ptx = std::move(found[1]);
+            result.from_cache = true;
+            return result;
+        }
+    }
+    result.compiled = with_ptx ? compile_with_ptx(source, name, arch) : compile(source, name, arch);
+    if (!files.empty()) {
+        bool written = write_cache_file(files[0], keys[0], result.compiled.binary);
+        if (with_ptx) written = write_cache_file(files[1], keys[1], result.compiled.ptx) && written;
+        if (written)
+            trim_cache_directory(directory, cache_max_files());
+        else
+            result.write_failed = true;
+    }
+    return result;
+}
 
 std::vector<std::byte> cache_file_bytes(const std::string& key, std::span<const std::byte> payload) {
     const auto key_size = static_cast<std::uint32_t>(key.size());
@@ -175,19 +208,21 @@ bool write_cache_file(const std::filesystem::path& path, const std::string& key,
 
 std::size_t trim_cache_directory(const std::filesystem::path& directory, std::size_t max_files) {
     std::error_code error;
-    std::vector<std::pair<std::filesystem::file_time_type, std::filesystem::path>> cubins;
+    std::vector<std::pair<std::filesystem::file_time_type, std::filesystem::path>> files;
     for (std::filesystem::directory_iterator it(directory, error), end; !error && it != end;
          it.increment(error)) {
-        if (it->path().extension() != ".cubin") continue;  // temporaries of other writers, anything else
+        const std::filesystem::path extension = it->path().extension();
+        if (extension != ".cubin" && extension != ".ptx")
+            continue;  // temporaries of other writers, anything else
         const auto written = it->last_write_time(error);
-        if (!error) cubins.emplace_back(written, it->path());
+        if (!error) files.emplace_back(written, it->path());
         error.clear();
     }
-    if (cubins.size() <= max_files) return 0;
-    std::sort(cubins.begin(), cubins.end());
+    if (files.size() <= max_files) return 0;
+    std::sort(files.begin(), files.end());
     std::size_t removed = 0;
-    for (std::size_t i = 0; i < cubins.size() - max_files; ++i)
-        removed += std::filesystem::remove(cubins[i].second, error);
+    for (std::size_t i = 0; i < files.size() - max_files; ++i)
+        removed += std::filesystem::remove(files[i].second, error);
     return removed;
 }
 

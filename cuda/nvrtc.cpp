@@ -93,7 +93,11 @@ std::vector<std::string> compile_options(int arch, bool ptx) {
     return options;
 }
 
-CompiledKernel compile(const std::string& source, const std::string& name, int arch, bool ptx) {
+namespace {
+
+// ptx: PTX only (compute_<arch>); otherwise a cubin, and with also_ptx the PTX behind it.
+CompiledKernel run_nvrtc(const std::string& source, const std::string& name, int arch, bool ptx,
+                         bool also_ptx) {
     const Nvrtc& n = require();
     nvrtcProgram program = nullptr;
     const std::string file = name + ".cu";
@@ -123,16 +127,31 @@ CompiledKernel compile(const std::string& source, const std::string& name, int a
                                                    n.error_string(result)))
             .note(compiled.log.empty() ? std::string("(no log)") : compiled.log)
             .help("this is an einc bug in a generated kernel: please report it with the log");
-    std::size_t size = 0;
-    if ((ptx ? n.ptx_size(program, &size) : n.cubin_size(program, &size)) != NVRTC_SUCCESS)
-        throw Error(ErrorKind::device,
-                    fmt::format("NVRTC produced no {} for {}", ptx ? "PTX" : "cubin", name));
-    compiled.binary.resize(size);
-    const nvrtcResult got = ptx ? n.ptx(program, reinterpret_cast<char*>(compiled.binary.data()))
-                                : n.cubin(program, reinterpret_cast<char*>(compiled.binary.data()));
-    if (got != NVRTC_SUCCESS)
-        throw Error(ErrorKind::device, fmt::format("NVRTC could not return the binary of {}", name));
+    const auto output = [&](bool as_ptx) {
+        std::size_t size = 0;
+        if ((as_ptx ? n.ptx_size(program, &size) : n.cubin_size(program, &size)) != NVRTC_SUCCESS)
+            throw Error(ErrorKind::device,
+                        fmt::format("NVRTC produced no {} for {}", as_ptx ? "PTX" : "cubin", name));
+        std::vector<std::byte> bytes(size);
+        const nvrtcResult got = as_ptx ? n.ptx(program, reinterpret_cast<char*>(bytes.data()))
+                                       : n.cubin(program, reinterpret_cast<char*>(bytes.data()));
+        if (got != NVRTC_SUCCESS)
+            throw Error(ErrorKind::device, fmt::format("NVRTC could not return the binary of {}", name));
+        return bytes;
+    };
+    compiled.binary = output(ptx);
+    if (also_ptx) compiled.ptx = output(true);
     return compiled;
+}
+
+}  // namespace
+
+CompiledKernel compile(const std::string& source, const std::string& name, int arch, bool ptx) {
+    return run_nvrtc(source, name, arch, ptx, false);
+}
+
+CompiledKernel compile_with_ptx(const std::string& source, const std::string& name, int arch) {
+    return run_nvrtc(source, name, arch, false, true);
 }
 
 }  // namespace einc::cuda

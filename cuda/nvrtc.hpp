@@ -17,6 +17,7 @@ std::string nvrtc_version();
 
 struct CompiledKernel {
     std::vector<std::byte> binary;  // a cubin for `arch`, or PTX text when asked for
+    std::vector<std::byte> ptx;     // compile_with_ptx(): the PTX that cubin was compiled from
     std::string log;                // NVRTC's messages (warnings)
 };
 
@@ -24,6 +25,11 @@ struct CompiledKernel {
 // Throws einc::Error (kind device) carrying NVRTC's log when compilation fails, and when NVRTC is
 // unavailable.
 CompiledKernel compile(const std::string& source, const std::string& name, int arch, bool ptx = false);
+
+// A cubin for sm_<arch> and, from the same NVRTC run, the PTX it was compiled from: the PTX a
+// compute_<arch> compile gives (".target sm_<arch>"), which the driver compiles for newer GPUs. One
+// compile instead of two (`einc aot`).
+CompiledKernel compile_with_ptx(const std::string& source, const std::string& name, int arch);
 
 // The options compile() passes to NVRTC for `arch` (part of every kernel cache key).
 std::vector<std::string> compile_options(int arch, bool ptx = false);
