@@ -67,26 +67,29 @@ double time_gpu(const std::function<void()>& work, cudaStream_t stream, int repe
     return seconds[static_cast<std::size_t>(repeats / 2)];
 }
 
-// Host seconds per call of `work` (no synchronisation inside), median of 5 batches.
-double time_host(const std::function<void()>& work, int calls) {
+// The median of 5 rounds' seconds per call, after a first round that warms caches.
+double median_round(const std::function<double()>& round) {
     std::vector<double> seconds;
-    for (int r = 0; r < 6; ++r) {
-        const auto start = std::chrono::steady_clock::now();
-        for (int i = 0; i < calls; ++i) work();
-        seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
-                          calls);
-    }
-    seconds.erase(seconds.begin());  // the first batch warms caches
+    for (int r = 0; r < 6; ++r) seconds.push_back(round());
+    seconds.erase(seconds.begin());
     std::nth_element(seconds.begin(), seconds.begin() + 2, seconds.end());
     return seconds[2];
 }
 
+// Host seconds per call of `work` (no synchronisation inside), median of 5 batches.
+double time_host(const std::function<void()>& work, int calls) {
+    return median_round([&] {
+        const auto start = std::chrono::steady_clock::now();
+        for (int i = 0; i < calls; ++i) work();
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / calls;
+    });
+}
+
 // Host seconds per call of `work`, in batches of 200 calls with the device idle before each (untimed): the
-// launch queue never fills, so no call waits for the GPU. The median of 5 sums of 20 batches.
+// launch queue never fills, so no call waits for the GPU. The median of 5 rounds of 20 batches.
 double time_host_unqueued(const std::function<void()>& work) {
     constexpr int batch = 200, batches = 20;
-    std::vector<double> seconds;
-    for (int r = 0; r < 6; ++r) {
+    return median_round([&] {
         double total = 0;
         for (int b = 0; b < batches; ++b) {
             check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
@@ -94,11 +97,8 @@ double time_host_unqueued(const std::function<void()>& work) {
             for (int i = 0; i < batch; ++i) work();
             total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         }
-        seconds.push_back(total / (batch * batches));
-    }
-    seconds.erase(seconds.begin());  // the first round warms caches
-    std::nth_element(seconds.begin(), seconds.begin() + 2, seconds.end());
-    return seconds[2];
+        return total / (batch * batches);
+    });
 }
 
 // A device tensor of random values in [-1, 1) (f32), or their upper halves (bf16: any data will do).

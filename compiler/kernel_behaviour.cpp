@@ -651,10 +651,10 @@ void short_side_lane(const Context& c, std::int64_t thread, Lane& lane) {
                 lane.shuffle();
                 lane.issue(c.cost.shuffle + c.cost.magic_division);
                 if (q >= staged || base + from >= count) continue;
-                const Site site = static_cast<Site>(8 * round + j);
-                lane.shared_load(static_cast<Site>(stage_out + site), stage_at(from - first, k),
+                const std::int64_t store = 8 * round + j;  // the text's store statement
+                lane.shared_load(static_cast<Site>(stage_out + store), stage_at(from - first, k),
                                  kernel_vector_bytes);
-                lane.store(static_cast<Site>(vector_out + site),
+                lane.store(static_cast<Site>(vector_out + store),
                            contiguous(c.destination + o0[from] * size, k), kernel_vector_bytes);
                 lane.issue(2 * c.cost.access);
             }
