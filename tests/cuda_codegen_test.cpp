@@ -70,15 +70,16 @@ std::vector<KernelSignature> covering_sample(const std::vector<KernelSignature>&
     return sample;
 }
 
-// A covering sample of the kernels in one NVRTC program, compiled for sm_80 and sm_90 (the prelude is
-// guarded).
+// A covering sample of the kernels in one NVRTC program (the prelude is guarded), compiled to a cubin for
+// sm_80 and to PTX for sm_90: each kernel goes through ptxas once here, and for sm_90 (half of this
+// file's time) kernel_resources_test.cpp assembles every corpus kernel.
 void compile_all(const std::vector<KernelSignature>& all_kernels) {
     const std::vector<KernelSignature> kernels = covering_sample(all_kernels);
     MESSAGE(kernels.size(), " of ", all_kernels.size(), " kernels hold every pair of features");
     std::string source;
     for (const KernelSignature& k : kernels) source += kernel_source(k);
     for (const int arch : {80, 90}) {
-        const cuda::CompiledKernel compiled = cuda::compile(source, "einc_corpus", arch);
+        const cuda::CompiledKernel compiled = cuda::compile(source, "einc_corpus", arch, /*ptx=*/arch == 90);
         CHECK(compiled.binary.size() > 0);
         CHECK_MESSAGE(compiled.log.find("warning") == std::string::npos, compiled.log);
     }
