@@ -1,4 +1,5 @@
 // Element types: names, sizes, result-dtype rules, and the narrow float conversions.
+#include <bit>
 #include <cmath>
 #include <doctest/doctest.h>
 #include <limits>
@@ -51,6 +52,25 @@ TEST_CASE("f16: exact values, rounding to nearest even, subnormals, overflow") {
     }
     CHECK(f16_to_f32(0x0001) == 0x1p-24f);
     CHECK(f16_to_f32(0x7BFF) == 65504.0f);
+    for (std::uint32_t bits = 0; bits < 0x10000; ++bits) {  // every f16, as binary16 defines it
+        const auto h = static_cast<std::uint16_t>(bits);
+        const int exponent = (h >> 10) & 0x1F, mantissa = h & 0x3FF;
+        const float sign = (h & 0x8000) ? -1.0f : 1.0f;
+        const float value = f16_to_f32(h);
+        CAPTURE(bits);
+        if (exponent == 0x1F && mantissa != 0) {  // NaN: the payload kept
+            REQUIRE(std::isnan(value));
+            REQUIRE(std::bit_cast<std::uint32_t>(value) ==
+                    ((h & 0x8000u) << 16 | 0x7F800000u | static_cast<std::uint32_t>(mantissa) << 13));
+        } else if (exponent == 0x1F) {
+            REQUIRE(value == sign * std::numeric_limits<float>::infinity());
+        } else {
+            const float expected = exponent == 0
+                                       ? sign * std::ldexp(static_cast<float>(mantissa), -24)
+                                       : sign * std::ldexp(1.0f + mantissa / 1024.0f, exponent - 15);
+            REQUIRE(std::bit_cast<std::uint32_t>(value) == std::bit_cast<std::uint32_t>(expected));
+        }
+    }
 }
 
 TEST_CASE("bf16: truncation with round to nearest even") {
