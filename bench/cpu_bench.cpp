@@ -222,6 +222,11 @@ int main(int argc, char** argv) {
          ">= 0.5 (inner >= 8)"},
         {"transpose_inner4", "a b -> b a", {7840000 / scale, 4}, {}, "tiny inner: report"},
         {"nhwc_to_nchw_c3", "b h w c -> b c h w", {64 / scale, 224, 224, 3}, {}, "tiny inner: report"},
+        // Issue 28's classes: several modes reversed, channels-last of 3 channels, a permutation the caches
+        // hold
+        {"perm5d_reverse", "a b c d e -> e d c b a", {16 / scale, 16, 32, 32, 32}, {}, ">= 0.5"},
+        {"nchw_to_nhwc_c3", "b c h w -> b h w c", {64 / scale, 3, 224, 224}, {}, ">= 0.5"},
+        {"perm3d_in_cache", "a b c -> c b a", {128, 128, 64 / scale}, {}, ">= 0.7 (in the caches)"},
     };
     for (const Permutation& p : permutations) {
         const einc::Tensor x = random_tensor(einc::DType::f32, p.shape, 1);
@@ -257,7 +262,10 @@ int main(int argc, char** argv) {
         {"sum_outer_32768x32", "a b -> b", {32768 * 16 / scale, 32}, einc::Reduction::sum},
         {"sum_inner_7840000x4", "a b -> a", {7840000 / scale, 4}, einc::Reduction::sum},
         {"sum_outer_7840000x4", "a b -> b", {7840000 / scale, 4}, einc::Reduction::sum},
+        {"max_inner_32768x32", "a b -> a", {32768 * 16 / scale, 32}, einc::Reduction::max},
+        {"min_inner_32768x32", "a b -> a", {32768 * 16 / scale, 32}, einc::Reduction::min},
         {"max_mid", "a b c -> a c", {64 / scale, 512, 512}, einc::Reduction::max},
+        {"sum_mid_64x256", "a b c -> a c", {1024 / scale, 64, 256}, einc::Reduction::sum},
         {"mean_pool", "b c (h 2) (w 2) -> b c h w", {16 / scale, 64, 128, 128}, einc::Reduction::mean},
     };
     for (const Reduction& r : reductions) {
