@@ -163,10 +163,10 @@ inline A corrected(A sum, A error) {
 // (about a quarter of the memory bandwidth for f32 summed in f64). Lane l of `total` sums the elements at
 // l modulo the lanes, up to the whole vectors it returns the end of; the caller adds the rest.
 // f64 summed in f64 goes a block of 128 elements at a time (8 terms to each lane), each block's sums added
-// to the lanes' compensated (add_compensated), their rounding errors in error[l]: lanes of 10^6 / 16 terms
-// summed plainly drifted by up to 4e-13 of the sum, where numpy's pairwise sum keeps within a few units of
-// the last place; compensating every addition halved the speed. (f32 summed in f64 has 29 bits to spare:
-// its errors are 0.)
+// to the running ones by add_compensated, lane l's rounding errors kept in error[l]: lanes of 10^6 / 16
+// terms summed plainly drifted by up to 4e-13 of the sum, where numpy's pairwise sum keeps within a few
+// units of the last place; compensating every addition halved the speed. (f32 summed in f64 has 29 bits
+// to spare: its errors are 0.)
 template <typename T, typename A>
 inline std::int64_t sum_lanes(const T* __restrict x, std::int64_t count, A (&total)[32 / sizeof(A)],
                               A (&error)[32 / sizeof(A)]) {
