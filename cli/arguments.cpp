@@ -129,6 +129,8 @@ CallArgs parse_call_args(std::span<const std::string> args) {
             parsed.json = true;
         else if (arg == "--view")
             parsed.view = true;
+        else if (arg == "--contiguous")
+            parsed.contiguous = true;
         else if (arg == "--backward") {  // run: with the output's gradient (a .npy file; once per output)
             parsed.backward = true;
             if (i + 1 < args.size() && args[i + 1].ends_with(".npy"))
@@ -155,6 +157,9 @@ CallArgs parse_call_args(std::span<const std::string> args) {
         else
             positional.push_back(arg);
     }
+    if (parsed.view && parsed.contiguous)
+        throw UsageError(
+            "--view asks for a result that is a view, --contiguous for one that is not: give one");
     if (positional.empty())
         throw UsageError(
             "missing the operation (rearrange, reduce, repeat, einsum, pack, unpack, parse_shape)");

@@ -66,6 +66,7 @@ options:
                          where calibrated, else cpu), h200, a100, cpu (einc's development machine),
                          local (this machine, as `einc calibrate` measured it)
   --view                 require every result to be a view of an input (zero-copy), or fail saying why
+  --contiguous           never a view: materialise every result (bench then times the copy)
   --backward [G.npy]     the call's gradients: run writes the gradient of every input given the output's
                          (G.npy; once per output), explain prints the backward plans and the training
                          step's totals, bench times the backward, roofline draws its plans

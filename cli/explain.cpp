@@ -87,9 +87,9 @@ int explain(const CallArgs& args, std::ostream& out) {
     const DeviceModel& device = args.backend == "cuda" ? gpu_device(args.device) : parse_device(args.device);
     // The front end alone unless a plan is printed: no planning, no plan errors.
     const bool front_end = !args.print_plan && !args.print_schedule && !args.json;
-    Lowered lowered =
-        lower(args.call, pattern, inputs,
-              {.until = front_end ? Stage::bound : Stage::planned, .plan = {.require_view = args.view}});
+    Lowered lowered = lower(args.call, pattern, inputs,
+                            {.until = front_end ? Stage::bound : Stage::planned,
+                             .plan = {.require_view = args.view, .contiguous = args.contiguous}});
     if (front_end) {
         fmt::print(out, "{}{}", args.print_syntax ? print_syntax(pattern) : "",
                    args.print_bound ? print_bound(lowered.bound) : "");
