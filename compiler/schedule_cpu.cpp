@@ -104,7 +104,9 @@ ScheduledStep schedule_copy(const Plan& plan, const Copy& copy, const Target& ta
     // An epilogue does arithmetic on every element: the converting loop, never a bit move or a transpose.
     const bool moves_bits = from == to && copy.epilogue.identity();
     if (!moves_bits) return scheduled(strategy::Convert{dst, src, outer}, accumulator);
-    const std::optional<std::size_t> p = transpose_mode(dst, src, 4);
+    // Destination rows of 2 or 3 (NCHW -> NHWC of 3 channels) too: the short-side loop writes them in
+    // order, where the element nest took a run of 3 at a time (64x3x224x224 f32: 16.4 -> 8.0 ms).
+    const std::optional<std::size_t> p = transpose_mode(dst, src, 2);
     if (!p || dst.rank() > max_transpose_rank) return scheduled(strategy::Move{dst, src, outer}, accumulator);
 
     strategy::Transpose t{dst, src, *p};

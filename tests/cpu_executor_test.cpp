@@ -408,6 +408,19 @@ TEST_CASE("cpu executor: sums, means and extremes of f16 and bf16 rows, widened 
     CHECK(strategies.contains("reduce_rows"));
 }
 
+// Channels-last of 2 or 3 channels: short destination rows, a short-side transpose (schedule_cpu.cpp), alone
+// and split between threads (the larger shape moves over 1 MiB), every element size.
+TEST_CASE("cpu executor: NCHW -> NHWC of 2 and 3 channels is a short-side transpose, against the reference") {
+    for (const DType dtype : {DType::i8, DType::bf16, DType::f32, DType::f64})
+        for (const std::int64_t channels : {2, 3})
+            for (const Shape& shape : {Shape{2, channels, 5, 7}, Shape{4, channels, 160, 160}}) {
+                std::set<std::string_view> strategies;
+                check_scheduled(Call{Op::rearrange, "b c h w -> b h w c", Reduction::none, {}, false, {}},
+                                {shape}, dtype, strategies);
+                CHECK(strategies == std::set<std::string_view>{"transpose"});
+            }
+}
+
 TEST_CASE("cpu executor: every CPU strategy of the schedule, small and split between threads, against the "
           "reference") {
     struct Case {
