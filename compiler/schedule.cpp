@@ -43,7 +43,7 @@ std::string_view name_of(Split split) {
 }
 
 std::string_view name_of(TransposeKind kind) {
-    static constexpr std::string_view names[] = {"registers", "tiles", "short_side"};
+    static constexpr std::string_view names[] = {"registers", "tiles", "direct", "short_side"};
     static_assert(std::size(names) == static_cast<std::size_t>(TransposeKind::short_side) + 1);
     return names[static_cast<std::size_t>(kind)];
 }

@@ -78,9 +78,10 @@ enum class Split : std::uint8_t {
 std::string_view name_of(Split split);
 
 // How a CPU transpose moves a tile from its buffer to the destination: 8x8 (AVX2) or 4x4 (SSE2) register
-// blocks of 4-byte elements, or element by element; or, when one side has 8 elements or fewer, with no
-// tiles, streaming along the other side.
-enum class TransposeKind : std::uint8_t { registers, tiles, short_side };
+// blocks of 4-byte elements, or element by element; register blocks straight from the source, no buffer
+// (direct: a transpose the caches hold); or, when one side has 8 elements or fewer, with no tiles,
+// streaming along the other side.
+enum class TransposeKind : std::uint8_t { registers, tiles, direct, short_side };
 std::string_view name_of(TransposeKind kind);
 
 // The largest tile of a CPU transpose, in bytes: its buffer, on the stack of each thread that moves tiles.
@@ -93,6 +94,8 @@ inline constexpr std::size_t max_transpose_rank = 12;
 // tiles of at most transpose_buffer_bytes, each read from the source into a buffer along source-contiguous
 // runs, then written out along destination-contiguous runs, so that both sides move whole cache lines
 // (modes are positions in the nest; p is the source's unit-stride mode, the last the destination's).
+// Kind direct has no buffer: its tiles are strips a source line wide along p, whole along the other modes
+// (cut along the outermost where the threads need more tiles), and it reads as it writes.
 struct TransposeTiles {
     Shape extents;                        // per mode: the tile's extent (1: the mode is walked between tiles)
     std::vector<std::size_t> read_order;  // the tile's modes but p, innermost first (source stride ascending)
@@ -139,7 +142,7 @@ struct Transpose {
     Layout dst, src;
     std::size_t source_mode = 0;  // the mode unit-stride in the source
     TransposeKind kind = TransposeKind::tiles;
-    TransposeTiles tiles{};  // kinds registers and tiles
+    TransposeTiles tiles{};  // kinds registers, tiles and direct
     // Kind short_side: whether the source-contiguous mode is the short one (each run of the long side read
     // in order and written to a few destination rows), or else the destination's (written in order).
     bool short_source_mode = false;

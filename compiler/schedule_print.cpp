@@ -67,7 +67,13 @@ Printed print_strategy(const StepStrategy& step) {
                 out.lines.push_back(
                     fmt::format("tiles between mode {} (unit-stride in the source) and mode {}: {}",
                                 s.source_mode, s.dst.rank() - 1, name_of(s.kind)));
-                if (s.kind != TransposeKind::short_side)
+                if (s.kind == TransposeKind::direct)
+                    out.lines.push_back(fmt::format(
+                        "{} strips of ({}) walked along modes [{}], written along [{}] (innermost first), "
+                        "read straight from the source",
+                        s.tiles.count, fmt::join(s.tiles.extents, ","), fmt::join(s.tiles.tile_order, ","),
+                        fmt::join(s.tiles.write_order, ",")));
+                else if (s.kind != TransposeKind::short_side)
                     out.lines.push_back(fmt::format(
                         "{} tiles of ({}) walked along modes [{}], read along [{}], written along [{}] "
                         "(innermost first)",

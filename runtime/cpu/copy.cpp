@@ -154,7 +154,8 @@ struct Tiling {
             buffer_stride[read[i]] = stride;
             stride *= tile[read[i]];
         }
-        EINC_ASSERT(stride * element_bytes <= transpose_buffer_bytes);
+        EINC_ASSERT(transpose.kind == TransposeKind::direct ||
+                    stride * element_bytes <= transpose_buffer_bytes);
     }
 
     // Tile number t (innermost walk mode fastest): its first index per mode, and its offsets.
@@ -171,14 +172,22 @@ struct Tiling {
 };
 
 // An odometer over some of a tile's modes (innermost first), carrying N offsets along (one per stride array).
+// Built for every run of rows of a tile: only its `count` digits are cleared (clearing all of them, a
+// `rep stos`, took half of a small tile's time).
 template <std::size_t N>
 struct Odometer {
     const std::size_t* modes;
     std::size_t count;
     const std::int64_t* extent;
     std::array<const std::int64_t*, N> stride;
-    std::array<std::int64_t, max_transpose_rank> index{};
+    std::array<std::int64_t, max_transpose_rank> index;
     std::array<std::int64_t, N> offset{};
+
+    Odometer(const std::size_t* modes_, std::size_t count_, const std::int64_t* extent_,
+             std::array<const std::int64_t*, N> stride_)
+        : modes(modes_), count(count_), extent(extent_), stride(stride_) {
+        std::fill_n(index.begin(), count, 0);
+    }
 
     bool next() {
         for (std::size_t i = 0; i < count; ++i) {
@@ -231,37 +240,57 @@ EINC_KERNEL void read_tile(const Tiling& t, const std::int64_t* n, const std::by
 
 // Writes one tile from the buffer to the destination: blocks of rows of mode p (the register block's
 // height), each along the destination's contiguous modes, so that every destination line is finished by
-// the next block or two while it is still in L1.
+// the next block or two while it is still in L1. Kind direct passes the source and its strides as the
+// buffer.
 template <std::size_t Size, bool Registers>
 EINC_KERNEL void write_tile(const Tiling& t, const std::int64_t* n, const std::byte* buffer_bytes,
-                            std::byte* dst_bytes) {
+                            const Tiling::Modes& buffer_stride, std::byte* dst_bytes, bool direct = false) {
     using T = typename Bits<Size>::type;
     const T* buffer = reinterpret_cast<const T*>(buffer_bytes);
     T* dst = reinterpret_cast<T*>(dst_bytes);
-    const std::int64_t np = n[t.p], nq = n[t.q], dst_row = t.dst_stride[t.p],
-                       buffer_row = t.buffer_stride[t.q];
+    const std::int64_t np = n[t.p], nq = n[t.q], dst_row = t.dst_stride[t.p], buffer_row = buffer_stride[t.q];
     constexpr std::int64_t block = Registers ? register_block : 1;
     // The innermost write mode is a plain loop (a 5-D tile had one register block per step of the odometer).
     const std::size_t inner = t.writes > 0 ? 1 : 0;
     const std::int64_t lines_inner = inner ? n[t.write[0]] : 1,
                        dst_line = inner ? t.dst_stride[t.write[0]] : 0,
-                       buffer_line = inner ? t.buffer_stride[t.write[0]] : 0;
-    for (std::int64_t p0 = 0; p0 < np; p0 += std::max<std::int64_t>(block, 1)) {
-        const std::int64_t rows = std::min(std::max<std::int64_t>(block, 1), np - p0);
+                       buffer_line = inner ? buffer_stride[t.write[0]] : 0;
+    // Read straight from the source, rows of p go in passes of a source line's worth (two AVX2 blocks), so
+    // that each source line is used up at once; from the buffer, a block's worth: the destination lines a
+    // pass fills share one cache set where its rows are a power of two apart, and 8 fit.
+    const std::int64_t band = !Registers || block == 0 ? 1
+                              : direct                 ? std::max<std::int64_t>(block, 64 / Size)
+                                                       : block;
+    for (std::int64_t p0 = 0; p0 < np; p0 += band) {
+        const std::int64_t rows = std::min(band, np - p0);
         Odometer<2> lines{
-            t.write.data() + inner, t.writes - inner, n, {t.dst_stride.data(), t.buffer_stride.data()}};
+            t.write.data() + inner, t.writes - inner, n, {t.dst_stride.data(), buffer_stride.data()}};
         do {
             for (std::int64_t line = 0; line < lines_inner; ++line) {
                 T* d = dst + lines.offset[0] + line * dst_line + p0 * dst_row;
                 const T* b = buffer + lines.offset[1] + line * buffer_line + p0;
-                std::int64_t q0 = 0;
+                std::int64_t q0 = 0, blocked = 0;  // columns and rows moved by register blocks
 #if defined(__SSE2__)
-                if constexpr (Registers && Size == 4 && block > 0)
-                    if (rows == block)
-                        for (; q0 + block <= nq; q0 += block)
-                            transpose_block(reinterpret_cast<const std::uint32_t*>(b + q0 * buffer_row),
-                                            buffer_row, reinterpret_cast<std::uint32_t*>(d + q0), dst_row);
+                if constexpr (Registers && Size == 4 && block > 0) {
+                    blocked = rows / block * block;
+                    const auto move_block = [&](std::int64_t h, std::int64_t c) {
+                        transpose_block(reinterpret_cast<const std::uint32_t*>(b + h + c * buffer_row),
+                                        buffer_row, reinterpret_cast<std::uint32_t*>(d + h * dst_row + c),
+                                        dst_row);
+                    };
+                    // Two blocks side by side unrolled: each of their loads keeps one stride (a
+                    // prefetcher follows it), where a loop over the blocks alternated two.
+                    if (blocked == 2 * block)
+                        for (; q0 + block <= nq; q0 += block) {
+                            move_block(0, q0);
+                            move_block(block, q0);
+                        }
+                    for (; blocked > 0 && q0 + block <= nq; q0 += block)
+                        for (std::int64_t h = 0; h < blocked; h += block) move_block(h, q0);
+                }
 #endif
+                for (std::int64_t r = blocked; r < rows; ++r)
+                    for (std::int64_t c = 0; c < q0; ++c) d[r * dst_row + c] = b[c * buffer_row + r];
                 for (std::int64_t r = 0; r < rows; ++r)
                     for (std::int64_t c = q0; c < nq; ++c) d[r * dst_row + c] = b[c * buffer_row + r];
             }
@@ -336,7 +365,7 @@ EINC_KERNEL void stream_tile(const Tiling& t, const std::int64_t* n, const std::
 }
 #endif
 
-// Tiles [begin, end) of a tiled transpose, through a buffer on this thread's stack.
+// Tiles [begin, end) of a tiled transpose, through a buffer on this thread's stack (kind direct: none).
 template <std::size_t Size>
 void transpose_tiles(const strategy::Transpose& transpose, const Tiling& t, std::byte* dst,
                      const std::byte* src, std::int64_t begin, std::int64_t end) {
@@ -349,12 +378,16 @@ void transpose_tiles(const strategy::Transpose& transpose, const Tiling& t, std:
     for (std::int64_t k = begin; k < end; ++k) {
         std::int64_t src_offset = 0, dst_offset = 0, next_src = 0, next_dst = 0;
         t.locate(k, origin, src_offset, dst_offset);
-        if (k + 1 < end) t.locate(k + 1, next_origin, next_src, next_dst);
         std::array<std::int64_t, max_transpose_rank> n{};
         for (std::size_t m = 0; m <= t.q; ++m) n[m] = std::min(t.tile[m], t.extent[m] - origin[m]);
+        std::byte* out = dst + dst_offset * size;
+        if (transpose.kind == TransposeKind::direct) {
+            write_tile<Size, true>(t, n.data(), src + src_offset * size, t.src_stride, out, true);
+            continue;
+        }
+        if (k + 1 < end) t.locate(k + 1, next_origin, next_src, next_dst);
         read_tile<Size>(t, n.data(), src + src_offset * size, k + 1 < end ? src + next_src * size : nullptr,
                         buffer);
-        std::byte* out = dst + dst_offset * size;
 #if defined(__SSE2__)
         if (stream) {
             stream_tile(t, n.data(), buffer, out);
@@ -362,9 +395,9 @@ void transpose_tiles(const strategy::Transpose& transpose, const Tiling& t, std:
         }
 #endif
         if (registers)
-            write_tile<Size, true>(t, n.data(), buffer, out);
+            write_tile<Size, true>(t, n.data(), buffer, t.buffer_stride, out);
         else
-            write_tile<Size, false>(t, n.data(), buffer, out);
+            write_tile<Size, false>(t, n.data(), buffer, t.buffer_stride, out);
     }
 #if defined(__SSE2__)
     if (stream) _mm_sfence();  // the streamed lines are visible before this thread says it is done
