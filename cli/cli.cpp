@@ -67,6 +67,7 @@ options:
                          local (this machine, as `einc calibrate` measured it)
   --view                 require every result to be a view of an input (zero-copy), or fail saying why
   --contiguous           never a view: materialise every result (bench then times the copy)
+  --alpha X, --beta Y    store results as X * result + Y * out (run: out is read from -o and written back)
   --backward [G.npy]     the call's gradients: run writes the gradient of every input given the output's
                          (G.npy; once per output), explain prints the backward plans and the training
                          step's totals, bench times the backward, roofline draws its plans
@@ -94,6 +95,35 @@ std::string version_text() {
     return fmt::format("einc {}\nfeatures: CUDA {}, BLAS {}, DLPack {}, CPU kernels {}\n", EINC_VERSION,
                        EINC_HAS_CUDA ? "yes" : "no", EINC_HAS_BLAS ? "yes (" EINC_BLAS_VENDOR ")" : "no",
                        EINC_HAS_DLPACK ? "yes" : "no", cpu::kernel_isa());
+}
+
+// An argument as a shell reads it back: quoted where it has spaces or characters the shell would take.
+std::string quoted(const std::string& arg) {
+    if (!arg.empty() && arg.find_first_of(" \t'\"\\$`!*?<>|&;()[]{}~#") == std::string::npos) return arg;
+    if (arg.find('\'') == std::string::npos) return "'" + arg + "'";
+    std::string text = "\"";
+    for (const char c : arg) {
+        if (c == '"' || c == '\\' || c == '$' || c == '`') text += '\\';
+        text += c;
+    }
+    return text + "\"";
+}
+
+// An einsum error whose pattern reads as numpy subscripts (Error::subscripts): the help is
+// this command line with the pattern spelt out, ready to paste, or --compact.
+std::string with_command_line(const Error& error, std::span<const std::string> args) {
+    Diagnostic diagnostic = error.diagnostic();
+    const Error::Subscripts& subscripts = error.subscripts();
+    std::vector<std::string> line{"einc"};
+    bool replaced = false;
+    for (const std::string& arg : args) {
+        const bool pattern = !replaced && arg == subscripts.written;
+        line.push_back(quoted(pattern ? subscripts.reading : arg));
+        replaced |= pattern;
+    }
+    diagnostic.help = fmt::format("numpy subscripts? one letter an axis, this is `{}`: {} (or add --compact)",
+                                  subscripts.reading, fmt::join(line, " "));
+    return render(diagnostic);
 }
 
 }  // namespace
@@ -131,7 +161,7 @@ int run(std::span<const std::string> args, std::ostream& out, std::ostream& err)
         fmt::print(err, "error: {}\n  (run `einc --help` for usage)\n", e.what());
         return exit_usage;
     } catch (const Error& e) {
-        fmt::print(err, "{}", e.what());
+        fmt::print(err, "{}", e.subscripts().reading.empty() ? e.what() : with_command_line(e, args));
         return e.kind() == ErrorKind::usage ? exit_usage : exit_error;
     } catch (const InternalError& e) {
         fmt::print(err, "{}\n", e.what());

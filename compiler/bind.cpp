@@ -4,12 +4,42 @@
 #include "compiler/bind.hpp"
 
 #include <fmt/format.h>
+#include <optional>
 
 #include "compiler/bind_common.hpp"
 #include "grammar/diagnostic.hpp"
 #include "grammar/parse.hpp"
+#include "grammar/print.hpp"
 
 namespace einc {
+namespace {
+
+// An einsum pattern without spaces that fails as einops notation (`ij,jk->ik`: axes `ij`, `jk`, `ik`) is
+// most likely numpy subscripts: where their one-letter reading parses - and binds, given the shapes - the
+// error says so, with that reading spelt out and the C++ call that takes subscripts (the CLI says
+// `--compact` instead: Error::subscripts).
+void offer_subscripts(Error& error, const Call& call, std::optional<std::span<const Shape>> shapes) {
+    if (call.op != Op::einsum || call.compact || call.pattern.find_first_of(" \t\n") != std::string::npos)
+        return;
+    try {
+        const syntax::Pattern subscripts = parse_compact(call.pattern);
+        if (shapes) {
+            Call compact = call;
+            compact.compact = true;
+            (void)detail::bind_expression(subscripts, compact, *shapes);
+        }
+        std::string reading = to_string(subscripts);
+        reading.erase(reading.find_last_not_of(' ') + 1);  // (`i j -> `: an empty output)
+        error.subscripts(call.pattern, reading)
+            .help(
+                fmt::format("as numpy subscripts (one letter an axis) this is `{}`: write it so, or ask for "
+                            "subscripts: einc::einsum(einc::Subscripts{{\"{}\"}}, ...)",
+                            reading, call.pattern));
+    } catch (const Error&) {  // not subscripts either: the error as it was
+    }
+}
+
+}  // namespace
 
 syntax::Pattern parse(const Call& call) {
     if (call.compact && call.op != Op::einsum)
@@ -19,7 +49,12 @@ syntax::Pattern parse(const Call& call) {
                               name_of(call.op)));
     if (call.op == Op::pack || call.op == Op::unpack) return parse_pack(call.pattern);
     if (call.compact) return parse_compact(call.pattern);
-    return parse_einops(call.pattern);
+    try {
+        return parse_einops(call.pattern);
+    } catch (Error& e) {
+        offer_subscripts(e, call, std::nullopt);
+        throw;
+    }
 }
 
 Bound bind(const syntax::Pattern& pattern, const Call& call, std::span<const Shape> shapes) {
@@ -27,7 +62,13 @@ Bound bind(const syntax::Pattern& pattern, const Call& call, std::span<const Sha
     case Op::pack:
     case Op::unpack: return detail::bind_pack(pattern, call, shapes);
     case Op::parse_shape: return detail::bind_parse_shape(pattern, call, shapes);
-    default: return detail::bind_expression(pattern, call, shapes);  // rearrange, reduce, repeat, einsum
+    default:  // rearrange, reduce, repeat, einsum
+        try {
+            return detail::bind_expression(pattern, call, shapes);
+        } catch (Error& e) {
+            offer_subscripts(e, call, shapes);
+            throw;
+        }
     }
 }
 

@@ -158,13 +158,16 @@ void check_sides_agree(const ExpressionContext& ctx) {
                 missing.push_back(o);
         return missing;
     };
+    const auto listed = [](const std::vector<Occurrence>& side) {
+        std::vector<std::string> names;
+        for (const Occurrence& o : side) names.push_back(o.name);
+        return quoted_list(names);
+    };
     const auto one_sided = [&](const std::vector<Occurrence>& missing, std::string message,
                                std::string help) {
-        std::vector<std::string> names;
-        for (const Occurrence& o : missing) names.push_back(o.name);
         Error error =
             ctx.pattern_error(fmt::format(fmt::runtime(message), missing.size() == 1 ? "axis" : "axes",
-                                          quoted_list(names), missing.size() == 1 ? "appears" : "appear"));
+                                          listed(missing), missing.size() == 1 ? "appears" : "appear"));
         error.at(ctx.text, missing.front().span);
         for (std::size_t i = 1; i < missing.size(); ++i) error.also(missing[i].span);
         throw std::move(error).help(std::move(help));
@@ -174,6 +177,17 @@ void check_sides_agree(const ExpressionContext& ctx) {
     const std::vector<Occurrence> right_only = missing_from(right_names, left_names);
     switch (ctx.call.op) {
     case Op::rearrange:
+        if (!left_only.empty() &&
+            !right_only.empty()) {  // most often a typo: name both sides, as einops does
+            Error error = ctx.pattern_error(fmt::format("{} only on the left side, {} only on the right side",
+                                                        listed(left_only), listed(right_only)));
+            error.at(ctx.text, left_only.front().span);
+            for (std::size_t i = 1; i < left_only.size(); ++i) error.also(left_only[i].span);
+            for (const Occurrence& o : right_only) error.also(o.span);
+            throw std::move(error).help(
+                "rearrange keeps every axis, by name on both sides: reduce removes axes, "
+                "repeat adds them");
+        }
         if (!left_only.empty())
             one_sided(left_only, "{} {} {} on the left side only",
                       "rearrange keeps every axis: reduce removes axes, repeat adds them");

@@ -144,6 +144,11 @@ Error& Error::help(std::string text) & {
     return *this;
 }
 
+Error& Error::subscripts(std::string written, std::string reading) & {
+    subscripts_ = {std::move(written), std::move(reading)};
+    return *this;
+}
+
 std::string counted(std::int64_t count, std::string_view noun) {
     return fmt::format("{} {}{}", count, noun, count == 1 ? "" : "s");
 }

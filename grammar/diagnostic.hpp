@@ -59,6 +59,14 @@ public:
     Error& also(syntax::Span secondary) &;
     Error& note(std::string text) &;
     Error& help(std::string text) &;
+    // An einsum pattern as written (`ij,jk->ik`) and as numpy subscripts read it, one letter an axis, in
+    // einops notation (`i j, j k -> i k`), where that reading binds and the one as written does not; front
+    // ends say how to ask for it. Empty otherwise.
+    struct Subscripts {
+        std::string written, reading;
+    };
+    Error& subscripts(std::string written, std::string reading) &;
+    const Subscripts& subscripts() const noexcept { return subscripts_; }
     Error&& at(std::string_view source, syntax::Span primary) && { return std::move(at(source, primary)); }
     Error&& also(syntax::Span secondary) && { return std::move(also(secondary)); }
     Error&& note(std::string text) && { return std::move(note(std::move(text))); }
@@ -70,6 +78,7 @@ public:
 
 private:
     Diagnostic diagnostic_;
+    Subscripts subscripts_;
     mutable std::string rendered_;
 };
 

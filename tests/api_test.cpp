@@ -79,6 +79,46 @@ TEST_CASE("reduce, repeat and einsum in one line") {
     CHECK(values_of(einsum("i ->", iota(DType::f32, {4})).view()) == std::vector<double>{6});
 }
 
+// numpy's habit: subscripts in einsum's einops notation. Where the one-letter reading binds, the error
+// spells it out and names the API that takes subscripts; where it does not either, the error stays.
+TEST_CASE("an einsum written as numpy subscripts: the error shows the pattern meant and the API for it") {
+    const Tensor q = iota(DType::f32, {2, 3, 4}), k = iota(DType::f32, {2, 5, 4});
+    try {
+        (void)einsum("bid,bjd->bij", q, k);
+        FAIL("no error");
+    } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::pattern);
+        CHECK(e.diagnostic().message == "output axis 'bij' appears in no operand");
+        CHECK(e.diagnostic().help ==
+              "as numpy subscripts (one letter an axis) this is `b i d, b j d -> b i j`: "
+              "write it so, or ask for subscripts: "
+              "einc::einsum(einc::Subscripts{\"bid,bjd->bij\"}, ...)");
+        CHECK(e.subscripts().written == "bid,bjd->bij");
+        CHECK(e.subscripts().reading == "b i d, b j d -> b i j");
+    }
+    // ij-> of a matrix: one axis `ij` in einops notation, a rank error; as subscripts a full sum
+    CHECK_THROWS_WITH_AS(einsum("ij->", iota(DType::f32, {2, 3})), doctest::Contains("this is `i j ->`"),
+                         Error);
+    // a syntax error as written, subscripts that parse: said at parse time already
+    CHECK_THROWS_WITH_AS(compile(Op::einsum, "...ij,...jk->...ik"),
+                         doctest::Contains("this is `... i j, ... j k -> ... i k`"), Error);
+    // not subscripts either (a wrong letter): the error as it was
+    try {
+        (void)einsum("bid,bjd->bix", q, k);
+        FAIL("no error");
+    } catch (const Error& e) {
+        CHECK(e.subscripts().reading.empty());
+        CHECK(e.diagnostic().help == "every output axis must come from an input");
+    }
+    // wrong shapes for the subscripts too: no hint
+    try {
+        (void)einsum("ij,jk->ik", iota(DType::f32, {2, 3}), iota(DType::f32, {4, 5}));
+        FAIL("no error");
+    } catch (const Error& e) {
+        CHECK(e.subscripts().reading.empty());
+    }
+}
+
 TEST_CASE("rearrange of a list stacks it, as einops does") {
     const Tensor a = iota(DType::f32, {2, 3}), b = iota(DType::f32, {2, 3});
     const std::vector<Input> list{a, b};
