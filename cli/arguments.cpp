@@ -1,7 +1,9 @@
 #include "cli/arguments.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <fmt/format.h>
 
 #include "grammar/diagnostic.hpp"
@@ -23,6 +25,14 @@ std::int64_t parse_integer(std::string_view text, std::string_view what, Negativ
             std::string_view("aeiou").find(what.front()) == std::string_view::npos ? "a" : "an", what));
     if (value < 0 && negatives != Negatives::any && !(negatives == Negatives::minus_one && value == -1))
         throw UsageError(fmt::format("{} {} is negative", what, text));
+    return value;
+}
+
+double parse_number(const std::string& text, std::string_view what) {
+    double value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc{} || end != text.data() + text.size() || text.empty() || !std::isfinite(value))
+        throw UsageError(fmt::format("{} '{}' is not a finite number", what, text));
     return value;
 }
 
@@ -66,6 +76,35 @@ OperandArg parse_operand(const std::string& text) {
     if (text.ends_with(".npy")) return OperandArg{text, {}, std::nullopt, true};
     if (!text.empty() && text.front() == '(') return parse_layout(text);
     return OperandArg{text, parse_shape_literal(text), std::nullopt};
+}
+
+// An operand, or a usage error that guesses what was meant: an axis size without -a (`h=4`), a word of a
+// pattern the shell split (`explain rearrange a b 2x3`: the pattern unquoted).
+OperandArg parse_operand_or_hint(const std::string& text, const std::string& pattern) {
+    const auto is_name_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    const std::size_t equals = text.find('=');
+    if (equals != std::string::npos && equals > 0 &&
+        std::all_of(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(equals), is_name_char))
+        throw UsageError(
+            fmt::format("'{}' is not an operand: an axis size is given with -a, e.g. -a {}", text, text));
+    try {
+        return parse_operand(text);
+    } catch (const UsageError&) {
+        if (reduction_named(text))
+            throw UsageError(fmt::format(
+                "'{}' is not an operand: a reduction is given to reduce, after its pattern", text));
+        const bool pattern_word = std::isalpha(static_cast<unsigned char>(text.front())) &&
+                                  std::all_of(text.begin(), text.end(), [&](char c) {
+                                      return is_name_char(c) || c == '(' || c == ')' || c == '.' ||
+                                             c == '-' || c == '>' || c == ',';
+                                  });
+        if (!pattern_word) throw;
+        throw UsageError(
+            fmt::format("'{}' is not an operand (a shape such as 2x3, or a .npy file): if it "
+                        "belongs to the pattern, quote the pattern as one argument, e.g. \"{} {} "
+                        "...\"",
+                        text, pattern, text));
+    }
 }
 
 AxisSize parse_axis_size(const std::string& text) {
@@ -131,6 +170,10 @@ CallArgs parse_call_args(std::span<const std::string> args) {
             parsed.view = true;
         else if (arg == "--contiguous")
             parsed.contiguous = true;
+        else if (arg == "--alpha")
+            parsed.alpha = parse_number(value(), "--alpha");
+        else if (arg == "--beta")
+            parsed.beta = parse_number(value(), "--beta");
         else if (arg == "--backward") {  // run: with the output's gradient (a .npy file; once per output)
             parsed.backward = true;
             if (i + 1 < args.size() && args[i + 1].ends_with(".npy"))
@@ -196,10 +239,20 @@ CallArgs parse_call_args(std::span<const std::string> args) {
         next = 3;
     }
     for (std::size_t i = next; i < positional.size(); ++i)
-        parsed.operands.push_back(parse_operand(positional[i]));
+        parsed.operands.push_back(parse_operand_or_hint(positional[i], parsed.call.pattern));
     if (parsed.operands.empty())
         throw UsageError("missing the operands: give each tensor's shape (e.g. 2x3x224x224) or a .npy file");
     return parsed;
+}
+
+Options options_of(const CallArgs& args) {
+    return Options{
+        .contiguous = args.contiguous, .require_view = args.view, .alpha = args.alpha, .beta = args.beta};
+}
+
+PlanOptions plan_options_of(const CallArgs& args) {
+    return PlanOptions{
+        .require_view = args.view, .contiguous = args.contiguous, .epilogue = {args.alpha, args.beta}};
 }
 
 }  // namespace einc::cli

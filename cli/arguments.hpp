@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "compiler/call.hpp"
+#include "compiler/plan.hpp"
+#include "runtime/program.hpp"
 
 namespace einc::cli {
 
@@ -31,11 +33,12 @@ struct CallArgs {
     std::vector<OperandArg> operands;
     std::string dtype = "f32";
     bool json = false;
-    bool view = false;        // require a zero-copy result
-    bool contiguous = false;  // never a view: materialise every result (einc::Options::contiguous)
-    std::string device;       // cost-model device: h100, h200, a100, cpu
-    std::string backend;      // run, bench: where to execute (cpu, the default, or cuda); explain: the
-                              // schedule to show (default: cuda for a GPU --device, cpu for cpu)
+    bool view = false;           // require a zero-copy result
+    bool contiguous = false;     // never a view: materialise every result (einc::Options::contiguous)
+    double alpha = 1, beta = 0;  // results stored as alpha * result + beta * out (run: -o holds out)
+    std::string device;          // cost-model device: h100, h200, a100, cpu
+    std::string backend;         // run, bench: where to execute (cpu, the default, or cuda); explain: the
+                                 // schedule to show (default: cuda for a GPU --device, cpu for cpu)
     std::vector<std::string> outputs;  // run: -o files
     bool backward = false;             // the call's backward: its gradients (run), their plans and costs
     std::vector<std::string> output_gradients;  // run --backward: a .npy file per output of the call
@@ -46,6 +49,11 @@ struct CallArgs {
 };
 
 CallArgs parse_call_args(std::span<const std::string> args);
+
+// The call's options as the C++ API takes them (run, bench) and as the planner does (explain, roofline):
+// --view, --contiguous, --alpha, --beta.
+Options options_of(const CallArgs& args);
+PlanOptions plan_options_of(const CallArgs& args);
 
 // `2x3x10` -> {2, 3, 10}; `scalar` -> {}; `-1` allowed only when allow_unknown (unpack's packed shapes).
 Shape parse_shape_literal(const std::string& text, bool allow_unknown = false);

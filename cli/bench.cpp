@@ -18,10 +18,6 @@ std::string json_number(double value, bool applies = true) {
     return applies ? fmt::format("{}", value) : "null";
 }
 
-std::string percent(double fraction) {
-    return fmt::format("{:.3g}%", 100 * fraction);
-}
-
 // The cost-model device a measurement is compared with: --device; else this machine - its GPU for cuda,
 // its calibration (or the development machine's entry) for the CPU backend.
 const DeviceModel& bench_device(const CallArgs& args, const BenchSettings& settings, std::ostream& err) {
@@ -104,17 +100,19 @@ int bench(std::span<const std::string> command_line, std::ostream& out, std::ost
     fmt::print(out, "  achieved   {}/s, {}/s\n", format_flops(achieved_flops), format_bytes(achieved_bytes));
     fmt::print(out, "  device     {}: {}, {} peak {}/s, bandwidth {}/s\n", device.key, device.name,
                name_of(dtype), format_flops(peak), format_bytes(device.bandwidth));
-    fmt::print(out, "  roofline   >= {} ({} of the measured time): {}\n", format_seconds(bound.seconds),
-               percent(bound.seconds / m.seconds), describe_bound(cost, device, dtype));
+    fmt::print(out, "  roofline   >= {} ({} of the measured time{}): {}\n", format_seconds(bound.seconds),
+               percent(bound.seconds / m.seconds), beyond_model(bound.seconds / m.seconds),
+               describe_bound(cost, device, dtype));
     if (cost.flops > 0 && peak > 0)
-        fmt::print(out, "  MFU        {} of the {} peak ({}/s)\n", percent(achieved_flops / peak),
-                   name_of(dtype), format_flops(peak));
+        fmt::print(out, "  MFU        {} of the {} peak ({}/s){}\n", percent(achieved_flops / peak),
+                   name_of(dtype), format_flops(peak), beyond_model(achieved_flops / peak));
     else
         fmt::print(out, "  MFU        n/a: {}\n",
                    peak > 0 ? "the plan does no arithmetic" : "the device has no peak for this dtype");
     if (memory_bound)
-        fmt::print(out, "  bandwidth  {} of {}/s (the plan is memory-bound)\n",
-                   percent(achieved_bytes / device.bandwidth), format_bytes(device.bandwidth));
+        fmt::print(out, "  bandwidth  {} of {}/s (the plan is memory-bound){}\n",
+                   percent(achieved_bytes / device.bandwidth), format_bytes(device.bandwidth),
+                   beyond_model(achieved_bytes / device.bandwidth));
     return exit_ok;
 }
 

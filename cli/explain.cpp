@@ -9,6 +9,7 @@
 #include "einc_build_info.hpp"
 #include "grammar/diagnostic.hpp"
 #include "grammar/print.hpp"
+#include "runtime/api.hpp"
 #include "runtime/calibration.hpp"
 #include "runtime/execute.hpp"
 #include "runtime/npy.hpp"
@@ -63,6 +64,44 @@ Target schedule_target(const CallArgs& args, const DeviceModel& device) {
     return cpu_target();
 }
 
+namespace {
+
+// rearrange, reduce and repeat of several operands take them as einops takes a list of tensors: stacked
+// along a new first axis (each of one shape and dtype).
+void stack_list(const CallArgs& args, LoadedOperands& loaded) {
+    const Op op = args.call.op;
+    if ((op != Op::rearrange && op != Op::reduce && op != Op::repeat) || loaded.specs.size() < 2 ||
+        args.call.pattern.find(',') != std::string::npos)  // (operands listed in the pattern: bind says no)
+        return;
+    const TensorSpec& first = loaded.specs[0];
+    for (std::size_t k = 1; k < loaded.specs.size(); ++k)
+        if (loaded.specs[k].shape != first.shape || loaded.specs[k].dtype != first.dtype)
+            throw Error(
+                ErrorKind::shape,
+                fmt::format("{} stacks its {} operands along a new first axis, as einops stacks a list, "
+                            "but operand {} is {} {} and operand 0 {} {}",
+                            name_of(op), loaded.specs.size(), k, name_of(loaded.specs[k].dtype),
+                            format_shape(loaded.specs[k].shape), name_of(first.dtype),
+                            format_shape(first.shape)))
+                .help("give operands of one shape and dtype, or one operand");
+    Shape shape{static_cast<std::int64_t>(loaded.specs.size())};
+    shape.insert(shape.end(), first.shape.begin(), first.shape.end());
+    const TensorSpec stacked{first.dtype, shape, row_major_strides(shape)};
+    if (loaded.files.size() == loaded.specs.size()) {  // all data: stacked for real
+        const std::vector<Input> parts(loaded.files.begin(), loaded.files.end());
+        std::string dims;
+        for (std::size_t d = 0; d < first.shape.size(); ++d) dims += fmt::format(" d{}", d);
+        loaded.files = {pack(parts, "*" + dims).tensor};
+        loaded.views = {loaded.files[0].view()};
+    } else {
+        loaded.files.clear();
+        loaded.views = {TensorView{nullptr, stacked.dtype, stacked.shape, stacked.strides}};
+    }
+    loaded.specs = {stacked};
+}
+
+}  // namespace
+
 LoadedOperands load_operands(const CallArgs& args) {
     const DType dtype = parse_dtype(args.dtype);
     LoadedOperands loaded;
@@ -78,6 +117,7 @@ LoadedOperands load_operands(const CallArgs& args) {
             loaded.views.push_back(TensorView{nullptr, dtype, operand.shape, strides});
         }
     }
+    stack_list(args, loaded);
     return loaded;
 }
 
@@ -87,9 +127,9 @@ int explain(const CallArgs& args, std::ostream& out) {
     const DeviceModel& device = args.backend == "cuda" ? gpu_device(args.device) : parse_device(args.device);
     // The front end alone unless a plan is printed: no planning, no plan errors.
     const bool front_end = !args.print_plan && !args.print_schedule && !args.json;
-    Lowered lowered = lower(args.call, pattern, inputs,
-                            {.until = front_end ? Stage::bound : Stage::planned,
-                             .plan = {.require_view = args.view, .contiguous = args.contiguous}});
+    Lowered lowered =
+        lower(args.call, pattern, inputs,
+              {.until = front_end ? Stage::bound : Stage::planned, .plan = plan_options_of(args)});
     if (front_end) {
         fmt::print(out, "{}{}", args.print_syntax ? print_syntax(pattern) : "",
                    args.print_bound ? print_bound(lowered.bound) : "");

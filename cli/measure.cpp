@@ -292,8 +292,7 @@ Measurement measure(const CallArgs& args, const BenchSettings& settings) {
     const Operands operands = make_operands(loaded, device);
     const std::vector<Input> inputs(operands.views.begin(), operands.views.end());
     if (args.backward) return measure_backward(args, settings, operands, device);
-    const Program program = Expression(args.call).bind(
-        operands.views, Options{.contiguous = args.contiguous, .require_view = args.view});
+    const Program program = Expression(args.call).bind(operands.views, options_of(args));
     const Plan& plan = program.plan();
 
     // Results that are views are made afresh by each run (that is the work); the others are written into
@@ -353,6 +352,14 @@ std::vector<TimingRecord> read_timings(const std::string& path) {
         records.push_back(std::move(record));
     }
     return records;
+}
+
+std::string percent(double fraction) {
+    return fmt::format("{:.3g}%", 100 * fraction);
+}
+
+std::string beyond_model(double fraction) {
+    return fraction <= 1.005 ? "" : fmt::format(": {}", model_beaten);  // (1.005: the clock's rounding)
 }
 
 }  // namespace einc::cli

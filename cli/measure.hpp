@@ -6,6 +6,7 @@
 
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/arguments.hpp"
@@ -51,5 +52,14 @@ struct TimingRecord {
     int repeat = 0;
 };
 std::vector<TimingRecord> read_timings(const std::string& path);
+
+// A measurement as a fraction of what its cost model allows (MFU, a roof, the roofline bound), as a
+// percentage; and what to say after it - nothing up to 100%, above it that the measurement beat the model
+// (which a right model does not allow) and what to do.
+std::string percent(double fraction);
+std::string beyond_model(double fraction);
+inline constexpr std::string_view model_beaten =
+    "faster than the model allows - calibrate this machine when it is idle (`einc calibrate`), or the model "
+    "is wrong for it";
 
 }  // namespace einc::cli

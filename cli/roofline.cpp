@@ -98,8 +98,7 @@ std::vector<ChartPlan> plan_call(const CallArgs& args) {
     const syntax::Pattern pattern = parse(args.call);  // a syntax error first, before the operands are read
     const std::vector<TensorSpec> inputs = load_operands(args).specs;
     Lowered forward =
-        lower(args.call, pattern, inputs,
-              {.until = Stage::planned, .plan = {.require_view = args.view, .contiguous = args.contiguous}});
+        lower(args.call, pattern, inputs, {.until = Stage::planned, .plan = plan_options_of(args)});
     if (!args.backward) return {ChartPlan{std::move(forward.plan), ""}};
     std::vector<ChartPlan> plans;
     for (BackwardPlan& b : plan_backward(forward.bound, inputs, row_major_gradients(forward.plan)))
@@ -179,10 +178,11 @@ RooflineChart roofline_chart(std::span<const CallArgs> calls, const DeviceModel&
                 total.bytes() == 0
                     ? fmt::format("{}  measured: {} per call ({}; a view: the time is einc's dispatch)", tag,
                                   format_seconds(timing.seconds), timing.how)
-                    : fmt::format("{}  measured: {} per call, {}/s = {:.3g}% of the memory roof ({})", tag,
-                                  format_seconds(timing.seconds),
-                                  format_bytes(total.bytes() / timing.seconds),
-                                  100 * total.bytes() / timing.seconds / device.bandwidth, timing.how));
+                    : fmt::format(
+                          "{}  measured: {} per call, {}/s = {} of the memory roof{} ({})", tag,
+                          format_seconds(timing.seconds), format_bytes(total.bytes() / timing.seconds),
+                          percent(total.bytes() / timing.seconds / device.bandwidth),
+                          beyond_model(total.bytes() / timing.seconds / device.bandwidth), timing.how));
             continue;
         }
         ChartPoint point;
@@ -315,15 +315,19 @@ int roofline(std::span<const std::string> command_line, std::ostream& out, std::
     fmt::print(out, "roofline of {} ({}): {} call{}, {} point{}\n", device.name, device.key, calls.size(),
                calls.size() == 1 ? "" : "s", chart.points.size(), chart.points.size() == 1 ? "" : "s");
     fmt::print(out, "  {:<6} {:>12} {:>14}  {:<14} {}\n", "point", "FLOP/B", "FLOP/s", "", "call · step");
+    std::string above_roof;  // the measured points above their roof
     for (const ChartPoint& p : chart.points) {
         std::string bound = p.compute_bound ? "compute-bound" : "memory-bound";
-        if (p.measured)
-            bound = fmt::format("{:.3g}% of roof",
-                                100 * p.flops_per_second / attainable_flops(device, p.dtype, p.intensity));
+        const double of_roof = p.flops_per_second / attainable_flops(device, p.dtype, p.intensity);
+        if (p.measured) bound = fmt::format("{} of roof", percent(of_roof));
+        if (p.measured && !beyond_model(of_roof).empty())
+            above_roof += (above_roof.empty() ? "" : ", ") + p.tag;
         fmt::print(out, "  {:<6} {:>12.3g} {:>14}  {:<14} {}\n", p.tag, p.intensity,
                    format_flops(p.flops_per_second) + "/s", bound, p.description);
     }
     for (const std::string& note : chart.notes) fmt::print(out, "  not plotted: {}\n", note);
+    if (!above_roof.empty())
+        fmt::print(out, "  note: measured above the roof ({}): {}\n", above_roof, model_beaten);
     fmt::print(out, "wrote {}\n", output);
     return exit_ok;
 }

@@ -50,7 +50,18 @@ int run_backward(const CallArgs& args, const std::vector<Tensor>& operands, Devi
     std::vector<TensorView> views, gradient_views;
     for (const Tensor& operand : operands) views.push_back(operand.view());
     for (const Tensor& g : gradients) gradient_views.push_back(g.view());
-    const Gradient gradient = einc::gradient(Expression(args.call), views, gradient_views);
+    const Gradient gradient = [&] {
+        try {
+            return einc::gradient(Expression(args.call), views, gradient_views);
+        } catch (Error& e) {
+            if (e.kind() == ErrorKind::unsupported && operands.size() == args.operands.size())  // no gradient
+                for (std::size_t k = 0; k < operands.size();
+                     ++k)  // for these inputs: say which files they are
+                    e.note(fmt::format("input {} is {} ({})", k, args.operands[k].text,
+                                       describe(operands[k].view())));
+            throw;
+        }
+    }();
     const std::vector<Input> inputs(operands.begin(), operands.end()),
         output_gradients(gradients.begin(), gradients.end());
     const std::vector<Tensor> results = gradient.run(inputs, output_gradients);
@@ -64,6 +75,30 @@ int run_backward(const CallArgs& args, const std::vector<Tensor>& operands, Devi
                    format_shape(results[k].shape()), k, device == Device::cuda ? ", on the GPU" : "");
     }
     return exit_ok;
+}
+
+// The results; with --beta, accumulated into the -o files as they are: out = alpha * result + beta * out.
+std::vector<Tensor> run_accumulating(const CallArgs& args, const Program& program,
+                                     std::span<const Input> inputs, Device device) {
+    if (args.beta == 0) return program.run(inputs);
+    const std::vector<TensorSpec>& specs = program.plan().outputs;
+    if (args.outputs.size() != specs.size())
+        throw UsageError(fmt::format("--beta accumulates into the -o files: give one for each of the {}",
+                                     counted(static_cast<std::int64_t>(specs.size()), "result")));
+    std::vector<Tensor> outputs;
+    std::vector<TensorView> views;
+    for (std::size_t k = 0; k < specs.size(); ++k) {
+        Tensor out = read_npy(args.outputs[k]);
+        if (out.dtype() != specs[k].dtype || out.shape() != specs[k].shape)
+            throw Error(ErrorKind::shape,
+                        fmt::format("--beta accumulates into {}, which is {} {}; the result is {} {}",
+                                    args.outputs[k], name_of(out.dtype()), format_shape(out.shape()),
+                                    name_of(specs[k].dtype), format_shape(specs[k].shape)));
+        outputs.push_back(to_device({out}, device).front());
+        views.push_back(outputs.back().view());
+    }
+    program.run(inputs, views);
+    return outputs;
 }
 
 }  // namespace
@@ -102,9 +137,8 @@ int run_call(const CallArgs& args, std::ostream& out) {
     const std::vector<Input> inputs(operands.begin(), operands.end());
     std::vector<TensorView> views;
     for (const Tensor& operand : operands) views.push_back(operand.view());
-    const Program program =
-        Expression(args.call).bind(views, Options{.contiguous = args.contiguous, .require_view = args.view});
-    const std::vector<Tensor> results = program.run(inputs);
+    const Program program = Expression(args.call).bind(views, options_of(args));
+    const std::vector<Tensor> results = run_accumulating(args, program, inputs, device);
     if (parse_shape) {
         std::vector<std::string> sizes;
         for (const AxisSize& size : parsed_shape(program.bound()))

@@ -192,14 +192,18 @@ std::string named_pattern(const Bound& forward) {
     return side(names, forward.inputs) + " -> " + side(names, forward.outputs);
 }
 
-std::vector<BackwardCall> backward_calls(const Bound& forward, DType dtype) {
+void check_differentiable(Op op, DType dtype) {
     const auto refuse = [&](std::string what) { return Error(ErrorKind::unsupported, std::move(what)); };
-    if (forward.op == Op::parse_shape)
+    if (op == Op::parse_shape)
         throw refuse("parse_shape returns axis sizes, not a tensor: it has no gradient");
     if (!is_floating(dtype))
         throw refuse(
             fmt::format("gradients are defined for floating dtypes; the inputs are {}", name_of(dtype)))
             .help("convert the inputs to f32 or f64 first");
+}
+
+std::vector<BackwardCall> backward_calls(const Bound& forward, DType dtype) {
+    check_differentiable(forward.op, dtype);
     const AxisNames names(forward);
     switch (forward.op) {
     case Op::rearrange:
@@ -237,7 +241,8 @@ std::vector<BackwardCall> backward_calls(const Bound& forward, DType dtype) {
         };
         switch (info_of(r).gradient) {
         case GradientRule::none:
-            throw refuse(fmt::format("reduce {} is not differentiable: its result is a boolean", name_of(r)));
+            throw Error(ErrorKind::unsupported,
+                        fmt::format("reduce {} is not differentiable: its result is a boolean", name_of(r)));
         case GradientRule::route: {
             Call call{Op::reduce, named_pattern(forward), r, {}, false, {}};
             return {BackwardCall{

@@ -67,6 +67,10 @@ struct BackwardCall {
 //       inputs and outputs alone
 std::vector<BackwardCall> backward_calls(const Bound& forward, DType dtype);
 
+// Throws the error a call of `op` on inputs of `dtype` has no gradient (parse_shape; integer, bool and
+// 8-bit float inputs), before anything else about the gradient is checked.
+void check_differentiable(Op op, DType dtype);
+
 // A backward call bound and planned: its operands' layouts are the forward inputs' (as given), the output
 // gradients' and the partial results' (as planned); its results are written as its target says.
 struct BackwardPlan {

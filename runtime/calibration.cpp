@@ -360,9 +360,10 @@ Calibration calibrate(const CalibrationOptions& options) {
         if (options.progress) *options.progress << "  measuring " << what << '\n' << std::flush;
     };
     Calibration c;
-    c.cpu_name = cpu_name();
+    const Machine here = this_machine();
+    c.cpu_name = here.cpu_name;
     c.threads = cpu::thread_count();
-    c.hardware_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    c.hardware_threads = here.hardware_threads;
     c.cores = physical_cores();
     const Caches caches = cache_sizes();
     c.l1d_bytes = caches.l1d;
@@ -532,6 +533,21 @@ const DeviceModel& local_device_model(const Calibration& c) {
                                          c.peak_f32, c.peak_f32, 0, c.peak_f32, 0});
 }
 
+Machine this_machine() {
+    return Machine{cpu_name(), static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))};
+}
+
+namespace {
+
+// A calibration is of this machine when it names this CPU and its hardware threads (a home directory
+// shared between machines, or copied to another, holds another machine's).
+bool measured_here(const Calibration& c) {
+    const Machine here = this_machine();
+    return c.cpu_name == here.cpu_name && c.hardware_threads == here.hardware_threads;
+}
+
+}  // namespace
+
 const DeviceModel& local_device_model() {
     const std::optional<fs::path> path = calibration_path();
     if (!path)
@@ -542,13 +558,27 @@ const DeviceModel& local_device_model() {
     if (!calibration)
         throw Error(ErrorKind::file, "no calibration of this machine: run `einc calibrate`")
             .note(fmt::format("looked for {}", path->string()));
+    if (!measured_here(*calibration)) {
+        const Machine here = this_machine();
+        throw Error(ErrorKind::file, fmt::format("{} measured another machine", path->string()))
+            .note(fmt::format("it measured {} with {}; this is {} with {}", calibration->cpu_name,
+                              counted(calibration->hardware_threads, "hardware thread"), here.cpu_name,
+                              counted(here.hardware_threads, "hardware thread")))
+            .help("run `einc calibrate` to measure this one");
+    }
     return local_device_model(*calibration);
 }
 
 bool has_saved_calibration() {
     const std::optional<fs::path> path = calibration_path();
     std::error_code error;
-    return path && fs::exists(*path, error);
+    if (!path || !fs::exists(*path, error)) return false;
+    try {
+        const std::optional<Calibration> calibration = load_calibration(*path);
+        return calibration && measured_here(*calibration);
+    } catch (const Error&) {  // unreadable or malformed: saved, and said so where it is used
+        return true;
+    }
 }
 
 namespace detail {

@@ -42,6 +42,14 @@ struct CalibrationOptions {
 // Measures this machine with einc's CPU threads. Takes about `seconds` (under one with `quick`).
 Calibration calibrate(const CalibrationOptions& options = {});
 
+// What a calibration records of the machine it measured, to tell it from another: /proc/cpuinfo's CPU
+// name (or what stands for it) and the hardware threads.
+struct Machine {
+    std::string cpu_name;
+    int hardware_threads = 0;
+};
+Machine this_machine();
+
 // Where the calibration is saved: $XDG_CONFIG_HOME/einc/calibration.conf, or $HOME/.config/einc/... where
 // XDG_CONFIG_HOME is unset, empty or relative (the XDG Base Directory rules). Null when neither is usable.
 std::optional<std::filesystem::path> calibration_path();
@@ -61,10 +69,11 @@ std::optional<Calibration> load_calibration(const std::filesystem::path& path);
 // and int8 at the f32 rate: the CPU runs them through f32; no fp8), kept for the rest of the process.
 const DeviceModel& local_device_model(const Calibration& calibration);
 // The saved calibration's model, read now; einc::Error when there is none ("run `einc calibrate`",
-// naming the path looked for) or it is malformed.
+// naming the path looked for), it is malformed, or it measured another machine (another CPU name or
+// number of hardware threads).
 const DeviceModel& local_device_model();
-// Whether a calibration is saved (readable or not): then `bench` and `roofline --measure` on the CPU
-// compare with it by default.
+// Whether a calibration of this machine is saved (or an unreadable one): then `bench` and `roofline
+// --measure` on the CPU compare with it by default.
 bool has_saved_calibration();
 
 namespace detail {

@@ -32,6 +32,9 @@ Gradient Gradient::bind(const Expression& call, std::span<const TensorView> inpu
                         std::span<const TensorView> output_gradients,
                         const std::span<const TensorView>* input_gradients, const Options& options) {
     Program forward = call.bind(inputs);
+    // Whether there is a gradient at all comes first: what the output gradients should be is moot without.
+    const std::vector<TensorSpec>& forward_inputs = forward.plan().inputs;
+    check_differentiable(forward.bound().op, forward_inputs.empty() ? DType::f32 : forward_inputs[0].dtype);
     const std::vector<TensorSpec>& outputs = forward.plan().outputs;
     const TensorView first = inputs.empty() ? TensorView{} : inputs[0];
     if (!output_gradients.empty() && output_gradients.size() != outputs.size())

@@ -49,12 +49,13 @@ double predicted_seconds(const std::string& json) {
     return std::stod(json.substr(at + key.size()));
 }
 
-// A calibration with round numbers, for costs computed by hand.
+// A calibration of this machine (its CPU's name, its hardware threads) with round numbers, for costs
+// computed by hand.
 Calibration round_numbers() {
     Calibration c;
-    c.cpu_name = "Test CPU 9000";
+    c.cpu_name = this_machine().cpu_name;
     c.threads = 4;
-    c.hardware_threads = 8;
+    c.hardware_threads = this_machine().hardware_threads;
     c.cores = 4;
     c.l1d_bytes = 48 << 10;
     c.l2_bytes = 2 << 20;
@@ -149,8 +150,8 @@ TEST_CASE("--device local: costs by hand against a saved calibration of round nu
     CHECK(predicted_seconds(einc_cli(call).out) == doctest::Approx(8e6 / 2e10));  // 400 us
     const Result copy = einc_cli(copy_call);
     INFO(copy.err);
-    CHECK(copy.out.find("time:  >= 400 us on Test CPU 9000, 4 threads, calibrated 2026-01-02 (roofline") !=
-          std::string::npos);
+    CHECK(copy.out.find(fmt::format("time:  >= 400 us on {}, 4 threads, calibrated 2026-01-02 (roofline",
+                                    this_machine().cpu_name)) != std::string::npos);
     CHECK(copy.out.find("memory-bound: 0 FLOP/B (pure data movement) on LOCAL") != std::string::npos);
 
     // GEMMs are compute-bound at the saved peaks: 2 * 1000^3 FLOPs at 1e11 (f32) and 5e10 (f64) FLOP/s.
@@ -171,7 +172,7 @@ TEST_CASE("--device local: costs by hand against a saved calibration of round nu
         einc_cli({"roofline", "einsum \"i, i ->\" 1000 1000", "--measure", "--repeat", "1"});
     INFO(roofline.err);
     REQUIRE(roofline.status == 0);
-    CHECK(roofline.out.find("Roofline of Test CPU 9000") != std::string::npos);
+    CHECK(roofline.out.find("Roofline of " + this_machine().cpu_name) != std::string::npos);
     // A GPU's chart is still a usage error for CPU timings; --device local names the CPU's.
     CHECK(einc_cli({"roofline", "einsum \"i, i ->\" 10 10", "--measure", "--device", "h100"}).status ==
           cli::exit_usage);
@@ -202,6 +203,48 @@ TEST_CASE(
     // Asked for by name, the development machine's model needs no note.
     CHECK(
         einc_cli({"bench", "einsum", "i, i ->", "10", "10", "--repeat", "1", "--device", "cpu"}).err.empty());
+}
+
+// A calibration names the machine it measured: another machine's (a shared home directory) is not used -
+// asked for, it is an error saying so; unasked, bench keeps the cpu model with its note. And a model that
+// a measurement beats (here: a peak and a bandwidth far below this machine's) is said to be wrong.
+TEST_CASE("another machine's calibration is not used; a measurement beyond its model says so") {
+    const testing::IsolatedConfigHome config;
+    const fs::path path = config.path() / "einc" / "calibration.conf";
+    Calibration other = round_numbers();
+    other.cpu_name = "Another CPU 9000";
+    save_calibration(other, path);
+    CHECK_FALSE(has_saved_calibration());
+    Result result = einc_cli(copy_call);
+    CHECK(result.status == cli::exit_error);
+    CHECK(result.err.find(fmt::format(
+              "error: {} measured another machine\n  note: it measured Another CPU 9000 "
+              "with {}; this is {} with {}\n  help: run `einc calibrate` to measure this "
+              "one",
+              path.string(), counted(this_machine().hardware_threads, "hardware thread"),
+              this_machine().cpu_name, counted(this_machine().hardware_threads, "hardware thread"))) == 0);
+    other = round_numbers();
+    other.hardware_threads += 1;
+    save_calibration(other, path);
+    CHECK(einc_cli(copy_call).err.find("measured another machine") != std::string::npos);
+    result = einc_cli({"bench", "einsum", "i, i ->", "10", "10", "--repeat", "1"});
+    CHECK(result.status == cli::exit_ok);
+    CHECK(result.err.find("note: comparing with the `cpu` model") == 0);
+
+    Calibration slow = round_numbers();
+    slow.bandwidth = slow.read_bandwidth = slow.copy_bandwidth = 1e3;  // 1 kB/s
+    slow.peak_f32 = slow.peak_f64 = 1e3;                               // 1 kFLOP/s
+    save_calibration(slow, path);
+    REQUIRE(has_saved_calibration());
+    result = einc_cli({"bench", "einsum", "i j, j k -> i k", "64x64", "64x64", "--repeat", "1"});
+    INFO(result.out, result.err);
+    REQUIRE(result.status == cli::exit_ok);
+    CHECK(result.out.find(
+              "of the f32 peak (1 kFLOP/s): faster than the model allows - calibrate this machine "
+              "when it is idle (`einc calibrate`), or the model is wrong for it\n") != std::string::npos);
+    result =
+        einc_cli({"bench", "einsum", "i j, j k -> i k", "4x4", "4x4", "--repeat", "1", "--device", "cpu"});
+    CHECK(result.out.find("faster than the model allows") == std::string::npos);  // a 4x4 GEMM: not near
 }
 
 TEST_CASE("a malformed calibration is an error that names the file and what is wrong, never a crash") {
@@ -260,7 +303,7 @@ TEST_CASE("the calibration file: where the XDG rules put it, and what it holds")
         const testing::ScopedEnvironment empty("XDG_CONFIG_HOME", "");
         CHECK(calibration_path() == in_home);
         save_calibration(round_numbers(), in_home);
-        CHECK(einc_cli(copy_call).out.find("on Test CPU 9000") != std::string::npos);
+        CHECK(einc_cli(copy_call).out.find("on " + this_machine().cpu_name) != std::string::npos);
     }
     {
         const testing::ScopedEnvironment relative("XDG_CONFIG_HOME", "relative/config");  // invalid: ignored

@@ -177,3 +177,89 @@ TEST_CASE("run: parse_shape prints the axis sizes and writes nothing; pack print
     CHECK(result.out.find("packed shapes: scalar, 2 (unpack with --packed scalar --packed 2)\n") !=
           std::string::npos);
 }
+
+// What C++ has and the CLI had not: --alpha/--beta accumulating into the -o file, and a list of inputs
+// stacked along a new first axis for rearrange, reduce and repeat (as einops takes a list of tensors).
+TEST_CASE("run: --alpha/--beta accumulate into the -o file; several inputs are stacked as a list") {
+    TempDir dir;
+    const std::vector<double> x_values = counting(6), w_values = counting(12);
+    write_npy(dir / "x.npy", reference::make_tensor(DType::f64, {2, 3}, x_values).view());
+    write_npy(dir / "w.npy", reference::make_tensor(DType::f64, {3, 4}, w_values).view());
+    std::vector<double> y_values(8);
+    for (std::size_t i = 0; i < y_values.size(); ++i) y_values[i] = 10.0 * static_cast<double>(i);
+    write_npy(dir / "y.npy", reference::make_tensor(DType::f64, {2, 4}, y_values).view());
+    Result result = einc_cli({"run", "einsum", "i j, j k -> i k", dir / "x.npy", dir / "w.npy", "-o",
+                              dir / "y.npy", "--alpha", "2", "--beta", "0.5"});
+    INFO(result.err);
+    REQUIRE(result.status == cli::exit_ok);
+    const std::vector<double> written = reference::values_of(read_npy(dir / "y.npy").view());
+    REQUIRE(written.size() == 8);
+    for (std::size_t i = 0; i < 2; ++i)
+        for (std::size_t k = 0; k < 4; ++k) {
+            double product = 0;
+            for (std::size_t j = 0; j < 3; ++j) product += x_values[i * 3 + j] * w_values[j * 4 + k];
+            CHECK(written[i * 4 + k] == 2 * product + 0.5 * y_values[i * 4 + k]);
+        }
+    // --beta reads the output: it must be there, of the result's shape
+    result = einc_cli({"run", "einsum", "i j, j k -> i k", dir / "x.npy", dir / "w.npy", "-o", dir / "x.npy",
+                       "--beta", "1"});
+    CHECK(result.status == cli::exit_error);
+    CHECK(result.err.find("--beta accumulates into " + dir / "x.npy" +
+                          ", which is f64 2x3; the result is f64 2x4") != std::string::npos);
+    CHECK(einc_cli({"run", "einsum", "i j, j k -> i k", dir / "x.npy", dir / "w.npy", "-o", dir / "z.npy",
+                    "--beta", "1"})
+              .status == cli::exit_error);  // no such file
+    CHECK(einc_cli({"run", "einsum", "i j, j k -> i k", dir / "x.npy", dir / "w.npy", "-o", dir / "z.npy",
+                    "--beta", "one"})
+              .status == cli::exit_usage);
+
+    // three 2x3 inputs: rearrange sees one 3x2x3 tensor
+    write_npy(dir / "a.npy", reference::make_tensor(DType::f64, {2, 3}, counting(6)).view());
+    result = einc_cli({"run", "rearrange", "n h w -> h (n w)", dir / "a.npy", dir / "x.npy", dir / "a.npy",
+                       "-o", dir / "row.npy"});
+    INFO(result.err);
+    REQUIRE(result.status == cli::exit_ok);
+    const Tensor row = read_npy(dir / "row.npy");
+    CHECK(row.shape() == Shape{2, 9});
+    const std::vector<double> values = reference::values_of(row.view());
+    for (std::size_t h = 0; h < 2; ++h)
+        for (std::size_t n = 0; n < 3; ++n)
+            for (std::size_t w = 0; w < 3; ++w) CHECK(values[h * 9 + n * 3 + w] == x_values[h * 3 + w]);
+    result =
+        einc_cli({"run", "reduce", "n h w -> h w", "sum", dir / "a.npy", dir / "w.npy", "-o", dir / "s.npy"});
+    CHECK(result.status == cli::exit_error);
+    CHECK(result.err.find("reduce stacks its 2 operands along a new first axis, as einops stacks a list, but "
+                          "operand 1 is f64 3x4 and operand 0 f64 2x3") != std::string::npos);
+}
+
+// Errors in the order a user needs them: no gradient for bool inputs comes first (naming the file), not
+// what the output's gradient should be; an einsum typed as numpy subscripts gets the command to paste.
+TEST_CASE("run: the errors a numpy user meets first say what was meant") {
+    TempDir dir;
+    write_npy(dir / "b.npy", reference::make_tensor(DType::boolean, {2, 2}, {1, 0, 1, 1}).view());
+    write_npy(dir / "g.npy", reference::make_tensor(DType::f32, {2}, {1, 1}).view());
+    Result result = einc_cli({"run", "reduce", "a b -> a", "any", dir / "b.npy", "--backward", dir / "g.npy",
+                              "-o", dir / "d.npy"});
+    CHECK(result.status == cli::exit_error);
+    CHECK(result.err.find("gradients are defined for floating dtypes; the inputs are bool") !=
+          std::string::npos);
+    CHECK(result.err.find("note: input 0 is " + dir / "b.npy" + " (bool (2,2):(2,1) on cpu)") !=
+          std::string::npos);
+    CHECK(result.err.find("must be bool") == std::string::npos);
+
+    write_npy(dir / "x.npy", reference::make_tensor(DType::f32, {2, 3}, counting(6)).view());
+    write_npy(dir / "w.npy", reference::make_tensor(DType::f32, {3, 4}, counting(12)).view());
+    result = einc_cli({"run", "einsum", "ij,jk->ik", dir / "x.npy", dir / "w.npy", "-o", dir / "y.npy"});
+    CHECK(result.status == cli::exit_error);
+    INFO(result.err);
+    CHECK(result.err.find("output axis 'ik' appears in no operand") != std::string::npos);
+    CHECK(result.err.find(
+              "help: numpy subscripts? one letter an axis, this is `i j, j k -> i k`: einc run einsum "
+              "'i j, j k -> i k' " +
+              dir / "x.npy" + " " + dir / "w.npy" + " -o " + dir / "y.npy" + " (or add --compact)") !=
+          std::string::npos);
+    // pasted, it runs
+    result =
+        einc_cli({"run", "einsum", "i j, j k -> i k", dir / "x.npy", dir / "w.npy", "-o", dir / "y.npy"});
+    CHECK(result.status == cli::exit_ok);
+}
