@@ -388,6 +388,7 @@ int aot(std::span<const std::string> args, std::ostream& out, std::ostream& err,
         for (const CorpusEntry& entry : corpus.entries) {
             fmt::print(out, "{}: {}\n", entry.location, entry.text);
             for (const KernelSignature& k : entry.kernels) fmt::print(out, "  {}\n", k.name());
+            if (entry.kernels.empty()) fmt::print(out, "  no kernels: cuBLAS calls and views only\n");
         }
         fmt::print(out, "{}, {} distinct kernel{}\n",
                    counted(static_cast<std::int64_t>(corpus.entries.size()), "call"), kernels.size(),

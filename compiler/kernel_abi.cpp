@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <iterator>
 #include <limits>
+#include <ostream>
 
 #include "grammar/diagnostic.hpp"
 
@@ -36,6 +37,10 @@ std::string identifier_of(double value) {
 }
 
 }  // namespace
+
+std::ostream& operator<<(std::ostream& out, const KernelSignature& signature) {
+    return out << signature.name();
+}
 
 std::string KernelSignature::name() const {
     std::string sources_part;

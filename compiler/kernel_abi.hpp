@@ -34,6 +34,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -198,6 +199,9 @@ struct KernelSignature {
     // "..._i32_s3dst_c4" (short_side).
     std::string name() const;
 };
+
+// Prints name(): what a user's log shows of a kernel (`std::cout << signature`).
+std::ostream& operator<<(std::ostream& out, const KernelSignature& signature);
 
 // Launch-time arguments, passed by value to every kernel; mirrors `einc_params` in kernel_source().
 // Strides in elements; access 0 is the destination, 1.. the sources (partials are addressed by index).

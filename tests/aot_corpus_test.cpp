@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fstream>
 #include <random>
 #include <sstream>
 
@@ -16,6 +17,8 @@
 #include "compiler/lower.hpp"
 #include "compiler/schedule.hpp"
 #include "runtime/kernel_registry.hpp"
+#include "tests/cli_capture.hpp"
+#include "tests/environment.hpp"
 #include "tests/sanitized.hpp"
 #include "tests/shell_words.hpp"
 
@@ -115,11 +118,12 @@ TEST_CASE(
         cli::read_corpus_text("rearrange \"a b -> b a\" 3x4\nrearrange \"a b -> b c\" 3x4\n", "kernels.txt");
     CHECK(corpus.entries.size() == 1);
     REQUIRE(corpus.errors.size() == 1);
-    CHECK(std::string(corpus.errors[0].what()) ==
-          "kernels.txt:2:12: error: axis 'a' appears on the left side only\n"
-          "  rearrange \"a b -> b c\" 3x4\n"
-          "             ^\n"
-          "  help: rearrange keeps every axis: reduce removes axes, repeat adds them\n");
+    CHECK(
+        std::string(corpus.errors[0].what()) ==
+        "kernels.txt:2:12: error: 'a' only on the left side, 'c' only on the right side\n"
+        "  rearrange \"a b -> b c\" 3x4\n"
+        "             ^        ~\n"
+        "  help: rearrange keeps every axis, by name on both sides: reduce removes axes, repeat adds them\n");
     CHECK(rendered_errors("rearrange \"a b -> b a\" 3x4 --frobnicate\n") ==
           "kernels.txt:1:28: error: unknown option '--frobnicate'\n"
           "  rearrange \"a b -> b a\" 3x4 --frobnicate\n"
@@ -485,4 +489,32 @@ TEST_CASE("aot corpus: the kernels of `?` extents hold every kernel brute force 
     }
     MESSAGE(lines.size(), " lines; brute force tried ", sizes, " sizes and found ", found,
             " kernels (by line); the size classes give ", enumerated);
+}
+
+// What `einc aot --list` shows: each line's kernels by name (as a KernelSignature prints), and for a line
+// that needs none - a GEMM - that it needs none.
+TEST_CASE("aot corpus: --list names each line's kernels, and says which lines need none") {
+    const testing::TemporaryDirectory dir("einc-aot-list");
+    const std::filesystem::path corpus = dir.path() / "kernels.txt";
+    std::ofstream(corpus) << "einsum \"i k, k j -> i j\" 64x64 64x64\n"
+                             "reduce \"a b -> a\" sum 300x1000\n";
+    const testing::CliResult result = testing::einc_cli({"aot", corpus.string(), "--list"});
+    INFO(result.err);
+    REQUIRE(result.status == cli::exit_ok);
+    const cli::Corpus read = cli::read_corpus(corpus);
+    REQUIRE(read.entries.size() == 2);
+    REQUIRE(read.entries[0].kernels.empty());
+    REQUIRE(!read.entries[1].kernels.empty());
+    std::ostringstream printed;
+    printed << read.entries[1].kernels[0];
+    CHECK(printed.str() == read.entries[1].kernels[0].name());
+    std::string expected = fmt::format("{}:1: einsum \"i k, k j -> i j\" 64x64 64x64\n"
+                                       "  no kernels: cuBLAS calls and views only\n"
+                                       "{}:2: reduce \"a b -> a\" sum 300x1000\n",
+                                       corpus.string(), corpus.string());
+    for (const KernelSignature& k : read.entries[1].kernels) expected += fmt::format("  {}\n", k.name());
+    CHECK(result.out ==
+          expected +
+              fmt::format("2 calls, {}\n", counted(static_cast<std::int64_t>(read.entries[1].kernels.size()),
+                                                   "distinct kernel")));
 }
