@@ -131,7 +131,12 @@ CallArgs parse_call_args(std::span<const std::string> args) {
             parsed.view = true;
         else if (arg == "--contiguous")
             parsed.contiguous = true;
-        else if (arg == "--backward") {  // run: with the output's gradient (a .npy file; once per output)
+        else if (arg == "--max-intermediate") {
+            parsed.max_intermediate_bytes =
+                static_cast<std::size_t>(parse_integer(value(), "--max-intermediate bytes", Negatives::none));
+            if (parsed.max_intermediate_bytes == 0)
+                throw UsageError("--max-intermediate takes a number of bytes above 0");
+        } else if (arg == "--backward") {  // run: with the output's gradient (a .npy file; once per output)
             parsed.backward = true;
             if (i + 1 < args.size() && args[i + 1].ends_with(".npy"))
                 parsed.output_gradients.push_back(args[++i]);

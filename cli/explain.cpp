@@ -89,7 +89,9 @@ int explain(const CallArgs& args, std::ostream& out) {
     const bool front_end = !args.print_plan && !args.print_schedule && !args.json;
     Lowered lowered = lower(args.call, pattern, inputs,
                             {.until = front_end ? Stage::bound : Stage::planned,
-                             .plan = {.require_view = args.view, .contiguous = args.contiguous}});
+                             .plan = {.require_view = args.view,
+                                      .contiguous = args.contiguous,
+                                      .max_intermediate_bytes = args.max_intermediate_bytes}});
     if (front_end) {
         fmt::print(out, "{}{}", args.print_syntax ? print_syntax(pattern) : "",
                    args.print_bound ? print_bound(lowered.bound) : "");

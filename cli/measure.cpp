@@ -293,7 +293,9 @@ Measurement measure(const CallArgs& args, const BenchSettings& settings) {
     const std::vector<Input> inputs(operands.views.begin(), operands.views.end());
     if (args.backward) return measure_backward(args, settings, operands, device);
     const Program program = Expression(args.call).bind(
-        operands.views, Options{.contiguous = args.contiguous, .require_view = args.view});
+        operands.views, Options{.contiguous = args.contiguous,
+                                .require_view = args.view,
+                                .max_intermediate_bytes = args.max_intermediate_bytes});
     const Plan& plan = program.plan();
 
     // Results that are views are made afresh by each run (that is the work); the others are written into

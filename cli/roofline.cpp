@@ -97,9 +97,11 @@ struct ChartPlan {
 std::vector<ChartPlan> plan_call(const CallArgs& args) {
     const syntax::Pattern pattern = parse(args.call);  // a syntax error first, before the operands are read
     const std::vector<TensorSpec> inputs = load_operands(args).specs;
-    Lowered forward =
-        lower(args.call, pattern, inputs,
-              {.until = Stage::planned, .plan = {.require_view = args.view, .contiguous = args.contiguous}});
+    Lowered forward = lower(args.call, pattern, inputs,
+                            {.until = Stage::planned,
+                             .plan = {.require_view = args.view,
+                                      .contiguous = args.contiguous,
+                                      .max_intermediate_bytes = args.max_intermediate_bytes}});
     if (!args.backward) return {ChartPlan{std::move(forward.plan), ""}};
     std::vector<ChartPlan> plans;
     for (BackwardPlan& b : plan_backward(forward.bound, inputs, row_major_gradients(forward.plan)))

@@ -103,7 +103,9 @@ int run_call(const CallArgs& args, std::ostream& out) {
     std::vector<TensorView> views;
     for (const Tensor& operand : operands) views.push_back(operand.view());
     const Program program =
-        Expression(args.call).bind(views, Options{.contiguous = args.contiguous, .require_view = args.view});
+        Expression(args.call).bind(views, Options{.contiguous = args.contiguous,
+                                                  .require_view = args.view,
+                                                  .max_intermediate_bytes = args.max_intermediate_bytes});
     const std::vector<Tensor> results = program.run(inputs);
     if (parse_shape) {
         std::vector<std::string> sizes;
