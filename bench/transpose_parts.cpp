@@ -56,24 +56,28 @@ int main() {
     volatile float sink = 0;
 
     const std::vector<std::pair<std::string, std::function<void()>>> works{
-        {"memcpy", [&] {
+        {"memcpy",
+         [&] {
              on_two_threads(A * B * C, [&](std::int64_t begin, std::int64_t end) {
                  std::memcpy(static_cast<float*>(copy.data()) + begin, source + begin,
                              static_cast<std::size_t>(end - begin) * sizeof(float));
              });
          }},
         {"transpose", [&] { transpose.run(inputs, outputs); }},
-        {"reads alone", [&] {
+        {"reads alone",
+         [&] {
              on_two_threads(C, [&](std::int64_t c_begin, std::int64_t c_end) {
                  float sum[strip] = {};
                  for (std::int64_t c0 = c_begin; c0 < c_end; c0 += strip)
                      for (std::int64_t b = 0; b < B; ++b)
                          for (std::int64_t a = 0; a < A; ++a)
-                             for (std::int64_t k = 0; k < strip; ++k) sum[k] += source[(a * B + b) * C + c0 + k];
+                             for (std::int64_t k = 0; k < strip; ++k)
+                                 sum[k] += source[(a * B + b) * C + c0 + k];
                  sink = sink + sum[0];
              });
          }},
-        {"writes alone", [&] {
+        {"writes alone",
+         [&] {
              on_two_threads(C, [&](std::int64_t c_begin, std::int64_t c_end) {
                  for (std::int64_t c0 = c_begin; c0 < c_end; c0 += strip)
                      for (std::int64_t b = 0; b < B; ++b)
@@ -82,9 +86,11 @@ int main() {
                                  std::fill_n(destination + (c * B + b) * A + a0, block, 1.0f);
              });
          }},
-        {"writes in order", [&] {
-             on_two_threads(A * B * C,
-                            [&](std::int64_t begin, std::int64_t end) { std::fill(destination + begin, destination + end, 1.0f); });
+        {"writes in order",
+         [&] {
+             on_two_threads(A * B * C, [&](std::int64_t begin, std::int64_t end) {
+                 std::fill(destination + begin, destination + end, 1.0f);
+             });
          }},
     };
     std::vector<std::vector<double>> seconds(works.size());
@@ -97,7 +103,7 @@ int main() {
     fmt::print("a b c -> c b a, {}x{}x{} f32 ({} MB), {} threads, medians of 41 rounds by turns\n", A, B, C,
                A * B * C * 4 >> 20, einc::cpu::thread_count());
     for (std::size_t w = 0; w < works.size(); ++w)
-        fmt::print("  {:<16} {:8.1f} us  {:.2f} of memcpy's speed\n", works[w].first, median(seconds[w]) * 1e6,
-                   memcpy_seconds / median(seconds[w]));
+        fmt::print("  {:<16} {:8.1f} us  {:.2f} of memcpy's speed\n", works[w].first,
+                   median(seconds[w]) * 1e6, memcpy_seconds / median(seconds[w]));
     return 0;
 }

@@ -174,7 +174,12 @@ CallArgs parse_call_args(std::span<const std::string> args) {
             parsed.alpha = parse_number(value(), "--alpha");
         else if (arg == "--beta")
             parsed.beta = parse_number(value(), "--beta");
-        else if (arg == "--backward") {  // run: with the output's gradient (a .npy file; once per output)
+        else if (arg == "--max-intermediate") {
+            parsed.max_intermediate_bytes =
+                static_cast<std::size_t>(parse_integer(value(), "--max-intermediate bytes", Negatives::none));
+            if (parsed.max_intermediate_bytes == 0)
+                throw UsageError("--max-intermediate takes a number of bytes above 0");
+        } else if (arg == "--backward") {  // run: with the output's gradient (a .npy file; once per output)
             parsed.backward = true;
             if (i + 1 < args.size() && args[i + 1].ends_with(".npy"))
                 parsed.output_gradients.push_back(args[++i]);
@@ -246,13 +251,18 @@ CallArgs parse_call_args(std::span<const std::string> args) {
 }
 
 Options options_of(const CallArgs& args) {
-    return Options{
-        .contiguous = args.contiguous, .require_view = args.view, .alpha = args.alpha, .beta = args.beta};
+    return Options{.contiguous = args.contiguous,
+                   .require_view = args.view,
+                   .alpha = args.alpha,
+                   .beta = args.beta,
+                   .max_intermediate_bytes = args.max_intermediate_bytes};
 }
 
 PlanOptions plan_options_of(const CallArgs& args) {
-    return PlanOptions{
-        .require_view = args.view, .contiguous = args.contiguous, .epilogue = {args.alpha, args.beta}};
+    return PlanOptions{.require_view = args.view,
+                       .contiguous = args.contiguous,
+                       .epilogue = {args.alpha, args.beta},
+                       .max_intermediate_bytes = args.max_intermediate_bytes};
 }
 
 }  // namespace einc::cli

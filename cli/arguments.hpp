@@ -36,9 +36,10 @@ struct CallArgs {
     bool view = false;           // require a zero-copy result
     bool contiguous = false;     // never a view: materialise every result (einc::Options::contiguous)
     double alpha = 1, beta = 0;  // results stored as alpha * result + beta * out (run: -o holds out)
-    std::string device;          // cost-model device: h100, h200, a100, cpu
-    std::string backend;         // run, bench: where to execute (cpu, the default, or cuda); explain: the
-                                 // schedule to show (default: cuda for a GPU --device, cpu for cpu)
+    std::size_t max_intermediate_bytes = 0;  // einsum's largest intermediate (0: no limit)
+    std::string device;                      // cost-model device: h100, h200, a100, cpu
+    std::string backend;  // run, bench: where to execute (cpu, the default, or cuda); explain: the
+                          // schedule to show (default: cuda for a GPU --device, cpu for cpu)
     std::vector<std::string> outputs;  // run: -o files
     bool backward = false;             // the call's backward: its gradients (run), their plans and costs
     std::vector<std::string> output_gradients;  // run --backward: a .npy file per output of the call
@@ -51,7 +52,7 @@ struct CallArgs {
 CallArgs parse_call_args(std::span<const std::string> args);
 
 // The call's options as the C++ API takes them (run, bench) and as the planner does (explain, roofline):
-// --view, --contiguous, --alpha, --beta.
+// --view, --contiguous, --alpha, --beta, --max-intermediate.
 Options options_of(const CallArgs& args);
 PlanOptions plan_options_of(const CallArgs& args);
 

@@ -68,6 +68,9 @@ options:
   --view                 require every result to be a view of an input (zero-copy), or fail saying why
   --contiguous           never a view: materialise every result (bench then times the copy)
   --alpha X, --beta Y    store results as X * result + Y * out (run: out is read from -o and written back)
+  --max-intermediate BYTES
+                         einsum of 3+ operands: the cheapest contraction order whose intermediates
+                         each fit in BYTES, or an error naming the smallest peak any order has
   --backward [G.npy]     the call's gradients: run writes the gradient of every input given the output's
                          (G.npy; once per output), explain prints the backward plans and the training
                          step's totals, bench times the backward, roofline draws its plans

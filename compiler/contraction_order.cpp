@@ -2,24 +2,16 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
+#include <fmt/format.h>
 #include <functional>
 #include <limits>
 
+#include "compiler/contraction_search.hpp"
 #include "grammar/diagnostic.hpp"
 
 namespace einc {
-namespace {
-
-using AxisSet = std::vector<AxisId>;  // sorted, unique
-
-// The exhaustive search costs 3^n steps and 2^n entries: 12 operands is about half a million steps.
-constexpr std::size_t max_optimal_operands = 12;
-
-AxisSet unite(const AxisSet& a, const AxisSet& b) {
-    AxisSet out;
-    std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
-    return out;
-}
+namespace contraction {
 
 double product(const AxisSet& axes, std::span<const std::int64_t> sizes) {
     double n = 1;
@@ -27,21 +19,48 @@ double product(const AxisSet& axes, std::span<const std::int64_t> sizes) {
     return n;
 }
 
-// The cost of contracting two operands into the axes `kept` (those still needed afterwards).
-struct Pairwise {
-    AxisSet result;
-    double flops = 0;
-};
+Evaluation evaluate(const Network& network, const SsaPath& path) {
+    std::vector<AxisSet> tensors = network.operands;
+    std::vector<int> holders(network.sizes.size(), 0);  // how many live tensors hold each axis
+    std::vector<bool> in_output(network.sizes.size(), false);
+    for (const AxisSet& set : tensors)
+        for (const AxisId axis : set) ++holders[static_cast<std::size_t>(axis)];
+    for (const AxisId axis : network.output) in_output[static_cast<std::size_t>(axis)] = true;
+    Evaluation e;
+    for (std::size_t step = 0; step < path.size(); ++step) {
+        const AxisSet& a = tensors[path[step].first];
+        const AxisSet& b = tensors[path[step].second];
+        AxisSet all;
+        std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(all));
+        for (const AxisSet* t : {&a, &b})
+            for (const AxisId axis : *t) --holders[static_cast<std::size_t>(axis)];
+        AxisSet result;
+        for (const AxisId axis : all)
+            if (in_output[static_cast<std::size_t>(axis)] || holders[static_cast<std::size_t>(axis)] > 0)
+                result.push_back(axis);
+        for (const AxisId axis : result) ++holders[static_cast<std::size_t>(axis)];
+        const bool summed = result.size() < all.size();
+        e.flops += product(all, network.sizes) * (summed ? 2 : 1);
+        const double size = product(result, network.sizes);
+        e.largest = std::max(e.largest, size);
+        if (step + 1 < path.size()) e.intermediate = std::max(e.intermediate, size);
+        tensors.push_back(std::move(result));
+    }
+    return e;
+}
 
-Pairwise contract(const AxisSet& a, const AxisSet& b, const AxisSet& needed_elsewhere,
-                  std::span<const std::int64_t> sizes) {
-    const AxisSet all = unite(a, b);
-    Pairwise p;
-    std::set_intersection(all.begin(), all.end(), needed_elsewhere.begin(), needed_elsewhere.end(),
-                          std::back_inserter(p.result));
-    const bool summed = p.result.size() < all.size();
-    p.flops = product(all, sizes) * (summed ? 2 : 1);
-    return p;
+}  // namespace contraction
+
+namespace {
+
+using contraction::AxisSet;
+using contraction::Network;
+using contraction::SsaPath;
+
+AxisSet unite(const AxisSet& a, const AxisSet& b) {
+    AxisSet out;
+    std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+    return out;
 }
 
 // Axes needed outside a set of operands: the output's and those of every operand not in `mask`.
@@ -51,6 +70,16 @@ AxisSet needed_outside(std::uint64_t mask, std::span<const AxisSet> operands, co
         if (!(mask >> i & 1u)) needed = unite(needed, operands[i]);
     return needed;
 }
+
+// Every split of every subset: 3^n steps and 2^n entries.
+constexpr std::size_t exhaustive_operands = 8;
+// Dynamic programming over subsets up to here (2^n entries), and the pairs of subsets it may price
+// (about 0.1 s here; past it, the greedy searches).
+constexpr std::size_t dp_operands = 16;
+constexpr std::size_t dp_work_budget = 3'000'000;
+// The greedy runs' budget: candidate pairs scored, in all runs together (deterministic, unlike time;
+// about 25 ms for 100 operands here).
+constexpr std::size_t greedy_work_budget = 100'000;
 
 struct Best {
     double flops = std::numeric_limits<double>::infinity();
@@ -63,26 +92,19 @@ bool better(double flops, double largest, const Best& than) {
     return flops < than.flops || (flops == than.flops && largest < than.largest);
 }
 
-// Turns a tree of subset splits into opt_einsum's list of pairs over a shrinking operand list.
-void emit_pairs(std::uint64_t mask, const std::vector<Best>& best, std::vector<std::uint64_t>& list,
-                std::vector<std::pair<std::size_t, std::size_t>>& pairs) {
-    if (std::popcount(mask) == 1) return;
-    const std::uint64_t left = best[mask].left, right = mask & ~left;
-    emit_pairs(left, best, list, pairs);
-    emit_pairs(right, best, list, pairs);
-    const auto position = [&](std::uint64_t m) {
-        return static_cast<std::size_t>(std::find(list.begin(), list.end(), m) - list.begin());
-    };
-    std::size_t i = position(left), j = position(right);
-    if (i > j) std::swap(i, j);
-    pairs.emplace_back(i, j);
-    list.erase(list.begin() + static_cast<std::ptrdiff_t>(j));
-    list.erase(list.begin() + static_cast<std::ptrdiff_t>(i));
-    list.push_back(mask);
+// The tree of subset splits below `mask` in SSA form; returns the SSA id of `mask`'s tensor.
+std::size_t emit_ssa(std::uint64_t mask, const std::vector<Best>& best, std::size_t operands, SsaPath& path) {
+    if (std::popcount(mask) == 1) return static_cast<std::size_t>(std::countr_zero(mask));
+    const std::size_t left = emit_ssa(best[mask].left, best, operands, path);
+    const std::size_t right = emit_ssa(mask & ~best[mask].left, best, operands, path);
+    path.emplace_back(left, right);
+    return operands + path.size() - 1;
 }
 
-ContractionPath optimal(std::span<const AxisSet> operands, const AxisSet& output,
-                        std::span<const std::int64_t> sizes) {
+// The cheapest order by trying every split of every subset, or none when every order makes an
+// intermediate larger than the limit.
+std::optional<SsaPath> exhaustive(const Network& network) {
+    const std::span<const AxisSet> operands = network.operands;
     const std::size_t n = operands.size();
     const std::uint64_t full = (std::uint64_t{1} << n) - 1;
     std::vector<Best> best(full + 1);
@@ -93,148 +115,176 @@ ContractionPath optimal(std::span<const AxisSet> operands, const AxisSet& output
     }
     for (std::uint64_t mask = 1; mask <= full; ++mask) {
         if (std::popcount(mask) < 2) continue;
-        const AxisSet needed = needed_outside(mask, operands, output);
+        const AxisSet needed = needed_outside(mask, operands, network.output);
         // Every split into two non-empty halves, each once: the half holding the lowest operand is `left`.
         const std::uint64_t lowest = mask & (~mask + 1);
         for (std::uint64_t left = (mask - 1) & mask; left > 0; left = (left - 1) & mask) {
             if (!(left & lowest)) continue;
-            const std::uint64_t right = mask & ~left;
             const Best& l = best[left];
-            const Best& r = best[right];
-            const Pairwise p = contract(l.axes, r.axes, needed, sizes);
-            const double flops = l.flops + r.flops + p.flops;
-            const double largest = std::max({l.largest, r.largest, product(p.result, sizes)});
-            if (better(flops, largest, best[mask])) best[mask] = Best{flops, largest, p.result, left};
+            const Best& r = best[mask & ~left];
+            if (std::isinf(l.flops) || std::isinf(r.flops)) continue;
+            const AxisSet all = unite(l.axes, r.axes);
+            AxisSet result;
+            std::set_intersection(all.begin(), all.end(), needed.begin(), needed.end(),
+                                  std::back_inserter(result));
+            const double size = contraction::product(result, network.sizes);
+            if (mask != full && size > network.max_intermediate) continue;
+            const double flops =
+                l.flops + r.flops +
+                contraction::product(all, network.sizes) * (result.size() < all.size() ? 2 : 1);
+            const double largest = std::max({l.largest, r.largest, size});
+            if (better(flops, largest, best[mask]))
+                best[mask] = Best{flops, largest, std::move(result), left};
         }
     }
-    ContractionPath path;
-    std::vector<std::uint64_t> list;
-    for (std::size_t i = 0; i < n; ++i) list.push_back(std::uint64_t{1} << i);
-    emit_pairs(full, best, list, path.pairs);
-    path.optimized_flops = best[full].flops;
-    path.largest_intermediate = best[full].largest;
-    path.optimal = true;
+    if (std::isinf(best[full].flops)) return std::nullopt;
+    SsaPath path;
+    emit_ssa(full, best, n, path);
     return path;
 }
 
-// contract(a, b, needed, sizes) where `needed` is the output and every operand of the list but a and b:
-// an axis is needed elsewhere when the output has it or more operands hold it than a and b together.
-// Linear in |a| + |b| (rebuilding `needed` per pair would make greedy cubic per step).
-Pairwise contract_in_list(const AxisSet& a, const AxisSet& b, const std::vector<int>& holders,
-                          const std::vector<bool>& in_output, std::span<const std::int64_t> sizes) {
-    const AxisSet all = unite(a, b);
-    Pairwise p;
-    for (const AxisId axis : all) {
-        const auto k = static_cast<std::size_t>(axis);
-        const int here = static_cast<int>(std::binary_search(a.begin(), a.end(), axis)) +
-                         static_cast<int>(std::binary_search(b.begin(), b.end(), axis));
-        if (in_output[k] || holders[k] > here) p.result.push_back(axis);
+// opt_einsum's list of pairs over a shrinking operand list, from a tree in SSA form.
+std::vector<std::pair<std::size_t, std::size_t>> list_pairs(const SsaPath& path, std::size_t operands) {
+    std::vector<std::size_t> list(operands);
+    for (std::size_t i = 0; i < operands; ++i) list[i] = i;
+    std::vector<std::pair<std::size_t, std::size_t>> pairs;
+    for (std::size_t step = 0; step < path.size(); ++step) {
+        const auto position = [&](std::size_t id) {
+            return static_cast<std::size_t>(std::find(list.begin(), list.end(), id) - list.begin());
+        };
+        std::size_t i = position(path[step].first), j = position(path[step].second);
+        if (i > j) std::swap(i, j);
+        pairs.emplace_back(i, j);
+        list.erase(list.begin() + static_cast<std::ptrdiff_t>(j));
+        list.erase(list.begin() + static_cast<std::ptrdiff_t>(i));
+        list.push_back(operands + step);
     }
-    const bool summed = p.result.size() < all.size();
-    p.flops = product(all, sizes) * (summed ? 2 : 1);
-    return p;
+    return pairs;
+}
+
+ContractionPath path_of(const Network& network, const SsaPath& ssa, PathSearch search) {
+    const contraction::Evaluation e = contraction::evaluate(network, ssa);
+    ContractionPath path;
+    path.pairs = list_pairs(ssa, network.operands.size());
+    path.optimized_flops = e.flops;
+    path.largest_intermediate = e.largest;
+    path.search = search;
+    path.optimal = search == PathSearch::exhaustive || search == PathSearch::dynamic_programming;
+    return path;
+}
+
+// No order keeps every intermediate within the limit: an error naming the smallest peak there is (or,
+// past what dynamic programming takes, the smallest einc's greedy runs found).
+[[noreturn]] void throw_none_fits(const Network& network, const ContractionLimits& limits) {
+    const std::optional<double> proven = contraction::smallest_peak_by_dp(network);
+    const double peak = proven ? *proven : contraction::best_greedy(network, 0).smallest_peak;
+    const std::string bytes = fmt::format("{:.0f} bytes", peak * static_cast<double>(limits.element_bytes));
+    throw Error(ErrorKind::shape, fmt::format("no contraction order keeps every intermediate within {} bytes",
+                                              limits.max_intermediate_bytes))
+        .note(fmt::format("the smallest largest intermediate {} is {} ({:.0f} elements)",
+                          proven ? "of any order" : "einc's search found", bytes, peak))
+        .help(fmt::format("raise the limit to at least {}", bytes));
 }
 
 // Contracts the list pairwise, the result of each contraction appended, until one operand is left: at
-// each step the pair `pick` returns of the candidates, every pair (i, j), i < j, in the order (0, 1),
+// each step the pair `pick` chooses of the candidates, every pair (i, j), i < j, in the order (0, 1),
 // (0, 2), ..., (1, 2), ...
-struct Candidate {
-    std::size_t i, j;
-    Pairwise pair;
-    double size;  // of its result
-};
-template <typename Pick>
-ContractionPath walk(std::span<const AxisSet> operands, const AxisSet& output,
-                     std::span<const std::int64_t> sizes, Pick pick) {
-    std::vector<AxisSet> list(operands.begin(), operands.end());
-    ContractionPath path;
-    path.optimal = false;
-    std::vector<int> holders(sizes.size(), 0);  // how many operands of the list hold each axis
-    std::vector<bool> in_output(sizes.size(), false);
-    for (const AxisSet& set : list)
-        for (const AxisId axis : set) ++holders[static_cast<std::size_t>(axis)];
-    for (const AxisId axis : output) in_output[static_cast<std::size_t>(axis)] = true;
-    std::vector<Candidate> candidates;
+SsaPath walk(const Network& network, const std::function<std::size_t(std::size_t)>& pick) {
+    const std::size_t n = network.operands.size();
+    std::vector<std::size_t> list(n);
+    for (std::size_t i = 0; i < n; ++i) list[i] = i;
+    SsaPath path;
     while (list.size() > 1) {
-        candidates.clear();
-        for (std::size_t i = 0; i < list.size(); ++i)
-            for (std::size_t j = i + 1; j < list.size(); ++j) {
-                Pairwise p = contract_in_list(list[i], list[j], holders, in_output, sizes);
-                const double size = product(p.result, sizes);
-                candidates.push_back(Candidate{i, j, std::move(p), size});
-            }
-        const std::size_t picked = pick(std::span<const Candidate>(candidates));
-        EINC_ASSERT(picked < candidates.size());
-        Candidate& best = candidates[picked];
-        path.pairs.emplace_back(best.i, best.j);
-        path.optimized_flops += best.pair.flops;
-        path.largest_intermediate = std::max(path.largest_intermediate, best.size);
-        for (const std::size_t k : {best.i, best.j})
-            for (const AxisId axis : list[k]) --holders[static_cast<std::size_t>(axis)];
-        for (const AxisId axis : best.pair.result) ++holders[static_cast<std::size_t>(axis)];
-        list.erase(list.begin() + static_cast<std::ptrdiff_t>(best.j));
-        list.erase(list.begin() + static_cast<std::ptrdiff_t>(best.i));
-        list.push_back(std::move(best.pair.result));
+        const std::size_t count = list.size() * (list.size() - 1) / 2;
+        std::size_t picked = pick(count);
+        EINC_ASSERT(picked < count);
+        std::size_t i = 0;
+        while (picked >= list.size() - 1 - i) picked -= list.size() - 1 - i++;
+        const std::size_t j = i + 1 + picked;
+        path.emplace_back(list[i], list[j]);
+        list.erase(list.begin() + static_cast<std::ptrdiff_t>(j));
+        list.erase(list.begin() + static_cast<std::ptrdiff_t>(i));
+        list.push_back(n + path.size() - 1);
     }
     return path;
 }
 
-// The cheapest pair at each step (the smaller result on a tie; the first of equals).
-std::size_t cheapest(std::span<const Candidate> candidates) {
-    std::size_t best = 0;
-    for (std::size_t c = 1; c < candidates.size(); ++c) {
-        const Candidate &x = candidates[c], &y = candidates[best];
-        if (x.pair.flops < y.pair.flops || (x.pair.flops == y.pair.flops && x.size < y.size)) best = c;
-    }
-    return best;
-}
-
 // The axis sets of the operands and the output, sorted and unique.
-std::pair<std::vector<AxisSet>, AxisSet> sets_of(std::span<const std::vector<AxisId>> operands,
-                                                 std::span<const AxisId> output) {
-    std::vector<AxisSet> sets;
+Network network_of(std::span<const std::vector<AxisId>> operands, std::span<const AxisId> output,
+                   std::span<const std::int64_t> sizes, double max_intermediate) {
+    Network network;
     for (const auto& axes : operands) {
         AxisSet set(axes.begin(), axes.end());
         std::sort(set.begin(), set.end());
         set.erase(std::unique(set.begin(), set.end()), set.end());
-        sets.push_back(std::move(set));
+        network.operands.push_back(std::move(set));
     }
-    AxisSet out(output.begin(), output.end());
-    std::sort(out.begin(), out.end());
-    return {std::move(sets), std::move(out)};
+    network.output.assign(output.begin(), output.end());
+    std::sort(network.output.begin(), network.output.end());
+    network.output.erase(std::unique(network.output.begin(), network.output.end()), network.output.end());
+    network.sizes = sizes;
+    network.max_intermediate = max_intermediate;
+    return network;
 }
 
 // opt_einsum's count for one loop over every axis.
-double naive_flops(std::span<const AxisSet> operands, const AxisSet& output,
-                   std::span<const std::int64_t> sizes) {
+double naive_flops(const Network& network) {
     AxisSet all;
-    for (const AxisSet& set : operands) all = unite(all, set);
-    const bool summed = all.size() > output.size();
-    return product(all, sizes) *
-           (static_cast<double>(std::max<std::size_t>(1, operands.size() - 1)) + (summed ? 1 : 0));
+    for (const AxisSet& set : network.operands) all = unite(all, set);
+    const bool summed = all.size() > network.output.size();
+    return contraction::product(all, network.sizes) *
+           (static_cast<double>(std::max<std::size_t>(1, network.operands.size() - 1)) + (summed ? 1 : 0));
 }
 
 }  // namespace
 
 ContractionPath contraction_order(std::span<const std::vector<AxisId>> operands,
                                   std::span<const AxisId> output, std::span<const std::int64_t> sizes,
-                                  std::size_t optimal_limit) {
+                                  const ContractionLimits& limits) {
     EINC_ASSERT(operands.size() >= 2);
-    const auto [sets, out] = sets_of(operands, output);
-    const bool use_optimal = operands.size() <= std::min<std::size_t>(optimal_limit, max_optimal_operands);
-    ContractionPath path = use_optimal ? optimal(sets, out, sizes) : walk(sets, out, sizes, cheapest);
-    path.naive_flops = naive_flops(sets, out, sizes);
-    return path;
+    EINC_ASSERT(limits.element_bytes > 0);
+    const double max_intermediate = limits.max_intermediate_bytes == 0
+                                        ? std::numeric_limits<double>::infinity()
+                                        : std::floor(static_cast<double>(limits.max_intermediate_bytes) /
+                                                     static_cast<double>(limits.element_bytes));
+    const Network network = network_of(operands, output, sizes, max_intermediate);
+    const std::size_t n = network.operands.size();
+    const auto finish = [&](ContractionPath path) {
+        path.naive_flops = naive_flops(network);
+        return path;
+    };
+    if (n <= exhaustive_operands) {
+        if (const auto path = exhaustive(network))
+            return finish(path_of(network, *path, PathSearch::exhaustive));
+        throw_none_fits(network, limits);
+    }
+    if (n <= dp_operands) {
+        const SsaPath greedy = contraction::plain_greedy(network);
+        const double upper = greedy.empty() ? std::numeric_limits<double>::infinity()
+                                            : contraction::evaluate(network, greedy).flops;
+        const contraction::DpResult dp = contraction::optimal_by_dp(network, upper, dp_work_budget);
+        switch (dp.outcome) {
+        case contraction::DpOutcome::optimal:
+            return finish(path_of(network, dp.path, PathSearch::dynamic_programming));
+        case contraction::DpOutcome::none_fits: throw_none_fits(network, limits);
+        case contraction::DpOutcome::over_budget: break;  // too many subsets: the greedy searches below
+        }
+    }
+    const contraction::Heuristic found = contraction::best_greedy(network, greedy_work_budget);
+    if (found.path.empty()) throw_none_fits(network, limits);
+    ContractionPath path =
+        path_of(network, found.path, found.randomised_won ? PathSearch::random_greedy : PathSearch::greedy);
+    path.greedy_runs = found.runs;
+    return finish(std::move(path));
 }
 
 ContractionPath contraction_path(std::span<const std::vector<AxisId>> operands,
                                  std::span<const AxisId> output, std::span<const std::int64_t> sizes,
                                  const std::function<std::size_t(std::size_t)>& pick) {
     EINC_ASSERT(operands.size() >= 2);
-    const auto [sets, out] = sets_of(operands, output);
-    ContractionPath path = walk(
-        sets, out, sizes, [&](std::span<const Candidate> candidates) { return pick(candidates.size()); });
-    path.naive_flops = naive_flops(sets, out, sizes);
+    const Network network = network_of(operands, output, sizes, std::numeric_limits<double>::infinity());
+    ContractionPath path = path_of(network, walk(network, pick), PathSearch::chosen);
+    path.naive_flops = naive_flops(network);
     return path;
 }
 

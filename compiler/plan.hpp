@@ -153,12 +153,23 @@ TensorSpec planned(TensorSpec spec);
 
 // The order in which einsum contracts three or more operands, as opt_einsum reports it: each pair
 // indexes the current operand list; the two are removed and their result appended.
+// How the order was found (compiler/contraction_order.hpp).
+enum class PathSearch {
+    exhaustive,           // every split of every subset: optimal
+    dynamic_programming,  // subsets under a raised cost cap: optimal
+    greedy,               // the pair that removes the most elements, step by step: not proven optimal
+    random_greedy,        // the best of randomised greedy runs: not proven optimal
+    chosen,               // the pairs PlanChoices took (einc aot)
+};
+
 struct ContractionPath {
     std::vector<std::pair<std::size_t, std::size_t>> pairs;
     double naive_flops = 0;           // one loop over every axis, opt_einsum's count
     double optimized_flops = 0;       // the same count, contraction by contraction
-    double largest_intermediate = 0;  // elements
-    bool optimal = true;              // exhaustive search (false: greedy)
+    double largest_intermediate = 0;  // elements, the output's included
+    bool optimal = true;              // proven optimal (exhaustive or dynamic programming)
+    PathSearch search = PathSearch::exhaustive;
+    std::size_t greedy_runs = 0;  // random_greedy: the runs it took the best of
 };
 
 struct Plan {
@@ -218,8 +229,10 @@ struct PlanOptions {
     std::vector<Shape> output_strides{};  // strides of caller-provided outputs; empty: row-major results
     // out = alpha * result + beta * out for every output; not the identity: no View results
     Epilogue epilogue{};
-    std::size_t optimal_operand_limit = 8;  // exhaustive contraction-order search up to this many operands
-    PlanChoices* choices = nullptr;         // given: it takes the choices that compare sizes (above)
+    // The largest intermediate of an einsum's contraction order, in bytes (0: no limit; the output is
+    // not an intermediate): the cheapest order within it, or an error naming the smallest peak there is.
+    std::size_t max_intermediate_bytes = 0;
+    PlanChoices* choices = nullptr;  // given: it takes the choices that compare sizes (above)
 };
 
 // @pre inputs[i].shape == bound.inputs[i].shape() and all inputs share one dtype

@@ -404,7 +404,9 @@ void plan_einsum(PlanBuilder& b) {
             b.options.choices
                 ? contraction_path(sets, out_axes, sizes,
                                    [&](std::size_t pairs) { return b.options.choices->choose(pairs); })
-                : contraction_order(sets, out_axes, sizes, b.options.optimal_operand_limit);
+                : contraction_order(sets, out_axes, sizes,
+                                    {.max_intermediate_bytes = b.options.max_intermediate_bytes,
+                                     .element_bytes = size_of(b.output_dtype)});
     }
     const std::vector<std::pair<std::size_t, std::size_t>> pairs =
         b.plan.path ? b.plan.path->pairs : std::vector<std::pair<std::size_t, std::size_t>>{{0, 1}};

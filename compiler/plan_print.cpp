@@ -125,6 +125,34 @@ std::string model_line(const KernelLaunch& launch, const KernelPrediction& k, co
         k.serial_chain, k.l2_resident ? " (its data in L2)" : "");
 }
 
+// How the order was found, and whether it is proven optimal.
+std::string describe_search(const ContractionPath& path) {
+    switch (path.search) {
+    case PathSearch::exhaustive: return "optimal";
+    case PathSearch::dynamic_programming: return "optimal, by dynamic programming";
+    case PathSearch::greedy:
+        return path.greedy_runs > 1
+                   ? fmt::format("greedy, the best of {} greedy runs, not proven optimal", path.greedy_runs)
+                   : "greedy, not proven optimal";
+    case PathSearch::random_greedy:
+        return fmt::format("randomised greedy, the best of {} greedy runs, not proven optimal",
+                           path.greedy_runs);
+    case PathSearch::chosen: return "as chosen";
+    }
+    return "";
+}
+
+std::string_view name_of(PathSearch search) {
+    switch (search) {
+    case PathSearch::exhaustive: return "exhaustive";
+    case PathSearch::dynamic_programming: return "dynamic_programming";
+    case PathSearch::greedy: return "greedy";
+    case PathSearch::random_greedy: return "random_greedy";
+    case PathSearch::chosen: return "chosen";
+    }
+    return "";
+}
+
 }  // namespace
 
 std::string print_plan(const Plan& plan, const Schedule& schedule, const DeviceModel& device) {
@@ -135,8 +163,7 @@ std::string print_plan(const Plan& plan, const Schedule& schedule, const DeviceM
         const ContractionPath& path = *plan.path;
         std::vector<std::string> pairs;
         for (const auto& [i, j] : path.pairs) pairs.push_back(fmt::format("({}, {})", i, j));
-        out += fmt::format("  contraction order ({}): {}\n", path.optimal ? "optimal" : "greedy",
-                           fmt::join(pairs, ", "));
+        out += fmt::format("  contraction order ({}): {}\n", describe_search(path), fmt::join(pairs, ", "));
         out +=
             fmt::format("    naive {}, optimized {} ({:.3g}x fewer), largest intermediate {:.3g} elements\n",
                         format_flops(path.naive_flops), format_flops(path.optimized_flops),
@@ -452,7 +479,8 @@ std::string plan_to_json(const Plan& plan, const Schedule& schedule, const Devic
     write_cost(json, scheduled_cost(plan, schedule), device, dtype, total_predicted);
     json.close('}');
     if (plan.path) {
-        json.key("path").open('{').key("optimal").value(plan.path->optimal).key("pairs").open('[');
+        json.key("path").open('{').key("optimal").value(plan.path->optimal);
+        json.key("search").value(name_of(plan.path->search)).key("pairs").open('[');
         for (const auto& [i, j] : plan.path->pairs)
             json.array(Shape{static_cast<std::int64_t>(i), static_cast<std::int64_t>(j)});
         json.close(']')

@@ -18,8 +18,9 @@ struct Key {
     int device_index = 0;
     bool contiguous = false;
     bool require_view = false;
-    double alpha = 1, beta = 0;  // the epilogue is part of the plan
-    bool allow_tf32 = false;     // and the compute type of its GEMMs
+    double alpha = 1, beta = 0;              // the epilogue is part of the plan
+    bool allow_tf32 = false;                 // and the compute type of its GEMMs
+    std::size_t max_intermediate_bytes = 0;  // and its contraction order
 };
 
 inline std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
@@ -45,6 +46,7 @@ std::uint64_t hash_of(const CallRef& call, std::span<const Input> inputs, const 
                    static_cast<std::uint64_t>(call.compact) << 16 |
                    static_cast<std::uint64_t>(options.contiguous) << 17 |
                    static_cast<std::uint64_t>(options.require_view) << 18);
+    if (options.max_intermediate_bytes != 0) h = mix(h, options.max_intermediate_bytes);
     if (options.alpha != 1 || options.beta != 0)
         h = mix(mix(h, std::bit_cast<std::uint64_t>(options.alpha)),
                 std::bit_cast<std::uint64_t>(options.beta));
@@ -69,7 +71,9 @@ bool matches(const Key& key, const CallRef& call, std::span<const Input> inputs,
     if (key.call.op != call.op || key.call.reduction != call.reduction || key.call.compact != call.compact ||
         key.call.pattern != call.pattern || key.contiguous != options.contiguous ||
         key.require_view != options.require_view || key.alpha != options.alpha || key.beta != options.beta ||
-        key.allow_tf32 != options.allow_tf32 || key.call.sizes != (call.sizes ? *call.sizes : no_sizes) ||
+        key.allow_tf32 != options.allow_tf32 ||
+        key.max_intermediate_bytes != options.max_intermediate_bytes ||
+        key.call.sizes != (call.sizes ? *call.sizes : no_sizes) ||
         key.call.packed_shapes != (call.packed_shapes ? *call.packed_shapes : no_shapes) ||
         key.inputs.size() != inputs.size() || key.outputs.size() != outputs.size())
         return false;
@@ -150,7 +154,8 @@ Program PlanCache::get(const CallRef& call, std::span<const Input> inputs, const
             options.require_view,
             options.alpha,
             options.beta,
-            options.allow_tf32};
+            options.allow_tf32,
+            options.max_intermediate_bytes};
     for (const TensorView& v : views) key.inputs.push_back(spec_of(v));
     for (const TensorView& v : outputs) key.outputs.push_back(spec_of(v));
     if (!views.empty()) {

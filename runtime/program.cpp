@@ -144,6 +144,7 @@ Program Expression::bind_to(std::span<const TensorView> inputs, const std::span<
     if (outputs) plan_options.output_strides = output_strides(lowered.bound, inputs, *outputs);
     plan_options.require_view = options.require_view;
     plan_options.contiguous = options.contiguous;
+    plan_options.max_intermediate_bytes = options.max_intermediate_bytes;
     plan_options.epilogue = Epilogue{options.alpha, options.beta};
     lowered = lower(std::move(lowered), {.until = Stage::planned, .plan = std::move(plan_options)});
     if (outputs) check_bound_outputs(lowered.plan, inputs, *outputs);

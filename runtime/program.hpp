@@ -42,6 +42,10 @@ struct Options {
     double alpha = 1.0;  // results are stored as out = alpha * result + beta * out (bound, as BLAS's GEMM)
     double beta = 0.0;  // != 0 reads the outputs: run into them (Program::run(inputs, outputs), einc::*_into)
     bool allow_tf32 = false;  // GPU: f32 GEMMs in TF32 on tensor cores (faster, about 1e-3 relative error)
+    // einsum of 3+ operands: the largest intermediate its contraction order may make, in bytes (0: no
+    // limit; the outputs are not intermediates). The cheapest order within it; bind throws einc::Error
+    // naming the smallest peak there is when none fits.
+    std::size_t max_intermediate_bytes = 0;
 };
 
 class Program;
