@@ -114,9 +114,8 @@ Schedule schedule(const Plan& plan, const Target& target) {
                                    : detail::schedule_gpu_step(plan, step.step, target));
         result.steps.back().epilogue = epilogue_of(step.step);
     }
-    // The workspace: every temporary (they live across steps), the scratch of each step whose scratch
-    // persists, then the scratch the other steps share, as large as the largest (steps run one at a
-    // time); each piece on a 256-byte boundary.
+    // The workspace: every temporary (they live across steps), then the scratch the steps share, as large
+    // as the largest (steps run one at a time); each piece on a 256-byte boundary.
     // (Sizes saturate: a workspace too large for 64 bits is one no allocation satisfies.)
     const auto aligned = [](std::int64_t bytes) {
         return saturating_mul(saturating_add(bytes, 255) / 256, 256);
@@ -126,14 +125,8 @@ Schedule schedule(const Plan& plan, const Target& target) {
         result.temporary_offsets.push_back(offset);
         offset = saturating_add(offset, aligned(std::max<std::int64_t>(t.bytes(), 1)));
     }
-    for (ScheduledStep& step : result.steps)
-        if (step.scratch_persists) {
-            step.scratch_offset = offset;
-            offset = saturating_add(offset, aligned(step.scratch_bytes));
-        }
     std::int64_t scratch = 0, own_scratch = 0;
     for (ScheduledStep& step : result.steps) {
-        if (step.scratch_persists) continue;
         step.scratch_offset = offset;
         scratch = std::max(scratch, step.scratch_bytes);
         if (!std::holds_alternative<strategy::LibraryGemm>(step.strategy))

@@ -290,9 +290,9 @@ struct ScheduledStep {
     StepStrategy strategy;
     DType accumulator = DType::f32;  // what values are carried in: folds, products, conversions
     std::int64_t scratch_bytes = 0;  // this step's scratch, at scratch_offset of the workspace
-    // Its scratch must hold at the next run what this run left there (reduce_one_pass's counters, at rest):
-    // a region of its own, not the one the other steps share.
-    bool scratch_persists = false;
+    // The first bytes of its scratch that the executor zeroes before its launches (reduce_one_pass's
+    // arrival counter).
+    std::int64_t zeroed_scratch_bytes = 0;
     std::int64_t scratch_offset = 0;  // set by schedule()
     Epilogue epilogue;                // the plan step's: what the kernels apply as they store into an output
 };

@@ -668,8 +668,7 @@ KernelLaunch one_pass_launch(const ReduceShape& shape, const KernelNest& nest, c
     const std::int64_t n = saturating_mul(nest.outputs(), nest.terms());
     const auto lanes = static_cast<std::int64_t>(kernel_vector_bytes / size_of(shape.sources[0]));
     const std::int64_t per_block = lanes * one_pass_min_vectors * one_pass_block_threads;
-    const std::int64_t most = std::min<std::int64_t>(
-        std::int64_t{target.multiprocessors} * one_pass_blocks_per_multiprocessor, one_pass_max_blocks);
+    const std::int64_t most = std::int64_t{target.multiprocessors} * one_pass_blocks_per_multiprocessor;
     const std::int64_t blocks = std::clamp<std::int64_t>((n + per_block - 1) / per_block, 1, most);
     launch.grid.x = static_cast<std::uint32_t>(blocks);
     // (positions in the run reach n + lanes: the first vector begins up to lanes - 1 before it)
@@ -734,7 +733,7 @@ ScheduledStep schedule_reduction(const Plan& plan, Reduction op, const std::vect
     if (outputs == 0) return step;
     if (std::optional<KernelLaunch> one_pass = schedule_one_pass(shape, target, step.scratch_bytes)) {
         kernels.launches.push_back(std::move(*one_pass));
-        step.scratch_persists = step.scratch_bytes > 0;  // its counters, left at rest for the next run
+        if (step.scratch_bytes > 0) step.zeroed_scratch_bytes = one_pass_counter_bytes;
         return step;
     }
     ReduceFacts facts;

@@ -147,8 +147,12 @@ std::string print_schedule(const Plan& plan, const Schedule& schedule) {
         if (!printed.compute.empty()) head += fmt::format("  compute {}", printed.compute);
         if (printed.split != Split::none) head += fmt::format("  split {}", name_of(printed.split));
         if (step.scratch_bytes > 0)
-            head += fmt::format("  scratch {}{}", format_bytes(static_cast<double>(step.scratch_bytes)),
-                                step.scratch_persists ? " (its own: kept between runs)" : "");
+            head +=
+                fmt::format("  scratch {}{}", format_bytes(static_cast<double>(step.scratch_bytes)),
+                            step.zeroed_scratch_bytes > 0
+                                ? fmt::format(" (its first {} zeroed before it)",
+                                              format_bytes(static_cast<double>(step.zeroed_scratch_bytes)))
+                                : "");
         if (printed.streaming_stores) head += "  streaming stores";
         out += head + "\n";
         for (const std::string& line : printed.lines) out += fmt::format("       {}\n", line);

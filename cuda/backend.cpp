@@ -97,6 +97,9 @@ public:
         return memory;
     }
     void release(void* memory) override { cudaFreeAsync(memory, stream_); }
+    void zero(void* memory, std::size_t bytes) override {
+        check(cudaMemsetAsync(memory, 0, bytes, stream_), "cudaMemsetAsync (einc scratch memory)");
+    }
 
     // No allocation, lookup that could miss, or module load here: what a captured graph may contain.
     void launch(const KernelLaunch& launch, std::span<void* const> pointers) override {

@@ -85,6 +85,8 @@ void run_gpu_plan(const Plan& plan, const Schedule& schedule, std::span<const Te
                         !kernels.unaligned_launches.empty() &&
                         !std::all_of(kernels.launches.begin(), kernels.launches.end(),
                                      [&](const KernelLaunch& launch) { return aligned_for(launch, at); });
+                    if (step.zeroed_scratch_bytes > 0)
+                        device.zero(memory.scratch(s), static_cast<std::size_t>(step.zeroed_scratch_bytes));
                     for (const KernelLaunch& launch :
                          unaligned ? kernels.unaligned_launches : kernels.launches) {
                         std::array<void*, 4> pointers{};  // one per KernelArgument at most

@@ -17,6 +17,7 @@ public:
     virtual ~DeviceOps() = default;
     virtual void* allocate(std::size_t bytes) = 0;  // the run's workspace, ordered with the work
     virtual void release(void* memory) = 0;
+    virtual void zero(void* memory, std::size_t bytes) = 0;  // a memset, ordered with the work
     // Launches a kernel; pointers[i] is the buffer launch.arguments[i] names.
     virtual void launch(const KernelLaunch& launch, std::span<void* const> pointers) = 0;
     // A floating-point GEMM (f64, f32, f16, bf16) through the vendor library, on matrices already offset,
@@ -35,8 +36,8 @@ std::vector<Access> kernel_accesses(const Step& step);
 //      `workspace`: device memory of schedule.workspace_bytes, 256-byte aligned (null: the temporaries and
 //      the kernels' scratch are allocated for this run through `device`, and cuBLAS uses its own pool)
 // @post outputs made by View steps are set to alias their input
-// With a workspace, a run calls nothing but device.launch() and device.gemm() (and allocates no host
-// memory): what a CUDA graph can capture.
+// With a workspace, a run calls nothing but device.zero(), device.launch() and device.gemm() (and
+// allocates no host memory): what a CUDA graph can capture.
 void run_gpu_plan(const Plan& plan, const Schedule& schedule, std::span<const TensorView> inputs,
                   std::span<TensorView> outputs, DeviceOps& device, std::byte* workspace = nullptr);
 

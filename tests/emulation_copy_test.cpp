@@ -154,6 +154,7 @@ public:
     explicit CopyDevice(const TracedKernels& kernels) : kernels_(kernels) {}
     void* allocate(std::size_t bytes) override { return std::aligned_alloc(256, (bytes + 255) / 256 * 256); }
     void release(void* memory) override { std::free(memory); }
+    void zero(void* memory, std::size_t bytes) override { std::memset(memory, 0, bytes); }
     void launch(const KernelLaunch& launch, std::span<void* const> pointers) override {
         launched.push_back(launch.signature);
         kernels_.run(launch, pointers);

@@ -192,6 +192,7 @@ public:
     explicit CheckingDevice(const TracedKernels& kernels) : kernels_(kernels) {}
     void* allocate(std::size_t bytes) override { return std::aligned_alloc(256, (bytes + 255) / 256 * 256); }
     void release(void* memory) override { std::free(memory); }
+    void zero(void* memory, std::size_t bytes) override { std::memset(memory, 0, bytes); }
     void gemm(const Gemm&, DType, strategy::GemmCompute, const void*, const void*, void*, void*,
               std::size_t) override {
         FAIL("these plans have no library GEMM");
@@ -430,6 +431,7 @@ public:
     explicit SamplingDevice(const TracedKernels& kernels) : kernels_(kernels) {}
     void* allocate(std::size_t bytes) override { return std::aligned_alloc(256, (bytes + 255) / 256 * 256); }
     void release(void* memory) override { std::free(memory); }
+    void zero(void* memory, std::size_t bytes) override { std::memset(memory, 0, bytes); }
     void gemm(const Gemm&, DType, strategy::GemmCompute, const void*, const void*, void*, void*,
               std::size_t) override {
         FAIL("these plans have no library GEMM");
@@ -442,8 +444,8 @@ public:
         const std::vector<unsigned> sampled(blocks.begin(), blocks.end());
         if (launch.signature.kind == KernelKind::reduce_one_pass && grid > 1) {
             // The blocks not sampled have arrived before: the last sampled, block grid - 1, folds them all
-            // (the counter: the tag above the count, kernel_abi.hpp).
-            const std::uint64_t arrived = (one_pass_counter_tag << 16) | (grid - sampled.size());
+            // (the counter, zeroed before the launch, counts the blocks: kernel_abi.hpp).
+            const std::uint64_t arrived = grid - sampled.size();
             for (std::size_t a = 0; a < launch.arguments.size(); ++a)
                 if (launch.arguments[a] == KernelArgument::scratch) std::memcpy(pointers[a], &arrived, 8);
         }

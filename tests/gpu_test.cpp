@@ -190,7 +190,7 @@ TEST_CASE("gpu: gpu_bench's classes at sizes of many blocks equal the CPU execut
     // The corpus's operands are small: these reach the one-pass reductions' many blocks and last-block
     // fold, short rows, short-side and tiled copies (edge tiles included) and merged tiles. Sums in f32,
     // f64 and i32 (exact for -1, 0 and 1), max and min in bf16. Three runs each: new data every time, the
-    // arrival counter back at rest after each.
+    // arrival counter zeroed before each.
     struct Class {
         Op op;
         const char* pattern;

@@ -171,21 +171,9 @@ inline void syncwarp() {
     arrive_and_wait(current.block_state->warps[current.linear / 32]->barrier);
 }
 
-// atomicCAS: the old value, `desired` stored where it equalled `expected`.
-template <typename T>
-T atomic_cas(T* pointer, T expected, T desired) {
-    std::atomic_ref<T>(*pointer).compare_exchange_strong(expected, desired, std::memory_order_seq_cst);
-    return expected;
-}
-
 template <class T>
 T atomic_add(T* pointer, T value) {
     return std::atomic_ref<T>(*pointer).fetch_add(value, std::memory_order_seq_cst);
-}
-
-template <class T>
-T atomic_exch(T* pointer, T value) {
-    return std::atomic_ref<T>(*pointer).exchange(value, std::memory_order_seq_cst);
 }
 
 }  // namespace einc_emu
@@ -203,9 +191,7 @@ T atomic_exch(T* pointer, T value) {
 #define EINC_SHFL(value, lane) einc_emu::shfl(value, lane)
 #define EINC_SYNCWARP() einc_emu::syncwarp()
 #define EINC_FENCE() std::atomic_thread_fence(std::memory_order_seq_cst)
-#define EINC_ATOMIC_CAS(pointer, expected, desired) einc_emu::atomic_cas(pointer, expected, desired)
 #define EINC_ATOMIC_ADD(pointer, value) einc_emu::atomic_add(pointer, value)
-#define EINC_ATOMIC_EXCH(pointer, value) einc_emu::atomic_exch(pointer, value)
 #define EINC_LAUNCH_BOUNDS(threads, blocks)
 #define EINC_LD(pointer) einc_emu::load(pointer, __COUNTER__)
 #define EINC_LD_L2(pointer) einc_emu::load(pointer, __COUNTER__)
