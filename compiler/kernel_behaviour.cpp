@@ -335,6 +335,23 @@ public:
         term_limit_ = options_.emitted_terms > 0 && terms_ > options_.emitted_terms;
     }
     void end_terms() { term_limit_ = false; }
+    bool past_term_limit() const { return term_limit_; }
+
+    // What the lane has counted, to repeat a loop's iterations past the limits without running them (they
+    // emit nothing, and each counts what the one before it did).
+    struct Counts {
+        double accesses = 0, loads = 0, issued = 0;
+        Counts operator-(const Counts& o) const {
+            return {accesses - o.accesses, loads - o.loads, issued - o.issued};
+        }
+    };
+    Counts counts() const { return {accesses_, loads_, issued_}; }
+    void add(const Counts& counts, std::int64_t times = 1) {
+        const auto n = static_cast<double>(times);
+        accesses_ += counts.accesses * n;
+        loads_ += counts.loads * n;
+        issued_ += counts.issued * n;
+    }
 
     void load(Site site, std::uint64_t address, std::size_t bytes) {
         memory(LaneEvent::Kind::load, site, address, bytes);
@@ -475,6 +492,7 @@ struct Context {
         std::vector<int> accesses;
         for (std::size_t k = 0; k < s.sources.size(); ++k) accesses.push_back(static_cast<int>(k) + 1);
         for (std::int64_t r = begin; r < end; r += step) {
+            const Lane::Counts before = lane.counts();
             lane.begin_term();
             std::int64_t q[1 + max_kernel_sources] = {};
             for (const int a : accesses) q[a] = o[a];
@@ -485,6 +503,10 @@ struct Context {
             load_terms(lane, q, true);
             lane.issue(fold_cost(s.op));
             lane.mark(fold_end, term_loop_unroll(s));
+            if (lane.past_term_limit()) {  // the iterations after this one, counted as it was
+                lane.add(lane.counts() - before, (end - r - 1) / step);
+                break;
+            }
         }
         lane.end_terms();
     }
@@ -692,6 +714,7 @@ void tiles_lane(const Context& c, std::int64_t block, std::int64_t thread, Lane&
     const int g = c.s.kept_rank;
     const std::vector<int> accesses{0, 1};
     std::int64_t parity = 0;
+    std::map<std::pair<std::int64_t, std::int64_t>, Lane::Counts> tile_counts;
     for (std::int64_t tile = block; tile < c.p.kept_count; tile += c.launch.grid.x) {
         lane.begin_item();
         lane.issue(c.cost.item);
@@ -706,6 +729,13 @@ void tiles_lane(const Context& c, std::int64_t block, std::int64_t thread, Lane&
         const std::int64_t base = parity * buffer;
         parity ^= 1;
         const bool full = na == t.a && nb == t.b;
+        // A tile past the limits counts what the first of its extents did (it emits nothing).
+        const auto counted = tile_counts.find({na, nb});
+        if (counted != tile_counts.end() && !lane.emitting()) {
+            lane.add(counted->second);
+            continue;
+        }
+        const Lane::Counts before = lane.counts();
         const double check = full ? 0 : c.cost.edge_check;
         const double moved = c.cost.tile_word + (V > 1 ? V * c.cost.tile_part : 0);
         for (std::int64_t k = 0; k < rows_b; ++k)
@@ -743,6 +773,7 @@ void tiles_lane(const Context& c, std::int64_t block, std::int64_t thread, Lane&
                                word);
                 lane.issue(check + moved / 2);
             }
+        if (!lane.emitting()) tile_counts.emplace(std::pair{na, nb}, lane.counts() - before);
     }
 }
 
