@@ -152,7 +152,7 @@ int run(std::span<const std::string> args, std::ostream& out, std::ostream& err)
                 fmt::print(out, "{}", help_text);
                 return exit_ok;
             }
-        if (command == "explain") return explain(parse_call_args(rest), out);
+        if (command == "explain") return explain(parse_call_args(rest), out, err);
         if (command == "run") return run_call(parse_call_args(rest), out);
         if (command == "emit") return emit(parse_call_args(rest), out);
         if (command == "bench") return bench(rest, out, err);

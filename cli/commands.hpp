@@ -12,7 +12,7 @@
 
 namespace einc::cli {
 
-int explain(const CallArgs& args, std::ostream& out);
+int explain(const CallArgs& args, std::ostream& out, std::ostream& err);
 int run_call(const CallArgs& args, std::ostream& out);
 int emit(const CallArgs& args, std::ostream& out);
 // bench and roofline read their own options (--repeat, --measure, -o, ...) before the call's; notes that

@@ -33,13 +33,24 @@ const DeviceModel& parse_device(const std::string& key) {
     return *device;
 }
 
+namespace {
+
+bool gpu_present() {
+#if EINC_HAS_CUDA
+    return cuda::available();
+#else
+    return false;
+#endif
+}
+
+}  // namespace
+
 const DeviceModel& gpu_device(const std::string& key) {
     if (!key.empty()) return parse_device(key);
 #if EINC_HAS_CUDA
-    if (cuda::available())
-        if (const DeviceModel* found = device_model_of_gpu(cuda::describe_device())) return *found;
+    if (gpu_present()) return default_device_model(true, cuda::describe_device());
 #endif
-    return parse_device("h100");
+    return default_device_model(true);
 }
 
 const DeviceModel& default_cpu_device(std::ostream& err) {
@@ -51,6 +62,18 @@ const DeviceModel& default_cpu_device(std::ostream& err) {
         development.name);
     return development;
 }
+
+namespace {
+
+// What explain compares a plan with: the --device named, else where the call would run - this machine's
+// GPU, else its CPU (said in a note where not calibrated) - or the --backend's device.
+const DeviceModel& explain_device(const CallArgs& args, std::ostream& err) {
+    if (!args.device.empty()) return parse_device(args.device);
+    const bool gpu = args.backend.empty() ? gpu_present() : args.backend == "cuda";
+    return gpu ? gpu_device("") : default_cpu_device(err);
+}
+
+}  // namespace
 
 Target gpu_target(const DeviceModel& device) {
     return Target::gpu(device.multiprocessors > 0 ? device.multiprocessors : default_multiprocessors);
@@ -121,10 +144,9 @@ LoadedOperands load_operands(const CallArgs& args) {
     return loaded;
 }
 
-int explain(const CallArgs& args, std::ostream& out) {
+int explain(const CallArgs& args, std::ostream& out, std::ostream& err) {
     const syntax::Pattern pattern = parse(args.call);  // a syntax error first, before the operands are read
     const std::vector<TensorSpec> inputs = load_operands(args).specs;
-    const DeviceModel& device = args.backend == "cuda" ? gpu_device(args.device) : parse_device(args.device);
     // The front end alone unless a plan is printed: no planning, no plan errors.
     const bool front_end = !args.print_plan && !args.print_schedule && !args.json;
     Lowered lowered =
@@ -135,6 +157,10 @@ int explain(const CallArgs& args, std::ostream& out) {
                    args.print_bound ? print_bound(lowered.bound) : "");
         return exit_ok;
     }
+    // (The note on the CPU model only where costs are printed: a schedule alone has none.)
+    std::ostream quiet(nullptr);
+    const DeviceModel& device =
+        explain_device(args, args.print_plan || args.json || args.backward ? err : quiet);
     const Target target = schedule_target(args, device);  // (refuses an unknown --backend after the plan)
     lowered = lower(std::move(lowered), {.until = Stage::scheduled, .target = target});
     const Bound& bound = lowered.bound;

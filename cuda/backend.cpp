@@ -193,6 +193,7 @@ public:
     }
 
     Target target(int device) override { return Target::gpu(info_of(device).multiprocessors); }
+    std::string describe_device(int device) override { return einc::cuda::describe_device(device); }
 
     std::shared_ptr<const void> prepare(const Schedule& schedule, int device) override {
         if (!available())

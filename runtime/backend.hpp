@@ -21,6 +21,7 @@ public:
     virtual void fill_zero(const TensorView& dense) = 0;  // on the default stream
     // What the schedule needs to know of a device (its multiprocessors).
     virtual Target target(int device_index) = 0;
+    virtual std::string describe_device(int device_index) = 0;  // its name, sm, memory, driver
     // Everything a schedule needs on a device, done once when a program is bound: every kernel of
     // the schedule compiled (or found in a cache) and loaded, cuBLAS opened if a GEMM needs it.
     virtual std::shared_ptr<const void> prepare(const Schedule& schedule, int device_index) = 0;

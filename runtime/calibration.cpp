@@ -548,6 +548,14 @@ bool measured_here(const Calibration& c) {
 
 }  // namespace
 
+const DeviceModel& default_device_model(bool gpu, std::string_view gpu_name) {
+    if (gpu) {
+        const DeviceModel* found = device_model_of_gpu(gpu_name);
+        return found ? *found : *device_model_named("h100");
+    }
+    return has_saved_calibration() ? local_device_model() : *device_model_named("cpu");
+}
+
 const DeviceModel& local_device_model() {
     const std::optional<fs::path> path = calibration_path();
     if (!path)

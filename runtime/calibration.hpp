@@ -75,6 +75,10 @@ const DeviceModel& local_device_model();
 // Whether a calibration of this machine is saved (or an unreadable one): then `bench` and `roofline
 // --measure` on the CPU compare with it by default.
 bool has_saved_calibration();
+// The model a plan is compared with where no device is named (`einc explain`, Program::explain): on a
+// GPU, the model of the GPU `gpu_name` names (h100 where einc has none of it, or no name is given); on
+// the CPU, this machine (`local`) where it is calibrated, else `cpu` (the development machine).
+const DeviceModel& default_device_model(bool gpu, std::string_view gpu_name = {});
 
 namespace detail {
 bool install_local_device_loader();

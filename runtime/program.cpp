@@ -9,6 +9,7 @@
 #include "compiler/lower.hpp"
 #include "grammar/diagnostic.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/calibration.hpp"
 #include "runtime/execute.hpp"
 #include "runtime/run_memory.hpp"
 
@@ -210,9 +211,15 @@ const Options& Program::options() const {
 }
 
 std::string Program::explain(std::string_view device) const {
+    if (device.empty()) {
+        const bool gpu = state_->schedule.target.backend == Backend::cuda;
+        const std::string gpu_name =
+            gpu && gpu_backend() ? gpu_backend()->describe_device(state_->device_index) : "";
+        return print_plan(state_->plan, state_->schedule, default_device_model(gpu, gpu_name));
+    }
     const DeviceModel* model = device_model_named(device);
     if (!model)
-        throw Error(ErrorKind::usage, fmt::format("unknown device '{}' (h100 h200 a100 cpu)", device));
+        throw Error(ErrorKind::usage, fmt::format("unknown device '{}' (h100 h200 a100 cpu local)", device));
     return print_plan(state_->plan, state_->schedule, *model);
 }
 

@@ -106,7 +106,9 @@ public:
     const Plan& plan() const;
     const Schedule& schedule() const;  // how the plan runs where the inputs are
     const Options& options() const;
-    std::string explain(std::string_view device = "h100") const;  // the plan with its cost, as `einc explain`
+    // The plan with its cost, as `einc explain`, compared with `device` (h100 h200 a100 cpu local), by
+    // default with the device the program runs on: its GPU's model, or this CPU (default_device_model).
+    std::string explain(std::string_view device = {}) const;
 
     // Runs on new tensors with the dtype, shape and strides the program was bound to. Results the plan
     // makes views alias an input (and keep an owning input alive); the others are fresh row-major tensors.

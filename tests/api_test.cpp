@@ -1,9 +1,11 @@
 // The C++ API: one-line calls, views and their lifetime, compiled programs, the plan cache, dims.
 #include <atomic>
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <thread>
 
 #include "einc/einc.hpp"
+#include "tests/environment.hpp"
 #include "tests/reference/reference.hpp"
 
 using namespace einc;
@@ -165,6 +167,18 @@ TEST_CASE("a compiled program runs on new data with the same layout, and refuses
     CHECK_THROWS_WITH_AS(program.run({a, iota(DType::f32, {3, 3})}),
                          doctest::Contains("does not match what the program was bound to"), Error);
     CHECK(program.explain().find("gemm") != std::string::npos);
+}
+
+TEST_CASE("Program::explain compares a CPU program with this CPU by default, another device when named") {
+    const testing::IsolatedConfigHome config;  // uncalibrated: the `cpu` model
+    const Program program = compile(Op::einsum, "i k, k j -> i j")
+                                .bind({iota(DType::f32, {2, 3}).view(), iota(DType::f32, {3, 2}).view()});
+    REQUIRE(program.schedule().target.backend == Backend::cpu);
+    const std::string here = program.explain(), h100 = program.explain("h100");
+    CHECK(here.find(fmt::format("on {}", device_model_named("cpu")->name)) != std::string::npos);
+    CHECK(here.find("H100") == std::string::npos);
+    CHECK(h100.find("on NVIDIA H100 SXM5 80GB") != std::string::npos);
+    CHECK_THROWS_WITH_AS(program.explain("tpu"), doctest::Contains("unknown device 'tpu'"), Error);
 }
 
 TEST_CASE("a program writes into caller outputs, and refuses aliasing ones") {

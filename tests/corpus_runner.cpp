@@ -85,7 +85,9 @@ int main(int argc, char** argv) {
     // they are checked.
     ::setenv("EINC_NUM_THREADS", "2", 1);
     ::setenv("EINC_CPU_ISA", "baseline", 1);
-    // Nor may a calibration saved in the developer's home change what the cases print.
+    // Nor a GPU where there is one (explain compares with the machine's own device where none is named),
+    // nor may a calibration saved in the developer's home change what the cases print.
+    ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
     const einc::testing::IsolatedConfigHome config;
     const fs::path root = argv[1];
     const bool update = argc > 2 && std::string(argv[2]) == "--update";
