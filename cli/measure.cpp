@@ -358,8 +358,12 @@ std::string percent(double fraction) {
     return fmt::format("{:.3g}%", 100 * fraction);
 }
 
+bool beats_model(double fraction) {
+    return fraction > 1.005;  // (1.005: the clock's rounding)
+}
+
 std::string beyond_model(double fraction) {
-    return fraction <= 1.005 ? "" : fmt::format(": {}", model_beaten);  // (1.005: the clock's rounding)
+    return beats_model(fraction) ? fmt::format(": {}", model_beaten) : "";
 }
 
 }  // namespace einc::cli

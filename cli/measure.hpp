@@ -57,6 +57,7 @@ std::vector<TimingRecord> read_timings(const std::string& path);
 // percentage; and what to say after it - nothing up to 100%, above it that the measurement beat the model
 // (which a right model does not allow) and what to do.
 std::string percent(double fraction);
+bool beats_model(double fraction);
 std::string beyond_model(double fraction);
 inline constexpr std::string_view model_beaten =
     "faster than the model allows - calibrate this machine when it is idle (`einc calibrate`), or the model "

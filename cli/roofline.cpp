@@ -320,8 +320,7 @@ int roofline(std::span<const std::string> command_line, std::ostream& out, std::
         std::string bound = p.compute_bound ? "compute-bound" : "memory-bound";
         const double of_roof = p.flops_per_second / attainable_flops(device, p.dtype, p.intensity);
         if (p.measured) bound = fmt::format("{} of roof", percent(of_roof));
-        if (p.measured && !beyond_model(of_roof).empty())
-            above_roof += (above_roof.empty() ? "" : ", ") + p.tag;
+        if (p.measured && beats_model(of_roof)) above_roof += (above_roof.empty() ? "" : ", ") + p.tag;
         fmt::print(out, "  {:<6} {:>12.3g} {:>14}  {:<14} {}\n", p.tag, p.intensity,
                    format_flops(p.flops_per_second) + "/s", bound, p.description);
     }

@@ -54,9 +54,9 @@ int run_backward(const CallArgs& args, const std::vector<Tensor>& operands, Devi
         try {
             return einc::gradient(Expression(args.call), views, gradient_views);
         } catch (Error& e) {
-            if (e.kind() == ErrorKind::unsupported && operands.size() == args.operands.size())  // no gradient
-                for (std::size_t k = 0; k < operands.size();
-                     ++k)  // for these inputs: say which files they are
+            // No gradient for these inputs: say which files they are.
+            if (e.kind() == ErrorKind::unsupported && operands.size() == args.operands.size())
+                for (std::size_t k = 0; k < operands.size(); ++k)
                     e.note(fmt::format("input {} is {} ({})", k, args.operands[k].text,
                                        describe(operands[k].view())));
             throw;

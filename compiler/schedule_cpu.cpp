@@ -22,6 +22,13 @@ void pad_front(std::size_t rank, std::initializer_list<Layout*> layouts) {
         while (layout->rank() < rank) layout->modes.insert(layout->modes.begin(), Mode{1, 0});
 }
 
+// How many tiles of `extents` cover the destination.
+std::int64_t tile_count(const Layout& dst, const Shape& extents) {
+    std::int64_t n = 1;
+    for (std::size_t m = 0; m < dst.rank(); ++m) n *= (dst.modes[m].extent + extents[m] - 1) / extents[m];
+    return n;
+}
+
 // The orders of a transpose's tiles: each side's tiled modes by stride, and the tiles walked nearest first,
 // along the mode whose step moves least in both memories, so that consecutive tiles share pages and lines.
 void order_tiles(TransposeTiles& tiles, const Layout& dst, const Layout& src, std::size_t p) {
@@ -43,9 +50,7 @@ void order_tiles(TransposeTiles& tiles, const Layout& dst, const Layout& src, st
     };
     std::stable_sort(tiles.tile_order.begin(), tiles.tile_order.end(),
                      [&](std::size_t a, std::size_t b) { return jump(a) < jump(b); });
-    tiles.count = 1;
-    for (std::size_t m = 0; m < rank; ++m)
-        tiles.count *= (dst.modes[m].extent + tiles.extents[m] - 1) / tiles.extents[m];
+    tiles.count = tile_count(dst, tiles.extents);
 }
 
 // A transpose's tiles (TransposeTiles). Each side's runs reach 512 bytes where its contiguous modes allow
@@ -111,19 +116,13 @@ TransposeTiles strip_transpose(const Layout& dst, const Layout& src, std::size_t
     tiles.extents.resize(dst.rank());
     for (std::size_t m = 0; m < dst.rank(); ++m) tiles.extents[m] = dst.modes[m].extent;
     tiles.extents[p] = std::min(dst.modes[p].extent, std::max(line_bytes / element_bytes, block));
-    const auto count = [&] {
-        std::int64_t n = 1;
-        for (std::size_t m = 0; m < dst.rank(); ++m)
-            n *= (dst.modes[m].extent + tiles.extents[m] - 1) / tiles.extents[m];
-        return n;
-    };
     std::size_t outer = dst.rank() - 1;  // the outermost destination mode but p
     for (std::size_t m = 0; m < dst.rank(); ++m)
         if (m != p && dst.modes[m].extent > 1 &&
             std::abs(dst.modes[m].stride) > std::abs(dst.modes[outer].stride))
             outer = m;
     const std::int64_t least = outer == dst.rank() - 1 ? block : 1;  // the last mode: whole register blocks
-    while (count() < strips_per_thread * threads && tiles.extents[outer] >= 2 * least)
+    while (tile_count(dst, tiles.extents) < strips_per_thread * threads && tiles.extents[outer] >= 2 * least)
         tiles.extents[outer] = (tiles.extents[outer] / 2 + least - 1) / least * least;
     order_tiles(tiles, dst, src, p);
     tiles.read_order.clear();  // (read as written)
