@@ -116,18 +116,18 @@ cudaMemPool_t scratch_pool(int device) {
 // that a run launches with no lookup.
 struct CudaPreparedPlan {
     std::unordered_map<const KernelLaunch*, CUfunction> functions;
+    cudaMemPool_t scratch_pool = nullptr;  // where a run given no workspace allocates (scratch_pool())
 };
 
 // Device operations on one stream: scratch memory in stream order, kernel launches, cuBLAS.
 class StreamOps final : public DeviceOps {
 public:
-    StreamOps(cudaStream_t stream, const CudaPreparedPlan& prepared, int device)
-        : stream_(stream), prepared_(prepared), pool_(scratch_pool(device)) {}
+    StreamOps(cudaStream_t stream, const CudaPreparedPlan& prepared) : stream_(stream), prepared_(prepared) {}
 
     void* allocate(std::size_t bytes) override {
         void* memory = nullptr;
-        if (pool_)
-            check(cudaMallocFromPoolAsync(&memory, bytes, pool_, stream_),
+        if (prepared_.scratch_pool)
+            check(cudaMallocFromPoolAsync(&memory, bytes, prepared_.scratch_pool, stream_),
                   "cudaMallocFromPoolAsync (einc scratch memory)");
         else
             check(cudaMallocAsync(&memory, bytes, stream_), "cudaMallocAsync (einc scratch memory)");
@@ -160,7 +160,6 @@ public:
 private:
     cudaStream_t stream_;
     const CudaPreparedPlan& prepared_;
-    cudaMemPool_t pool_;
 };
 
 class CudaBackend final : public GpuBackend {
@@ -209,6 +208,7 @@ public:
             });
         if (gemm) (void)cublas();
         on_device(device, [&] {
+            prepared->scratch_pool = scratch_pool(device);
             if (gemm) open_gemm(device);  // the handle, now: creating it during a run could not be captured
             for (const ScheduledStep& step : schedule.steps)
                 if (const auto* kernels = std::get_if<strategy::Kernels>(&step.strategy))
@@ -230,8 +230,7 @@ public:
             if (output.data && (output.device != Device::cuda || output.device_index != device))
                 throw Error(ErrorKind::usage, "outputs must be on the GPU of the inputs");
         on_device(device, [&] {
-            StreamOps ops(static_cast<cudaStream_t>(stream), *static_cast<const CudaPreparedPlan*>(prepared),
-                          device);
+            StreamOps ops(static_cast<cudaStream_t>(stream), *static_cast<const CudaPreparedPlan*>(prepared));
             run_gpu_plan(plan, schedule, inputs, outputs, ops, static_cast<std::byte*>(workspace));
             check(cudaGetLastError(), "a kernel launch");
         });
