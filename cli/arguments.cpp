@@ -258,11 +258,4 @@ Options options_of(const CallArgs& args) {
                    .max_intermediate_bytes = args.max_intermediate_bytes};
 }
 
-PlanOptions plan_options_of(const CallArgs& args) {
-    return PlanOptions{.require_view = args.view,
-                       .contiguous = args.contiguous,
-                       .epilogue = {args.alpha, args.beta},
-                       .max_intermediate_bytes = args.max_intermediate_bytes};
-}
-
 }  // namespace einc::cli

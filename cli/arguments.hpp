@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "compiler/call.hpp"
-#include "compiler/plan.hpp"
 #include "runtime/program.hpp"
 
 namespace einc::cli {
@@ -51,10 +50,9 @@ struct CallArgs {
 
 CallArgs parse_call_args(std::span<const std::string> args);
 
-// The call's options as the C++ API takes them (run, bench) and as the planner does (explain, roofline):
-// --view, --contiguous, --alpha, --beta, --max-intermediate.
+// The call's options as the C++ API takes them (--view, --contiguous, --alpha, --beta, --max-intermediate);
+// the planner's are plan_options_of(options_of(args)) (runtime/program.hpp).
 Options options_of(const CallArgs& args);
-PlanOptions plan_options_of(const CallArgs& args);
 
 // `2x3x10` -> {2, 3, 10}; `scalar` -> {}; `-1` allowed only when allow_unknown (unpack's packed shapes).
 Shape parse_shape_literal(const std::string& text, bool allow_unknown = false);

@@ -54,13 +54,13 @@ const DeviceModel& gpu_device(const std::string& key) {
 }
 
 const DeviceModel& default_cpu_device(std::ostream& err) {
-    if (has_saved_calibration()) return local_device_model();  // a malformed file is an error, not ignored
-    const DeviceModel& development = parse_device("cpu");
-    fmt::print(
-        err,
-        "note: comparing with the `cpu` model, {}, not this machine: run `einc calibrate` to measure it\n",
-        development.name);
-    return development;
+    const DeviceModel& device = default_device_model(false);  // a malformed calibration is an error
+    if (device.key == "cpu")
+        fmt::print(err,
+                   "note: comparing with the `cpu` model, {}, not this machine: run `einc calibrate` to "
+                   "measure it\n",
+                   device.name);
+    return device;
 }
 
 namespace {
@@ -149,9 +149,9 @@ int explain(const CallArgs& args, std::ostream& out, std::ostream& err) {
     const std::vector<TensorSpec> inputs = load_operands(args).specs;
     // The front end alone unless a plan is printed: no planning, no plan errors.
     const bool front_end = !args.print_plan && !args.print_schedule && !args.json;
-    Lowered lowered =
-        lower(args.call, pattern, inputs,
-              {.until = front_end ? Stage::bound : Stage::planned, .plan = plan_options_of(args)});
+    Lowered lowered = lower(
+        args.call, pattern, inputs,
+        {.until = front_end ? Stage::bound : Stage::planned, .plan = plan_options_of(options_of(args))});
     if (front_end) {
         fmt::print(out, "{}{}", args.print_syntax ? print_syntax(pattern) : "",
                    args.print_bound ? print_bound(lowered.bound) : "");

@@ -97,8 +97,8 @@ struct ChartPlan {
 std::vector<ChartPlan> plan_call(const CallArgs& args) {
     const syntax::Pattern pattern = parse(args.call);  // a syntax error first, before the operands are read
     const std::vector<TensorSpec> inputs = load_operands(args).specs;
-    Lowered forward =
-        lower(args.call, pattern, inputs, {.until = Stage::planned, .plan = plan_options_of(args)});
+    Lowered forward = lower(args.call, pattern, inputs,
+                            {.until = Stage::planned, .plan = plan_options_of(options_of(args))});
     if (!args.backward) return {ChartPlan{std::move(forward.plan), ""}};
     std::vector<ChartPlan> plans;
     for (BackwardPlan& b : plan_backward(forward.bound, inputs, row_major_gradients(forward.plan)))

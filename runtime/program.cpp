@@ -141,12 +141,8 @@ Program Expression::bind_to(std::span<const TensorView> inputs, const std::span<
     }
     // Lowered in two goes: the caller's outputs are checked against the bound call before planning.
     Lowered lowered = lower(state_->call, state_->syntax, specs, {.until = Stage::bound});
-    PlanOptions plan_options;
+    PlanOptions plan_options = plan_options_of(options);
     if (outputs) plan_options.output_strides = output_strides(lowered.bound, inputs, *outputs);
-    plan_options.require_view = options.require_view;
-    plan_options.contiguous = options.contiguous;
-    plan_options.max_intermediate_bytes = options.max_intermediate_bytes;
-    plan_options.epilogue = Epilogue{options.alpha, options.beta};
     lowered = lower(std::move(lowered), {.until = Stage::planned, .plan = std::move(plan_options)});
     if (outputs) check_bound_outputs(lowered.plan, inputs, *outputs);
     const TensorView first = inputs.empty() ? TensorView{} : inputs[0];
@@ -208,6 +204,13 @@ const Schedule& Program::schedule() const {
 }
 const Options& Program::options() const {
     return state_->options;
+}
+
+PlanOptions plan_options_of(const Options& options) {
+    return PlanOptions{.require_view = options.require_view,
+                       .contiguous = options.contiguous,
+                       .epilogue = {options.alpha, options.beta},
+                       .max_intermediate_bytes = options.max_intermediate_bytes};
 }
 
 std::string Program::explain(std::string_view device) const {

@@ -48,6 +48,9 @@ struct Options {
     std::size_t max_intermediate_bytes = 0;
 };
 
+// What of the options the planner reads: require_view, contiguous, alpha and beta, max_intermediate_bytes.
+PlanOptions plan_options_of(const Options& options);
+
 class Program;
 class Gradient;
 struct Lowered;  // compiler/lower.hpp: what binding a program lowers (not an installed header)
