@@ -1,6 +1,8 @@
 // What the CPU and GPU benchmarks share: their command line, the Python baselines' timings, JSON text.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -12,8 +14,23 @@
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <vector>
 
 namespace einc::bench {
+
+// The median of some timings (the upper one of an even count).
+inline double median(std::vector<double> seconds) {
+    std::nth_element(seconds.begin(), seconds.begin() + static_cast<std::ptrdiff_t>(seconds.size() / 2),
+                     seconds.end());
+    return seconds[seconds.size() / 2];
+}
+
+// Wall seconds of one call of `work`.
+inline double seconds_of(const std::function<void()>& work) {
+    const auto start = std::chrono::steady_clock::now();
+    work();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 struct Arguments {
     bool quick = false;  // a quarter of the sizes, fewer repeats

@@ -31,22 +31,12 @@
 #endif
 
 using einc::bench::json_escaped;
+using einc::bench::median;
+using einc::bench::seconds_of;
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> seconds) {
-    std::nth_element(seconds.begin(), seconds.begin() + static_cast<std::ptrdiff_t>(seconds.size() / 2),
-                     seconds.end());
-    return seconds[seconds.size() / 2];
-}
-
-double seconds_of(const std::function<void()>& work) {
-    const auto start = Clock::now();
-    work();
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // Median seconds of `repeats` runs after `warmup` runs.
 double time_it(const std::function<void()>& work, int repeats, int warmup = 2) {

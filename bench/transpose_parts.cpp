@@ -8,29 +8,19 @@
 //
 //   transpose_parts
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <fmt/format.h>
 #include <functional>
 #include <vector>
 
+#include "bench/bench_common.hpp"
 #include "einc/einc.hpp"
 #include "runtime/cpu/parallel.hpp"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_of(const std::function<void()>& work) {
-    const auto start = Clock::now();
-    work();
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    return v[v.size() / 2];
-}
+using einc::bench::median;
+using einc::bench::seconds_of;
 
 // Half of [0, n) to each of two threads, as the kernels split their strips.
 void on_two_threads(std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& part) {
