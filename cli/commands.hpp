@@ -44,6 +44,9 @@ const DeviceModel& gpu_device(const std::string& key);
 // What CPU timings are compared with when no --device is given: this machine's saved calibration
 // ("local"), else the development machine's entry ("cpu"), with a note on `err` saying so.
 const DeviceModel& default_cpu_device(std::ostream& err);
+// What a command compares calls with: the device `device_key` names, else where the calls run: the
+// `backend`'s device, else (no backend named) this machine's GPU, else its CPU (default_cpu_device).
+const DeviceModel& call_device(const std::string& device_key, const std::string& backend, std::ostream& err);
 // The GPU the commands schedule for: one with the device's multiprocessors, or where the device is a CPU,
 // default_multiprocessors (an H100's). `emit` always schedules for it.
 Target gpu_target(const DeviceModel& device);

@@ -63,17 +63,11 @@ const DeviceModel& default_cpu_device(std::ostream& err) {
     return device;
 }
 
-namespace {
-
-// What explain compares a plan with: the --device named, else where the call would run - this machine's
-// GPU, else its CPU (said in a note where not calibrated) - or the --backend's device.
-const DeviceModel& explain_device(const CallArgs& args, std::ostream& err) {
-    if (!args.device.empty()) return parse_device(args.device);
-    const bool gpu = args.backend.empty() ? gpu_present() : args.backend == "cuda";
+const DeviceModel& call_device(const std::string& device_key, const std::string& backend, std::ostream& err) {
+    if (!device_key.empty()) return parse_device(device_key);
+    const bool gpu = backend.empty() ? gpu_present() : backend == "cuda";
     return gpu ? gpu_device("") : default_cpu_device(err);
 }
-
-}  // namespace
 
 Target gpu_target(const DeviceModel& device) {
     return Target::gpu(device.multiprocessors > 0 ? device.multiprocessors : default_multiprocessors);
@@ -160,7 +154,7 @@ int explain(const CallArgs& args, std::ostream& out, std::ostream& err) {
     // (The note on the CPU model only where costs are printed: a schedule alone has none.)
     std::ostream quiet(nullptr);
     const DeviceModel& device =
-        explain_device(args, args.print_plan || args.json || args.backward ? err : quiet);
+        call_device(args.device, args.backend, args.print_plan || args.json || args.backward ? err : quiet);
     const Target target = schedule_target(args, device);  // (refuses an unknown --backend after the plan)
     lowered = lower(std::move(lowered), {.until = Stage::scheduled, .target = target});
     const Bound& bound = lowered.bound;

@@ -208,6 +208,7 @@ int roofline(std::span<const std::string> command_line, std::ostream& out, std::
     BenchSettings settings = take_bench_options(words);
     std::string output, device_key, calls_file, timings_file, default_dtype;
     bool measure_calls = false, backward = false;  // --backward: every call's backward plans
+    bool backend_given = false;
     std::vector<std::string> rest;
     for (std::size_t i = 0; i < words.size(); ++i) {
         const std::string& arg = words[i];
@@ -225,9 +226,10 @@ int roofline(std::span<const std::string> command_line, std::ostream& out, std::
             timings_file = value();
         else if (arg == "--measure")
             measure_calls = true;
-        else if (arg == "--backend")
+        else if (arg == "--backend") {
             settings.backend = value();
-        else if (arg == "--dtype")
+            backend_given = true;
+        } else if (arg == "--dtype")
             default_dtype = value();
         else if (arg == "--backward")
             backward = true;
@@ -261,11 +263,14 @@ int roofline(std::span<const std::string> command_line, std::ostream& out, std::
         throw UsageError("roofline needs calls: einc roofline 'einsum \"i, i ->\" 1000 1000' ... -o "
                          "roofline.svg, or --calls FILE");
 
-    // CPU timings go on this machine's chart (its calibration, else the development machine's).
-    const bool measure_cpu = measure_calls && settings.backend == "cpu";
-    const DeviceModel& device = !device_key.empty() ? parse_device(device_key)
-                                : measure_cpu       ? default_cpu_device(err)
-                                                    : parse_device("h100");
+    // The chart of the device the --timings were compared with, else of where the calls run (--measure:
+    // where they are timed): this machine's GPU, else its CPU (its calibration, else the development
+    // machine's, said in a note).
+    const std::vector<TimingRecord> records =
+        timings_file.empty() ? std::vector<TimingRecord>{} : read_timings(timings_file);
+    if (device_key.empty() && !records.empty()) device_key = records.front().device;
+    const DeviceModel& device =
+        call_device(device_key, backend_given || measure_calls ? settings.backend : "", err);
     // Achieved points on a GPU's chart from CPU timings (or the reverse) would mean nothing.
     const bool cpu_device = device.multiprocessors == 0;
     if (measure_calls && (settings.backend == "cpu") != cpu_device)
@@ -283,7 +288,7 @@ int roofline(std::span<const std::string> command_line, std::ostream& out, std::
         }
     if (!timings_file.empty()) {
         std::size_t matched = 0;
-        for (const TimingRecord& record : read_timings(timings_file)) {
+        for (const TimingRecord& record : records) {
             if (record.device != device.key)
                 throw UsageError(fmt::format(
                     "{}: {} was timed against the {} device model, but this chart is for {} (--device {})",

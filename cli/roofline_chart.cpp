@@ -175,8 +175,11 @@ std::vector<ComputeRoof> compute_roofs(const DeviceModel& device) {
                                                                {"fp8", device.peak_fp8},
                                                                {"int8", device.peak_i8}}};
     std::vector<ComputeRoof> roofs;
+    const bool cpu = device.multiprocessors == 0;
     for (const auto& [name, peak] : peaks) {
         if (peak <= 0) continue;  // not supported on this device
+        // A CPU has no TF32 (f32 GEMMs are exact) and no fp8 arithmetic, whatever its model's table says.
+        if (cpu && (name == std::string_view("tf32") || name == std::string_view("fp8"))) continue;
         const auto same = std::find_if(roofs.begin(), roofs.end(),
                                        [peak = peak](const ComputeRoof& r) { return r.peak == peak; });
         if (same != roofs.end())

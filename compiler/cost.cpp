@@ -39,19 +39,22 @@ const std::array devices{
     // FP64 tensor 67 TF, FP32 67 TF, TF32 494.7 TF, BF16/FP16 989.4 TF, FP8 1978.9 TF, INT8 1978.9 TOPS;
     // HBM3 3.35 TB/s.
     DeviceModel{"h100", "NVIDIA H100 SXM5 80GB", 3.35 * T, 67 * T, 67 * T, 494.7 * T, 989.4 * T, 989.4 * T,
-                1978.9 * T, 1978.9 * T, 132},
+                1978.9 * T, 1978.9 * T, 132, hopper_launch_seconds},
     // NVIDIA H200 SXM 141 GB. Source: NVIDIA H200 datasheet (2024): the H100 SXM's compute, HBM3e 4.8 TB/s.
     DeviceModel{"h200", "NVIDIA H200 SXM 141GB", 4.8 * T, 67 * T, 67 * T, 494.7 * T, 989.4 * T, 989.4 * T,
-                1978.9 * T, 1978.9 * T, 132},
+                1978.9 * T, 1978.9 * T, 132, hopper_launch_seconds},
     // NVIDIA A100 SXM4 80 GB. Source: NVIDIA A100 datasheet (2021), dense rates: FP64 tensor 19.5 TF,
-    // FP32 19.5 TF, TF32 156 TF, BF16/FP16 312 TF, INT8 624 TOPS, no FP8; HBM2e 2.039 TB/s.
+    // FP32 19.5 TF, TF32 156 TF, BF16/FP16 312 TF, INT8 624 TOPS, no FP8; HBM2e 2.039 TB/s. Its launch is
+    // taken to be Hopper's (not measured).
     DeviceModel{"a100", "NVIDIA A100 SXM4 80GB", 2.039 * T, 19.5 * T, 19.5 * T, 156 * T, 312 * T, 312 * T, 0,
-                624 * T, 108},
+                624 * T, 108, hopper_launch_seconds},
     // The development machine, measured (numpy's OpenBLAS, 2048^3 GEMM and a 64 MiB copy, 2026-11-21):
     // AMD EPYC (Zen 4, AVX-512), 2 cores: f32 GEMM 193 GFLOP/s, f64 104 GFLOP/s, copy 25 GB/s read + write.
-    // No native bf16/f16 GEMM: they run through f32 conversion at about the f32 rate.
+    // No native bf16/f16 GEMM: they run through f32 conversion at about the f32 rate. A step costs at least
+    // 0.25 us: `einc bench` of calls of 6 to 32 elements (matmuls, a sum, a copy) took 0.49-0.9 us each
+    // (2026-11-28); half the fastest, as a floor must hold on a quiet machine.
     DeviceModel{"cpu", "AMD EPYC, 2 cores (development machine)", 25e9, 104e9, 193e9, 193e9, 193e9, 193e9, 0,
-                193e9, 0},
+                193e9, 0, 0.25e-6},
 };
 
 std::atomic<LocalDeviceLoader> local_device_loader{nullptr};
@@ -66,7 +69,7 @@ bool same_model(const DeviceModel& a, const DeviceModel& b) {
     return a.key == b.key && a.name == b.name && a.bandwidth == b.bandwidth && a.peak_f64 == b.peak_f64 &&
            a.peak_f32 == b.peak_f32 && a.peak_tf32 == b.peak_tf32 && a.peak_bf16 == b.peak_bf16 &&
            a.peak_f16 == b.peak_f16 && a.peak_fp8 == b.peak_fp8 && a.peak_i8 == b.peak_i8 &&
-           a.multiprocessors == b.multiprocessors;
+           a.multiprocessors == b.multiprocessors && a.step_seconds == b.step_seconds;
 }
 
 }  // namespace
@@ -149,6 +152,11 @@ Roofline roofline(const Cost& cost, const DeviceModel& device, DType dtype, bool
     r.ridge = peak / device.bandwidth;
     r.attainable_flops = attainable_flops(device, dtype, cost.intensity(), allow_tf32);
     return r;
+}
+
+double step_seconds(const Cost& cost, const DeviceModel& device, DType dtype, bool allow_tf32) {
+    if (cost.flops == 0 && cost.bytes() == 0) return 0;
+    return device.step_seconds + roofline(cost, device, dtype, allow_tf32).seconds;
 }
 
 RooflineBound roofline_bound(const Cost& cost, const DeviceModel& device, DType dtype, bool allow_tf32) {

@@ -7,7 +7,8 @@
 //   view, copy            0 FLOPs; a view also moves 0 bytes
 //   bytes                 bytes read + bytes written, each distinct element once, at its dtype's size
 //   intensity             FLOPs / bytes
-//   time bound            max(FLOPs / peak(dtype), bytes / bandwidth), dense (non-sparse) peaks
+//   time bound            max(FLOPs / peak(dtype), bytes / bandwidth), dense (non-sparse) peaks;
+//                         a step that moves anything also pays its device's start-up (step_seconds)
 #pragma once
 
 #include <cstdint>
@@ -40,7 +41,14 @@ struct DeviceModel {
     double peak_f64 = 0, peak_f32 = 0, peak_tf32 = 0, peak_bf16 = 0, peak_f16 = 0, peak_fp8 = 0, peak_i8 = 0;
     int multiprocessors =
         0;  // a GPU's streaming multiprocessors (what its schedule is made for); 0 for a CPU
+    // What starting one step costs, however small: a kernel launch on a GPU, einc's dispatch of a step on a
+    // CPU. The floor under every step that is not a view.
+    double step_seconds = 0;
 };
+
+// A kernel launch on an H100 or H200 as back-to-back calls see it: T_L of the GPU model, fitted to the
+// H200 (compiler/gpu_model.cpp says how).
+inline constexpr double hopper_launch_seconds = 3.275e-6;
 
 // The fixed table: h100, h200, a100 and cpu (the development machine). Not "local".
 std::span<const DeviceModel> device_models();
@@ -77,6 +85,10 @@ struct Roofline {
     double attainable_flops = 0;  // min(peak, intensity * bandwidth)
 };
 Roofline roofline(const Cost& cost, const DeviceModel& device, DType dtype, bool allow_tf32 = false);
+
+// The least time a step of `cost` takes: its roofline time after its device's step_seconds (0 for a view,
+// which moves nothing and runs nothing).
+double step_seconds(const Cost& cost, const DeviceModel& device, DType dtype, bool allow_tf32 = false);
 
 // Which roof a cost sits under: none (no FLOPs, no bytes: a view), memory or compute.
 enum class RooflineBound : std::uint8_t { free, memory, compute };

@@ -25,7 +25,7 @@ namespace {
 constexpr GpuParameters h200{
     .key = "h200",
     .bandwidth = 4.045e12,
-    .launch_seconds = 3.275e-6,
+    .launch_seconds = hopper_launch_seconds,  // (the cost model's step floor on Hopper too)
     .stream_latency = 0.619e-6,
     .round_latency = 3.032e-6,
     .chain_step_seconds = 260.6e-9,

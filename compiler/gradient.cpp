@@ -294,11 +294,11 @@ std::vector<BackwardCall> backward_calls(const Bound& forward, DType dtype) {
 
 namespace {
 
-// The roofline time of a plan's steps run in sequence.
+// The least time of a plan's steps run in sequence: each one's roofline time after the device's step floor.
 double plan_seconds(const Plan& plan, const DeviceModel& device) {
     double seconds = 0;
     for (const PlanStep& step : plan.steps)
-        seconds += roofline(step.cost, device, compute_dtype(plan, step.step)).seconds;
+        seconds += step_seconds(step.cost, device, compute_dtype(plan, step.step));
     return seconds;
 }
 

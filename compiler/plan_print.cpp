@@ -100,8 +100,7 @@ std::string cost_line(const Cost& cost, const DeviceModel& device, DType dtype) 
     return fmt::format("{}  read {}  write {}{}  intensity {:.3g} FLOP/B  {}-bound  {}",
                        format_flops(cost.flops), format_bytes(cost.bytes_read),
                        format_bytes(cost.bytes_written), workspace.empty() ? "" : "  " + workspace,
-                       cost.intensity(), name_of(roof),
-                       format_seconds(roofline(cost, device, dtype).seconds));
+                       cost.intensity(), name_of(roof), format_seconds(step_seconds(cost, device, dtype)));
 }
 
 // The GPU model's prediction for a step of generated kernels on `device` (nothing for other steps, CPU
@@ -111,6 +110,21 @@ std::optional<StepPrediction> model_of(const Plan& plan, const Schedule& schedul
     const GpuParameters* gpu = gpu_parameters(device.key);
     if (!gpu || schedule.target.backend != Backend::cuda) return std::nullopt;
     return predict_step(plan, schedule, step, *gpu);
+}
+
+// The least time of step `s`: the GPU model's prediction where it covers the step, else its roofline time
+// after the device's step floor.
+double predicted_seconds(const Plan& plan, const Schedule& schedule, std::size_t s,
+                         const DeviceModel& device) {
+    if (const auto model = model_of(plan, schedule, s, device)) return model->seconds;
+    return step_seconds(scheduled_step_cost(plan, schedule, s), device,
+                        compute_dtype(plan, plan.steps[s].step));
+}
+
+// "a 3.28 us launch": what the device's step floor is.
+std::string step_floor(const DeviceModel& device) {
+    return fmt::format("a {} {}", format_seconds(device.step_seconds),
+                       device.multiprocessors > 0 ? "launch" : "dispatch");
 }
 
 // "model  einc_tiles_...  36.5 us  77% of HBM  limited by bandwidth: 2 waves, 65.5 kB in flight per SM,
@@ -192,20 +206,17 @@ std::string print_plan(const Plan& plan, const Schedule& schedule, const DeviceM
                        format_bytes(total.bytes_written), format_bytes(total.workspace_bytes),
                        total.intensity());
     out += fmt::format("bound: {}\n", describe_bound(total, device, dtype));
-    Roofline time;
+    double seconds = 0;
     for (const PlanStep& step : plan.steps)
-        time.seconds += roofline(step.cost, device, compute_dtype(plan, step.step)).seconds;
-    out += fmt::format("time:  >= {} on {} (roofline, steps in sequence)\n", format_seconds(time.seconds),
-                       device.name);
+        seconds += step_seconds(step.cost, device, compute_dtype(plan, step.step));
+    out += fmt::format("time:  >= {} on {} (roofline, {} per step, steps in sequence)\n",
+                       format_seconds(seconds), device.name, step_floor(device));
     // The GPU model where it covers a step, the roofline elsewhere (views, library GEMMs).
     double modelled = 0;
     bool any = false;
     for (std::size_t s = 0; s < plan.steps.size(); ++s) {
-        const auto model = model_of(plan, schedule, s, device);
-        any = any || model;
-        modelled +=
-            model ? model->seconds
-                  : roofline(plan.steps[s].cost, device, compute_dtype(plan, plan.steps[s].step)).seconds;
+        any = any || model_of(plan, schedule, s, device);
+        modelled += predicted_seconds(plan, schedule, s, device);
     }
     if (any)
         out += fmt::format(
@@ -310,9 +321,7 @@ void write_access(Json& json, std::string_view name, const Access& access) {
     json.key("shape").array(access.layout.extents()).key("strides").array(access.layout.strides()).close('}');
 }
 
-void write_cost(Json& json, const Cost& cost, const DeviceModel& device, DType dtype,
-                std::optional<double> predicted = std::nullopt) {
-    const Roofline r = roofline(cost, device, dtype);
+void write_cost(Json& json, const Cost& cost, const DeviceModel& device, DType dtype, double predicted) {
     json.key("flops")
         .value(cost.flops)
         .key("bytes_read")
@@ -321,7 +330,7 @@ void write_cost(Json& json, const Cost& cost, const DeviceModel& device, DType d
         .value(cost.bytes_written);
     json.key("workspace_bytes").value(cost.workspace_bytes).key("intensity").value(cost.intensity());
     json.key("bound").value(name_of(roofline_bound(cost, device, dtype)));
-    json.key("predicted_seconds").value(predicted.value_or(r.seconds));
+    json.key("predicted_seconds").value(predicted);
 }
 
 // The GPU model's view of a step: what limits it and the figures behind it (its slowest kernel's), then
@@ -458,23 +467,15 @@ std::string plan_to_json(const Plan& plan, const Schedule& schedule, const Devic
                    step.step);
         const auto model = model_of(plan, schedule, s, device);
         write_cost(json, scheduled_step_cost(plan, schedule, s), device, compute_dtype(plan, step.step),
-                   model ? std::optional<double>(model->seconds) : std::nullopt);
+                   predicted_seconds(plan, schedule, s, device));
         if (model) write_model(json, *model, std::get<strategy::Kernels>(scheduled.strategy).launches);
         json.close('}');
     }
     json.close(']');
-    // With the GPU model, the total is the steps' predictions in sequence (the roofline's elsewhere).
-    std::optional<double> total_predicted;
+    // The total: the steps' predictions in sequence.
+    double total_predicted = 0;
     for (std::size_t s = 0; s < plan.steps.size(); ++s)
-        if (model_of(plan, schedule, s, device)) total_predicted = 0.0;
-    if (total_predicted)
-        for (std::size_t s = 0; s < plan.steps.size(); ++s) {
-            const auto model = model_of(plan, schedule, s, device);
-            *total_predicted += model ? model->seconds
-                                      : roofline(scheduled_step_cost(plan, schedule, s), device,
-                                                 compute_dtype(plan, plan.steps[s].step))
-                                            .seconds;
-        }
+        total_predicted += predicted_seconds(plan, schedule, s, device);
     json.key("total").open('{');
     write_cost(json, scheduled_cost(plan, schedule), device, dtype, total_predicted);
     json.close('}');

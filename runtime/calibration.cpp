@@ -37,7 +37,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int format_version = 1;
+constexpr int format_version = 2;  // 2: step_seconds
 constexpr std::int64_t MiB = std::int64_t{1} << 20;
 
 // Where the bandwidth loops leave a result, so that the compiler cannot drop them as unused.
@@ -278,13 +278,26 @@ double measure_gemm(DType dtype, int first, int largest, int min_repeats, double
     }
 }
 
+// What running one step costs however little it does: the best time of a program that sums a 4 x 8
+// matrix's rows into a result allocated once.
+double measure_step(int min_repeats, double budget) {
+    Tensor x = Tensor::empty(DType::f32, {4, 8}), y = Tensor::empty(DType::f32, {4});
+    std::fill_n(static_cast<float*>(x.data()), x.numel(), 1.0f);
+    const Program program = compile(Op::reduce, "a b -> a", {}, Reduction::sum).bind({x.view()});
+    const std::array<Input, 1> inputs{Input(x)};
+    const std::array<TensorView, 1> outputs{y.view()};
+    const auto run = [&] { program.run(inputs, outputs); };
+    run();  // warm-up
+    return best_seconds(run, min_repeats, budget);
+}
+
 // ---- the file -----------------------------------------------------------------------------------------
 
 // The keys, in the order they are written; every one must be in a file.
-constexpr std::array<std::string_view, 16> keys{
-    "format",   "cpu_name",     "threads",        "hardware_threads", "cores",     "l1d_bytes",
-    "l2_bytes", "l3_bytes",     "read_bandwidth", "copy_bandwidth",   "bandwidth", "peak_f32",
-    "peak_f64", "buffer_bytes", "gemm_size",      "measured_at"};
+constexpr std::array<std::string_view, 17> keys{
+    "format",   "cpu_name",     "threads",        "hardware_threads", "cores",      "l1d_bytes",
+    "l2_bytes", "l3_bytes",     "read_bandwidth", "copy_bandwidth",   "bandwidth",  "peak_f32",
+    "peak_f64", "buffer_bytes", "gemm_size",      "step_seconds",     "measured_at"};
 
 // Text from a file, safe to print: control bytes as '?', at most 60 bytes.
 std::string printable(std::string_view text) {
@@ -389,6 +402,8 @@ Calibration calibrate(const CalibrationOptions& options) {
     int f64_size = 0;
     c.peak_f64 = measure_gemm(DType::f64, first, largest, min_repeats, budget / 3, &f64_size);
     c.gemm_size = std::max(c.gemm_size, f64_size);
+    progress("einc's dispatch of a step: reduce \"a b -> a\" sum of 4x8");
+    c.step_seconds = measure_step(min_repeats, options.quick ? 0.01 : 0.1);
     return c;
 }
 
@@ -418,8 +433,8 @@ std::string format_calibration(const Calibration& c) {
     text += fmt::format("read_bandwidth = {}\ncopy_bandwidth = {}\nbandwidth = {}\n", c.read_bandwidth,
                         c.copy_bandwidth, c.bandwidth);
     text += fmt::format("peak_f32 = {}\npeak_f64 = {}\n", c.peak_f32, c.peak_f64);
-    text += fmt::format("buffer_bytes = {}\ngemm_size = {}\nmeasured_at = {}\n", c.buffer_bytes, c.gemm_size,
-                        c.measured_at);
+    text += fmt::format("buffer_bytes = {}\ngemm_size = {}\nstep_seconds = {}\nmeasured_at = {}\n",
+                        c.buffer_bytes, c.gemm_size, c.step_seconds, c.measured_at);
     return text;
 }
 
@@ -474,6 +489,7 @@ Calibration parse_calibration(std::string_view text, const std::string& where) {
     c.peak_f64 = read.positive("peak_f64");
     c.buffer_bytes = read.whole("buffer_bytes", 1, std::numeric_limits<std::int64_t>::max());
     c.gemm_size = static_cast<int>(read.whole("gemm_size", 1, 1 << 20));
+    c.step_seconds = read.positive("step_seconds");
     c.measured_at = read.text("measured_at");
     return c;
 }
@@ -530,7 +546,7 @@ const DeviceModel& local_device_model(const Calibration& c) {
                                          c.measured_at.substr(0, c.measured_at.find('T')));
     // A CPU has no tensor cores: tf32, bf16, f16 and int8 GEMMs go through f32 arithmetic, at its rate.
     return keep_device_model(DeviceModel{"local", name, c.bandwidth, c.peak_f64, c.peak_f32, c.peak_f32,
-                                         c.peak_f32, c.peak_f32, 0, c.peak_f32, 0});
+                                         c.peak_f32, c.peak_f32, 0, c.peak_f32, 0, c.step_seconds});
 }
 
 Machine this_machine() {

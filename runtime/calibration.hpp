@@ -30,6 +30,7 @@ struct Calibration {
     double peak_f64 = 0;
     std::int64_t buffer_bytes = 0;  // the size of each bandwidth buffer
     int gemm_size = 0;              // the largest n of the n x n x n GEMMs timed
+    double step_seconds = 0;        // einc's dispatch of one step: a run of a sum of 32 numbers
     std::string measured_at;        // UTC, ISO 8601
 };
 

@@ -138,9 +138,7 @@ Cost Gradient::backward_cost() const {
 }
 
 std::string Gradient::explain(std::string_view device) const {
-    const DeviceModel* model = device_model_named(device);
-    if (!model)
-        throw Error(ErrorKind::usage, fmt::format("unknown device '{}' (h100 h200 a100 cpu)", device));
+    const DeviceModel& model = state_->forward.device_model(device);
     std::vector<BackwardPlan> plans;
     std::vector<Schedule> schedules;
     for (const Step& step : state_->steps) {
@@ -148,7 +146,7 @@ std::string Gradient::explain(std::string_view device) const {
                                      Epilogue{step.program.options().alpha, step.program.options().beta}});
         schedules.push_back(step.program.schedule());
     }
-    return print_backward(state_->forward.plan(), state_->forward.schedule(), plans, schedules, *model);
+    return print_backward(state_->forward.plan(), state_->forward.schedule(), plans, schedules, model);
 }
 
 namespace {

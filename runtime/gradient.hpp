@@ -30,8 +30,9 @@ public:
     std::span<const Step> steps() const;  // the backward calls, in the order they run
     Cost forward_cost() const;            // FLOPs and bytes of the forward plan
     Cost backward_cost() const;           // of all the backward plans together
-    // The forward and backward plans with their costs, and the totals, as `einc explain --backward`.
-    std::string explain(std::string_view device = "h100") const;
+    // The forward and backward plans with their costs, and the totals, as `einc explain --backward`,
+    // compared with `device` - by default the model of the device they run on (Program::device_model).
+    std::string explain(std::string_view device = {}) const;
 
     // The gradient of every input, given the gradient of every output of the call (one for each; of the
     // output's dtype and shape, laid out as bound: row-major unless given to einc::gradient), on the

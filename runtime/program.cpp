@@ -213,17 +213,21 @@ PlanOptions plan_options_of(const Options& options) {
                        .max_intermediate_bytes = options.max_intermediate_bytes};
 }
 
-std::string Program::explain(std::string_view device) const {
+const DeviceModel& Program::device_model(std::string_view device) const {
     if (device.empty()) {
         const bool gpu = state_->schedule.target.backend == Backend::cuda;
         const std::string gpu_name =
             gpu && gpu_backend() ? gpu_backend()->describe_device(state_->device_index) : "";
-        return print_plan(state_->plan, state_->schedule, default_device_model(gpu, gpu_name));
+        return default_device_model(gpu, gpu_name);
     }
     const DeviceModel* model = device_model_named(device);
     if (!model)
         throw Error(ErrorKind::usage, fmt::format("unknown device '{}' (h100 h200 a100 cpu local)", device));
-    return print_plan(state_->plan, state_->schedule, *model);
+    return *model;
+}
+
+std::string Program::explain(std::string_view device) const {
+    return print_plan(state_->plan, state_->schedule, device_model(device));
 }
 
 namespace {

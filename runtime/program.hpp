@@ -112,6 +112,9 @@ public:
     // The plan with its cost, as `einc explain`, compared with `device` (h100 h200 a100 cpu local), by
     // default with the device the program runs on: its GPU's model, or this CPU (default_device_model).
     std::string explain(std::string_view device = {}) const;
+    // The model explain compares with: the one `device` names (einc::Error of kind usage for an unknown
+    // name), by default the program's own device's.
+    const DeviceModel& device_model(std::string_view device = {}) const;
 
     // Runs on new tensors with the dtype, shape and strides the program was bound to. Results the plan
     // makes views alias an input (and keep an owning input alive); the others are fresh row-major tensors.

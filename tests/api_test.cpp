@@ -179,6 +179,13 @@ TEST_CASE("Program::explain compares a CPU program with this CPU by default, ano
     CHECK(here.find("H100") == std::string::npos);
     CHECK(h100.find("on NVIDIA H100 SXM5 80GB") != std::string::npos);
     CHECK_THROWS_WITH_AS(program.explain("tpu"), doctest::Contains("unknown device 'tpu'"), Error);
+    // Predicted times start from the step's floor: the 2x3x2 GEMM's 64 B at 25 GB/s (2.56 ns) after the cpu
+    // model's 0.25 us dispatch; on an H100, 64 B at 3.35 TB/s after a 3.275 us launch.
+    CHECK(here.find("time:  >= 253 ns on AMD EPYC, 2 cores (development machine) (roofline, a 250 ns "
+                    "dispatch per step") != std::string::npos);
+    CHECK(h100.find("time:  >= 3.28 us on NVIDIA H100 SXM5 80GB (roofline, a 3.27 us launch per step") !=
+          std::string::npos);
+    CHECK(&program.device_model() == device_model_named("cpu"));
 }
 
 TEST_CASE("a program writes into caller outputs, and refuses aliasing ones") {

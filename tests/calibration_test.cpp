@@ -67,6 +67,7 @@ Calibration round_numbers() {
     c.peak_f64 = 5e10;
     c.buffer_bytes = 256 << 20;
     c.gemm_size = 2048;
+    c.step_seconds = 1e-6;
     c.measured_at = "2026-01-02T03:04:05Z";
     return c;
 }
@@ -116,15 +117,19 @@ TEST_CASE("calibrate --quick saves this machine's numbers, and --device local pr
     CHECK(saved->peak_f32 > 0);
     CHECK(saved->peak_f64 > 0);
     CHECK(saved->gemm_size >= 1);
+    CHECK(saved->step_seconds > 0);
+    CHECK(saved->step_seconds < 1e-3);  // a sum of 32 numbers
 
-    // A copy of a 1000x1000 f32 matrix reads and writes 4 MB each: its bound is 8e6 B / the bandwidth.
+    // A copy of a 1000x1000 f32 matrix reads and writes 4 MB each: its bound is 8e6 B / the bandwidth,
+    // after the measured dispatch of a step.
     std::vector<std::string> as_json = copy_call;
     as_json.push_back("--json");
     const Result json = einc_cli(as_json);
     INFO(json.err);
     REQUIRE(json.status == 0);
     CHECK(json.out.find("\"device\":\"local\"") != std::string::npos);
-    CHECK(predicted_seconds(json.out) == doctest::Approx(8e6 / saved->bandwidth).epsilon(1e-12));
+    CHECK(predicted_seconds(json.out) ==
+          doctest::Approx(saved->step_seconds + 8e6 / saved->bandwidth).epsilon(1e-12));
     const Result text = einc_cli(copy_call);
     REQUIRE(text.status == 0);
     const std::string name = std::string(local_device_model(*saved).name);
@@ -147,15 +152,17 @@ TEST_CASE("--device local: costs by hand against a saved calibration of round nu
     save_calibration(round_numbers(), config.path() / "einc" / "calibration.conf");
     std::vector<std::string> call = copy_call;
     call.push_back("--json");
-    CHECK(predicted_seconds(einc_cli(call).out) == doctest::Approx(8e6 / 2e10));  // 400 us
+    CHECK(predicted_seconds(einc_cli(call).out) == doctest::Approx(1e-6 + 8e6 / 2e10));  // 401 us
     const Result copy = einc_cli(copy_call);
     INFO(copy.err);
-    CHECK(copy.out.find(fmt::format("time:  >= 400 us on {}, 4 threads, calibrated 2026-01-02 (roofline",
+    CHECK(copy.out.find(fmt::format("time:  >= 401 us on {}, 4 threads, calibrated 2026-01-02 (roofline, "
+                                    "a 1 us dispatch per step",
                                     this_machine().cpu_name)) != std::string::npos);
     CHECK(copy.out.find("memory-bound: 0 FLOP/B (pure data movement) on LOCAL") != std::string::npos);
 
-    // GEMMs are compute-bound at the saved peaks: 2 * 1000^3 FLOPs at 1e11 (f32) and 5e10 (f64) FLOP/s.
-    for (const auto& [dtype, seconds] : {std::pair{"f32", 0.02}, std::pair{"f64", 0.04}}) {
+    // GEMMs are compute-bound at the saved peaks: 2 * 1000^3 FLOPs at 1e11 (f32) and 5e10 (f64) FLOP/s,
+    // after the 1 us dispatch.
+    for (const auto& [dtype, seconds] : {std::pair{"f32", 0.020001}, std::pair{"f64", 0.040001}}) {
         const Result gemm = einc_cli({"explain", "einsum", "i k, k j -> i j", "1000x1000", "1000x1000",
                                       "--dtype", dtype, "--device", "local", "--json"});
         REQUIRE(gemm.status == 0);
@@ -263,8 +270,9 @@ TEST_CASE("a malformed calibration is an error that names the file and what is w
         {with_line("peak_f64", ""),
          file + ": error: malformed calibration: no 'peak_f64' (the file is incomplete)"},
         {with_line("cpu_name", "cpu_name ="), "cpu_name is empty"},
-        {with_line("format", "format = 2"),
-         "it is format 2, written by another version of einc; this one reads format 1"},
+        {with_line("format", "format = 1"),  // before step_seconds
+         "it is format 1, written by another version of einc; this one reads format 2"},
+        {with_line("step_seconds", "step_seconds = 0"), "step_seconds is 0; it must be a positive number"},
         {with_line("cores", "cores = 4\ncores = 4"), "'cores' is given twice (first on line"},
         {with_line("cores", "cores = 4\nspeed = 11"), "unknown key 'speed'"},
         {garbage, file + ":1: error: malformed calibration: expected `key = value`, got '?? binary ? junk?'"},

@@ -18,6 +18,7 @@
 #include "runtime/backend.hpp"
 #include "runtime/program.hpp"
 #include "tests/cli_capture.hpp"
+#include "tests/environment.hpp"
 #if EINC_HAS_CUDA
 #include "cuda/cuda.hpp"
 #endif
@@ -225,6 +226,11 @@ TEST_CASE("roofline: the axis mapping is logarithmic, whole decades, and holds e
     CHECK(roofs[0].dtypes == "f64 · f32");
     CHECK(roofs[2].dtypes == "bf16 · f16");
     CHECK(roofs[2].peak == 989.4e12);
+    // A CPU's chart names only the roofs it has: no tf32, no fp8; bf16, f16 and int8 at the f32 rate.
+    const std::vector<cli::ComputeRoof> cpu_roofs = cli::compute_roofs(*device_model_named("cpu"));
+    REQUIRE(cpu_roofs.size() == 2);
+    CHECK(cpu_roofs[0].dtypes == "f64");
+    CHECK(cpu_roofs[1].dtypes == "f32 · bf16 · f16 · int8");
 }
 
 TEST_CASE("roofline: the SVG is well-formed and every point lands where the cost model puts it") {
@@ -308,6 +314,16 @@ TEST_CASE("roofline: one unquoted call, calls from a file, and the SVG on standa
         einc_cli({"roofline", "einsum", "b i d, b j d -> b i j", "8x64x32", "8x128x32", "--dtype", "f16"});
     REQUIRE(single.status == 0);
     CHECK(with_class(parse_xml(single.out), "point predicted").size() == 1);
+
+    // Where the calls run on the CPU and no --device is named, the chart is the CPU's (uncalibrated here:
+    // the development machine's, said on standard error), with the CPU's roofs only.
+    const testing::IsolatedConfigHome config;
+    const Result cpu = einc_cli({"roofline", "einsum \"i, i ->\" 1000 1000", "--backend", "cpu"});
+    INFO(cpu.err);
+    REQUIRE(cpu.status == 0);
+    CHECK(cpu.out.find("Roofline of AMD EPYC, 2 cores (development machine)") != std::string::npos);
+    CHECK(cpu.out.find("tf32") == std::string::npos);
+    CHECK(cpu.err.find("note: comparing with the `cpu` model") != std::string::npos);
 }
 
 TEST_CASE("roofline: achieved points from einc bench --json timings, beside their prediction") {
