@@ -16,6 +16,12 @@
 #include "tests/random_cases.hpp"
 #include "tests/reference/reference.hpp"
 
+// GCC, inlining the replacements below, sees free() of memory that std::allocator got from operator new
+// and does not know that this operator new is malloc.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
 namespace {
 
 std::atomic<bool> watching{false};
