@@ -407,8 +407,8 @@ TEST_CASE("npy: a malformed header is rejected with what is wrong") {
     reject("{'descr': '<\\x66\\x34', 'fortran_order': False, 'shape': (2, 3)}\n",
            "malformed header: a string with an escape");
     reject("{'descr", "malformed header: an unterminated string");
-    reject(std::string("{'descr': '<f4'") + '\0' + ", 'fortran_order': False, 'shape': (2, 3)}",
-           "malformed header");
+    using namespace std::string_literals;  // (a literal with a NUL inside it)
+    reject("{'descr': '<f4'\0, 'fortran_order': False, 'shape': (2, 3)}"s, "malformed header");
 }
 
 TEST_CASE("npy: bad dtypes are rejected by name, pickles always") {
