@@ -489,9 +489,10 @@ TEST_CASE("the memory limit: the cheapest order within it, or an error naming th
 
 TEST_CASE("random networks of 9 to 20 operands compute what the reference interpreter does") {
     std::mt19937 rng(9);
-    // (sanitized: one network searched optimally, one greedily - the reference's loops are what is slow)
+    // (sanitized: the first two networks, 72 s with the 17-operand one under ASan - the reference's loops
+    // over every axis value are what is slow; the greedy searches' own test runs there too)
     const std::vector<std::size_t> operands =
-        testing::sanitized ? std::vector<std::size_t>{9, 17} : std::vector<std::size_t>{9, 11, 13, 17};
+        testing::sanitized ? std::vector<std::size_t>{9, 11} : std::vector<std::size_t>{9, 11, 13, 17};
     for (const std::size_t n : operands) {
         // (sizes of 2: the reference loops over every combination of axis values)
         Network net = random_network(rng, n, 0, 2);
