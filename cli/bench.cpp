@@ -104,10 +104,10 @@ int bench(std::span<const std::string> command_line, std::ostream& out, std::ost
     fmt::print(out, "  achieved   {}/s, {}/s\n", format_flops(achieved_flops), format_bytes(achieved_bytes));
     fmt::print(out, "  device     {}: {}, {} peak {}/s, bandwidth {}/s\n", device.key, device.name,
                name_of(dtype), format_flops(peak), format_bytes(device.bandwidth));
-    fmt::print(out, "  roofline   >= {} ({} of the measured time{}; {} {} a step): {}\n",
+    fmt::print(out, "  roofline   >= {} ({} of the measured time{}; {} per step): {}\n",
                format_seconds(least_seconds), percent(least_seconds / m.seconds),
-               beyond_model(least_seconds / m.seconds), format_seconds(device.step_seconds),
-               device.multiprocessors > 0 ? "launch" : "dispatch", describe_bound(cost, device, dtype));
+               beyond_model(least_seconds / m.seconds), describe_step_floor(device),
+               describe_bound(cost, device, dtype));
     if (cost.flops > 0 && peak > 0)
         fmt::print(out, "  MFU        {} of the {} peak ({}/s){}\n", percent(achieved_flops / peak),
                    name_of(dtype), format_flops(peak), beyond_model(achieved_flops / peak));

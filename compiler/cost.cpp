@@ -172,6 +172,11 @@ std::string_view name_of(RooflineBound roof) {
     return names[static_cast<std::size_t>(roof)];
 }
 
+std::string describe_step_floor(const DeviceModel& device) {
+    return fmt::format("a {} {}", format_seconds(device.step_seconds),
+                       device.multiprocessors > 0 ? "launch" : "dispatch");
+}
+
 std::string describe_bound(const Cost& cost, const DeviceModel& device, DType dtype, bool allow_tf32) {
     const Roofline r = roofline(cost, device, dtype, allow_tf32);
     std::string key(device.key);

@@ -96,6 +96,9 @@ RooflineBound roofline_bound(const Cost& cost, const DeviceModel& device, DType 
                              bool allow_tf32 = false);
 std::string_view name_of(RooflineBound roof);  // "free", "memory", "compute"
 
+// "a 3.27 us launch" (a GPU), "a 250 ns dispatch" (a CPU): the device's step floor.
+std::string describe_step_floor(const DeviceModel& device);
+
 // "memory-bound: 0.25 FLOP/B < 295 FLOP/B ridge of H100 (bf16)"
 std::string describe_bound(const Cost& cost, const DeviceModel& device, DType dtype, bool allow_tf32 = false);
 

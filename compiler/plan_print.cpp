@@ -112,19 +112,21 @@ std::optional<StepPrediction> model_of(const Plan& plan, const Schedule& schedul
     return predict_step(plan, schedule, step, *gpu);
 }
 
-// The least time of step `s`: the GPU model's prediction where it covers the step, else its roofline time
-// after the device's step floor.
-double predicted_seconds(const Plan& plan, const Schedule& schedule, std::size_t s,
-                         const DeviceModel& device) {
-    if (const auto model = model_of(plan, schedule, s, device)) return model->seconds;
-    return step_seconds(scheduled_step_cost(plan, schedule, s), device,
-                        compute_dtype(plan, plan.steps[s].step));
+// model_of every step, made once for a printout: the model's predictions are the expensive part of one.
+std::vector<std::optional<StepPrediction>> models_of(const Plan& plan, const Schedule& schedule,
+                                                     const DeviceModel& device) {
+    std::vector<std::optional<StepPrediction>> models;
+    for (std::size_t s = 0; s < plan.steps.size(); ++s) models.push_back(model_of(plan, schedule, s, device));
+    return models;
 }
 
-// "a 3.28 us launch": what the device's step floor is.
-std::string step_floor(const DeviceModel& device) {
-    return fmt::format("a {} {}", format_seconds(device.step_seconds),
-                       device.multiprocessors > 0 ? "launch" : "dispatch");
+// The least time of step `s`: the GPU model's prediction where it covers the step (`model`), else its
+// roofline time after the device's step floor.
+double predicted_seconds(const std::optional<StepPrediction>& model, const Plan& plan,
+                         const Schedule& schedule, std::size_t s, const DeviceModel& device) {
+    if (model) return model->seconds;
+    return step_seconds(scheduled_step_cost(plan, schedule, s), device,
+                        compute_dtype(plan, plan.steps[s].step));
 }
 
 // "model  einc_tiles_...  36.5 us  77% of HBM  limited by bandwidth: 2 waves, 65.5 kB in flight per SM,
@@ -188,13 +190,14 @@ std::string print_plan(const Plan& plan, const Schedule& schedule, const DeviceM
         const TensorSpec& temp = plan.temporaries[t];
         out += fmt::format("  t{}: {} {}\n", t, name_of(temp.dtype), format_shape(temp.shape));
     }
+    const std::vector<std::optional<StepPrediction>> models = models_of(plan, schedule, device);
     for (std::size_t s = 0; s < plan.steps.size(); ++s) {
         const PlanStep& step = plan.steps[s];
         out += fmt::format("  {}. {:<8} {}\n", s + 1, step_kind(step.step), step.why);
         for (const std::string& line : step_details(step.step)) out += fmt::format("       {}\n", line);
         out += fmt::format("       {}\n", cost_line(scheduled_step_cost(plan, schedule, s), device,
                                                     compute_dtype(plan, step.step)));
-        if (const auto model = model_of(plan, schedule, s, device)) {
+        if (const auto& model = models[s]) {
             const auto& launches = std::get<strategy::Kernels>(schedule.steps[s].strategy).launches;
             for (std::size_t k = 0; k < launches.size(); ++k)
                 out += fmt::format("       {}\n", model_line(launches[k], model->kernels[k], device));
@@ -210,13 +213,13 @@ std::string print_plan(const Plan& plan, const Schedule& schedule, const DeviceM
     for (const PlanStep& step : plan.steps)
         seconds += step_seconds(step.cost, device, compute_dtype(plan, step.step));
     out += fmt::format("time:  >= {} on {} (roofline, {} per step, steps in sequence)\n",
-                       format_seconds(seconds), device.name, step_floor(device));
+                       format_seconds(seconds), device.name, describe_step_floor(device));
     // The GPU model where it covers a step, the roofline elsewhere (views, library GEMMs).
     double modelled = 0;
     bool any = false;
     for (std::size_t s = 0; s < plan.steps.size(); ++s) {
-        any = any || model_of(plan, schedule, s, device);
-        modelled += predicted_seconds(plan, schedule, s, device);
+        any = any || models[s];
+        modelled += predicted_seconds(models[s], plan, schedule, s, device);
     }
     if (any)
         out += fmt::format(
@@ -387,6 +390,7 @@ std::string plan_to_json(const Plan& plan, const Schedule& schedule, const Devic
     write_tensors(json, "outputs", plan.outputs);
     write_tensors(json, "temporaries", plan.temporaries);
     json.key("backend").value(name_of(schedule.target.backend));
+    const std::vector<std::optional<StepPrediction>> models = models_of(plan, schedule, device);
     json.key("steps").open('[');
     for (std::size_t s = 0; s < plan.steps.size(); ++s) {
         const PlanStep& step = plan.steps[s];
@@ -465,17 +469,17 @@ std::string plan_to_json(const Plan& plan, const Schedule& schedule, const Devic
                        },
                    },
                    step.step);
-        const auto model = model_of(plan, schedule, s, device);
         write_cost(json, scheduled_step_cost(plan, schedule, s), device, compute_dtype(plan, step.step),
-                   predicted_seconds(plan, schedule, s, device));
-        if (model) write_model(json, *model, std::get<strategy::Kernels>(scheduled.strategy).launches);
+                   predicted_seconds(models[s], plan, schedule, s, device));
+        if (models[s])
+            write_model(json, *models[s], std::get<strategy::Kernels>(scheduled.strategy).launches);
         json.close('}');
     }
     json.close(']');
     // The total: the steps' predictions in sequence.
     double total_predicted = 0;
     for (std::size_t s = 0; s < plan.steps.size(); ++s)
-        total_predicted += predicted_seconds(plan, schedule, s, device);
+        total_predicted += predicted_seconds(models[s], plan, schedule, s, device);
     json.key("total").open('{');
     write_cost(json, scheduled_cost(plan, schedule), device, dtype, total_predicted);
     json.close('}');
