@@ -29,6 +29,12 @@ inline std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
     return checked_add(a, b).value_or(INT64_MAX);
 }
 
+// a / b rounded up, for a >= 0 and b > 0: (a + b - 1) / b would wrap for sizes near INT64_MAX, which a
+// pattern may bind (tiles, chunks and blocks of a tensor that is only planned, never allocated).
+constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+    return a / b + (a % b != 0);
+}
+
 // The product of non-negative sizes; a zero anywhere makes it 0 even if the others would overflow.
 inline std::optional<std::int64_t> checked_product(std::span<const std::int64_t> values) {
     for (const std::int64_t v : values)

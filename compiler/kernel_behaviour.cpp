@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "compiler/checked.hpp"
 #include "compiler/reduction.hpp"
 #include "grammar/diagnostic.hpp"
 
@@ -1023,7 +1024,7 @@ void short_rows_lane(const Context& c, std::int64_t block, std::int64_t thread, 
     const std::int64_t size = static_cast<std::int64_t>(c.source_bytes(0)),
                        lanes = kernel_vector_bytes / size;
     const std::int64_t rows = c.p.kept_count, terms = c.p.reduced_count;
-    const std::int64_t chunks = (terms + lanes - 1) / lanes;
+    const std::int64_t chunks = ceil_div(terms, lanes);
     std::int64_t row_lanes = 1;
     while (row_lanes < chunks) row_lanes <<= 1;
     const std::int64_t per_group = kernel_warp / row_lanes, batch_rows = short_rows_batch * per_group;

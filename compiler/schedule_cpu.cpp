@@ -25,7 +25,7 @@ void pad_front(std::size_t rank, std::initializer_list<Layout*> layouts) {
 // How many tiles of `extents` cover the destination.
 std::int64_t tile_count(const Layout& dst, const Shape& extents) {
     std::int64_t n = 1;
-    for (std::size_t m = 0; m < dst.rank(); ++m) n *= (dst.modes[m].extent + extents[m] - 1) / extents[m];
+    for (std::size_t m = 0; m < dst.rank(); ++m) n *= ceil_div(dst.modes[m].extent, extents[m]);
     return n;
 }
 
@@ -62,7 +62,6 @@ TransposeTiles tile_transpose(const Layout& dst, const Layout& src, std::size_t 
     const std::size_t rank = dst.rank(), q = rank - 1;
     const std::int64_t run = std::max<std::int64_t>(run_bytes / element_bytes, 1),
                        budget = transpose_buffer_bytes / element_bytes;
-    const auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
     TransposeTiles tiles;
     tiles.extents.assign(rank, 1);
     const auto size = [&] {

@@ -16,7 +16,7 @@ namespace {
 constexpr std::int64_t int_limit = std::numeric_limits<std::int32_t>::max();
 
 std::uint32_t blocks_for(std::int64_t work, std::int64_t per_block, const Target& target) {
-    const std::int64_t blocks = (work + per_block - 1) / per_block;
+    const std::int64_t blocks = ceil_div(work, per_block);
     return static_cast<std::uint32_t>(std::clamp<std::int64_t>(blocks, 1, target.max_blocks()));
 }
 
@@ -437,7 +437,7 @@ KernelLaunch copy_launch(const CopyShape& shape, KernelKind kind, const CopyFact
         for (int r = 0; r < 2; ++r) {  // each run's chunks: the source's, then the destination's
             const Run& run = t.runs[r];
             const std::size_t last = run.modes.back();
-            const std::int64_t chunks = (run.extent + run.chunk - 1) / run.chunk;
+            const std::int64_t chunks = ceil_div(run.extent, run.chunk);
             // Along its own side a run is contiguous: its chunks are a tile's worth apart.
             grid.kept[0].modes.push_back(
                 Mode{chunks, r == 1 ? run.tile() : dst.modes[last].stride * run.chunk});
@@ -669,7 +669,7 @@ KernelLaunch one_pass_launch(const ReduceShape& shape, const KernelNest& nest, c
     const auto lanes = static_cast<std::int64_t>(kernel_vector_bytes / size_of(shape.sources[0]));
     const std::int64_t per_block = lanes * one_pass_min_vectors * one_pass_block_threads;
     const std::int64_t most = std::int64_t{target.multiprocessors} * one_pass_blocks_per_multiprocessor;
-    const std::int64_t blocks = std::clamp<std::int64_t>((n + per_block - 1) / per_block, 1, most);
+    const std::int64_t blocks = std::clamp<std::int64_t>(ceil_div(n, per_block), 1, most);
     launch.grid.x = static_cast<std::uint32_t>(blocks);
     // (positions in the run reach n + lanes: the first vector begins up to lanes - 1 before it)
     launch.signature = one_pass_signature(shape, KernelKind::reduce_one_pass, nest,
@@ -693,14 +693,14 @@ KernelLaunch short_rows_launch(const ReduceShape& shape, const KernelNest& nest)
                         params_of(nest),
                         {KernelArgument::destination, KernelArgument::source0}};
     const auto lanes = static_cast<std::int64_t>(kernel_vector_bytes / size_of(shape.sources[0]));
-    const std::int64_t chunks = (nest.terms() + lanes - 1) / lanes;
+    const std::int64_t chunks = ceil_div(nest.terms(), lanes);
     std::int64_t row_lanes = 1;
     while (row_lanes < chunks) row_lanes *= 2;
     const std::int64_t rows_per_warp = short_rows_batch * (kernel_warp / row_lanes);
-    const std::int64_t warps = (nest.outputs() + rows_per_warp - 1) / rows_per_warp;
+    const std::int64_t warps = ceil_div(nest.outputs(), rows_per_warp);
     const std::int64_t warps_per_block = short_rows_block_threads / kernel_warp;
     launch.grid.x = static_cast<std::uint32_t>(std::clamp<std::int64_t>(
-        (warps + warps_per_block - 1) / warps_per_block, 1, std::numeric_limits<std::int32_t>::max()));
+        ceil_div(warps, warps_per_block), 1, std::numeric_limits<std::int32_t>::max()));
     launch.signature = one_pass_signature(shape, KernelKind::reduce_short_rows, nest,
                                           needs_wide_index(launch.params, nest.outputs()));
     return launch;
@@ -760,11 +760,11 @@ ScheduledStep schedule_reduction(const Plan& plan, Reduction op, const std::vect
                         {KernelArgument::destination, KernelArgument::source0}};
     if (sources.size() > 1) launch.arguments.push_back(KernelArgument::source1);
     launch.params.split = split;
-    launch.params.chunk = (terms + split - 1) / split;
+    launch.params.chunk = ceil_div(terms, split);
     const std::int64_t items = outputs * split;
     facts.wide = needs_wide_index(launch.params, items);
     launch.signature = reduce_signature(shape, kind, facts.split, facts.wide);
-    launch.grid.x = blocks_for(items * per_item_threads, kernel_block_threads, target);
+    launch.grid.x = blocks_for(saturating_mul(items, per_item_threads), kernel_block_threads, target);
     if (facts.split) launch.arguments.push_back(KernelArgument::scratch);
     kernels.launches.push_back(launch);
     if (facts.split) {

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "compiler/bind.hpp"
+#include "compiler/schedule.hpp"
 #include "einc/einc.hpp"
 #include "grammar/parse.hpp"
 #include "runtime/npy.hpp"
@@ -267,6 +268,17 @@ TEST_CASE("hostile: sizes whose product overflows int64") {
     CHECK_EINC_ERROR(compile(Op::einsum, "i j, j k -> i k").bind({broadcast({j, j}), broadcast({j, j})}),
                      "beyond 64 bits");
     CHECK_EINC_ERROR(rearrange(TensorView{&one, DType::f32, {2}, {int64_max}}, "a -> a"), "beyond 64 bits");
+    // The largest tensor that can exist (2^63-1 bytes), copied on a GPU: its grid is the most blocks a launch
+    // has, counted without wrapping (fuzz_pattern under UBSan found (work + per_block - 1) / per_block).
+    const Target gpu = Target::gpu(132);
+    const Program copied =
+        compile(Op::pack, "* c")
+            .bind({TensorView{&one, DType::i8, {int64_max}, {1}}}, Options{.contiguous = true});
+    const Schedule on_gpu = schedule(copied.plan(), gpu);
+    REQUIRE(on_gpu.steps.size() == 1);
+    const auto& launches = std::get<strategy::Kernels>(on_gpu.steps[0].strategy).launches;
+    REQUIRE(launches.size() == 1);
+    CHECK(launches[0].grid.x == static_cast<std::uint32_t>(gpu.max_blocks()));
     // Negative lengths are refused, wherever they come from.
     CHECK_EINC_ERROR(rearrange(broadcast({-2, 3}), "a b -> b a"), "negative");
     CHECK_EINC_ERROR(repeat(broadcast({2}), "a -> a b", {{"b", -1}}), "negative");
