@@ -4,6 +4,7 @@
 // own (bind_expression.hpp).
 #include "compiler/bind_expression.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace einc::detail {
@@ -64,25 +65,25 @@ std::string quoted_list(const std::vector<std::string>& names) {
     return out;
 }
 
-std::size_t ellipsis_position(const syntax::Operand& operand) {
-    const auto& dims = operand.dims;
-    for (std::size_t d = 0; d < dims.size(); ++d)
-        if (!dims[d].atoms.empty() && as<syntax::Ellipsis>(dims[d].atoms.front())) return d;
-    return dims.size();
-}
-
 ExpressionContext::ExpressionContext(const syntax::Pattern& pattern, const Call& call,
                                      std::span<const Shape> shapes)
     : pattern(pattern), call(call), shapes(shapes),
       text(pattern.text), tensors{shapes, call.op == Op::einsum ? TensorNaming::operand : TensorNaming::input,
                                   call.sizes} {
     if (!pattern.output) implicit_output_ = implicit_output(pattern);
+    for (const AxisSize& s : call.sizes) given_sizes_.emplace(s.name, &s);  // (the first, if given twice)
+    for (const syntax::Operand& input : pattern.inputs) {
+        const auto& dims = input.dims;
+        const auto ellipsis = std::find_if(dims.begin(), dims.end(), [](const syntax::Dim& dim) {
+            return !dim.atoms.empty() && as<syntax::Ellipsis>(dim.atoms.front());
+        });
+        ellipsis_positions_.push_back(static_cast<std::size_t>(ellipsis - dims.begin()));
+    }
 }
 
 const AxisSize* ExpressionContext::given_size(std::string_view name) const {
-    for (const AxisSize& s : call.sizes)
-        if (s.name == name) return &s;
-    return nullptr;
+    const auto it = given_sizes_.find(name);
+    return it == given_sizes_.end() ? nullptr : it->second;
 }
 
 std::string ExpressionContext::side_of(std::size_t input) const {

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -32,7 +33,6 @@ std::vector<Occurrence> names_in(const syntax::Operand& operand);
 std::string quoted_list(const std::vector<std::string>& names);
 
 // The index of an operand's `...` dim, or its number of dims where it has none.
-std::size_t ellipsis_position(const syntax::Operand& operand);
 
 // What every stage reads - the pattern, the call, the shapes - and how their messages name sides and
 // tensors.
@@ -54,6 +54,8 @@ public:
     const syntax::Operand& output() const { return pattern.output ? *pattern.output : *implicit_output_; }
     // The size given for an axis with the call, or null.
     const AxisSize* given_size(std::string_view name) const;
+    // Which dim of input `i`'s pattern is `...` (its dim count if none).
+    std::size_t ellipsis_position(std::size_t i) const { return ellipsis_positions_[i]; }
 
     // "left side" / "right side" for one-input operations, "operand 1" / "output" for einsum.
     std::string side_of(std::size_t input) const;
@@ -67,6 +69,9 @@ public:
 
 private:
     std::optional<syntax::Operand> implicit_output_;  // engaged where the pattern has no output
+    // (looked up once: patterns of 10 000 axes)
+    std::unordered_map<std::string_view, const AxisSize*> given_sizes_;
+    std::vector<std::size_t> ellipsis_positions_;
 };
 
 // Where an axis got its size, for messages that say which two facts disagree.

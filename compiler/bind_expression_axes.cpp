@@ -121,8 +121,7 @@ private:
             std::size_t size_from = 0;
             for (std::size_t i = 0; i < ctx.pattern.inputs.size(); ++i) {
                 if (k + widths[i] < width) continue;  // this input's `...` is narrower
-                const std::int64_t extent =
-                    ctx.shapes[i][ellipsis_position(ctx.pattern.inputs[i]) + (k + widths[i] - width)];
+                const std::int64_t extent = ctx.shapes[i][ctx.ellipsis_position(i) + (k + widths[i] - width)];
                 if (extent == 1) continue;
                 if (size && *size != extent)
                     throw ctx
@@ -201,7 +200,7 @@ private:
 
     // Index of syntax dim `d` of input `i` among its bound dims (the ellipsis expands to several).
     std::size_t bound_position(std::size_t input, std::size_t d) const {
-        const std::size_t ellipsis = ellipsis_position(ctx.pattern.inputs[input]);
+        const std::size_t ellipsis = ctx.ellipsis_position(input);
         return d > ellipsis ? d - 1 + binding.ellipsis_widths[input] : d;
     }
 

@@ -2,6 +2,8 @@
 // any shape is read.
 #include <algorithm>
 #include <fmt/format.h>
+#include <string_view>
+#include <unordered_set>
 
 #include "compiler/bind_expression.hpp"
 #include "grammar/parse.hpp"
@@ -148,14 +150,13 @@ void check_sides_agree(const ExpressionContext& ctx) {
             .at(ctx.text, left_ellipsis->span)
             .help(fmt::format("{} keeps every input axis: add '...' on the right side", ctx.op()));
 
+    // (sets: patterns of 10 000 axes)
     const auto missing_from = [](const std::vector<Occurrence>& names, const std::vector<Occurrence>& other) {
+        std::unordered_set<std::string_view> present, listed;
+        for (const Occurrence& x : other) present.insert(x.name);
         std::vector<Occurrence> missing;
         for (const Occurrence& o : names)
-            if (std::none_of(other.begin(), other.end(),
-                             [&](const Occurrence& x) { return x.name == o.name; }) &&
-                std::none_of(missing.begin(), missing.end(),
-                             [&](const Occurrence& x) { return x.name == o.name; }))
-                missing.push_back(o);
+            if (!present.contains(o.name) && listed.insert(o.name).second) missing.push_back(o);
         return missing;
     };
     const auto listed = [](const std::vector<Occurrence>& side) {
@@ -224,17 +225,17 @@ void check_given_sizes(const ExpressionContext& ctx) {
     for (const syntax::Operand& input : ctx.pattern.inputs)
         for (const Occurrence& o : names_in(input)) pattern_names.push_back(o.name);
     for (const Occurrence& o : names_in(ctx.output())) pattern_names.push_back(o.name);
+    const std::unordered_set<std::string_view> in_pattern(pattern_names.begin(), pattern_names.end());
     for (std::size_t i = 0; i < ctx.call.sizes.size(); ++i) {
         const AxisSize& given = ctx.call.sizes[i];
         if (!is_axis_name(given.name, ctx.is_einsum()))
             throw Error(ErrorKind::usage, fmt::format("'{}' is not a valid axis name", given.name))
                 .help("axis names are identifiers that neither start nor end with '_'");
-        for (std::size_t j = 0; j < i; ++j)
-            if (ctx.call.sizes[j].name == given.name)
-                throw Error(ErrorKind::usage, fmt::format("axis '{}' is given a size twice ({} and {})",
-                                                          given.name, ctx.call.sizes[j].size, given.size))
-                    .help("give each axis one size");
-        if (std::find(pattern_names.begin(), pattern_names.end(), given.name) == pattern_names.end()) {
+        if (const AxisSize* first = ctx.given_size(given.name); first != &given)
+            throw Error(ErrorKind::usage, fmt::format("axis '{}' is given a size twice ({} and {})",
+                                                      given.name, first->size, given.size))
+                .help("give each axis one size");
+        if (!in_pattern.contains(given.name)) {
             std::vector<std::string> unique;
             for (const std::string& n : pattern_names)
                 if (std::find(unique.begin(), unique.end(), n) == unique.end()) unique.push_back(n);

@@ -2,6 +2,8 @@
 // every axis size from the inputs' dims.
 #include <algorithm>
 #include <fmt/format.h>
+#include <string_view>
+#include <unordered_set>
 
 #include "compiler/bind_expression.hpp"
 #include "compiler/checked.hpp"
@@ -25,9 +27,9 @@ public:
         for (std::size_t i = 0; i < binding.bound.inputs.size(); ++i)
             for (const BoundDim& dim : binding.bound.inputs[i].dims) {
                 std::vector<std::string> unknown;
+                std::unordered_set<std::string_view> listed;
                 for (const AxisId a : dim.axes)
-                    if (!known(a) && std::find(unknown.begin(), unknown.end(), binding.bound.axis(a).name) ==
-                                         unknown.end())
+                    if (!known(a) && listed.insert(binding.bound.axis(a).name).second)
                         unknown.push_back(binding.bound.axis(a).name);
                 if (unknown.size() > 1)
                     throw ctx
@@ -91,7 +93,7 @@ private:
     // The dim of the pattern that bound dim `bound_dim` of an input stands for (`...` stands for several).
     const syntax::Dim& pattern_dim(std::size_t input, std::size_t bound_dim) const {
         const auto& dims = ctx.pattern.inputs[input].dims;
-        const std::size_t ellipsis = ellipsis_position(ctx.pattern.inputs[input]);
+        const std::size_t ellipsis = ctx.ellipsis_position(input);
         if (bound_dim < ellipsis) return dims[bound_dim];
         const std::size_t width = binding.ellipsis_widths[input];
         if (bound_dim < ellipsis + width) return dims[ellipsis];

@@ -105,9 +105,9 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 // What a time bound below (a hostile input must not hang einc) is multiplied by in an instrumented build:
-// the sanitizers' build (with libFuzzer's coverage) runs these cases 6-8 times slower than Release: on a
-// 2-core Zen 3 it took 34 s for the 10 000 axes (bound 30 s; 5.8 s in Release) and 12 s for the 10 000
-// axes shared by two operands (bound 10 s; the whole test case 1.4 s in Release).
+// the sanitizers' build (with libFuzzer's coverage) runs these cases 6-13 times slower than Release: on a
+// 2-core Zen 3 the 10 000 axes took 6.4 s (bound 30 s; 0.5 s in Release - 4.6 s before bind looked names
+// up in hash sets) and the pathological einsums 3.6 s (0.35 s in Release).
 constexpr double instrumented = testing::sanitized ? 10 : 1;
 
 }  // namespace
