@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <type_traits>
 #include <vector>
 
@@ -23,7 +24,7 @@ namespace einc::reference::detail {
 // ------------------------------------------------------------------------------------------------
 
 // Element (i0, i1, ...) of a view lies at data + sum(ik * strides[k]) elements.
-inline std::byte* element_at(const TensorView& view, const std::vector<std::int64_t>& indices) {
+inline std::byte* element_at(const TensorView& view, std::span<const std::int64_t> indices) {
     EINC_ASSERT(indices.size() == view.rank());
     std::int64_t offset = 0;
     for (std::size_t d = 0; d < indices.size(); ++d) {

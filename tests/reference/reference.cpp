@@ -57,10 +57,10 @@ std::int64_t flat_index(const Bound& bound, const std::vector<AxisId>& axes, con
     return index;
 }
 
-// The index into each dim of an operand (a dim without axes, like `1` or a broadcast one, is 0).
-std::vector<std::int64_t> indices_of(const Bound& bound, const BoundOperand& operand,
-                                     const AxisValues& values) {
-    std::vector<std::int64_t> indices;
+// The index into each dim of an operand (a dim without axes, like `1` or a broadcast one, is 0). (Not a
+// std::vector: the interpreter visits every element, and an allocation for each made it malloc-bound.)
+Shape indices_of(const Bound& bound, const BoundOperand& operand, const AxisValues& values) {
+    Shape indices;
     for (const BoundDim& dim : operand.dims) indices.push_back(flat_index(bound, dim.axes, values));
     return indices;
 }
@@ -147,7 +147,7 @@ Tensor pack(const Bound& bound, std::span<const TensorView> inputs) {
     AxisValues values(bound.axes.size());
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         for_each_combination(bound, axes_of(bound.inputs[i]), values, [&] {
-            std::vector<std::int64_t> packed = indices_of(bound, output, values);
+            Shape packed = indices_of(bound, output, values);
             packed[concat.dim] = concat.offsets[i] + flat_index(bound, concat.parts[i], values);
             copy_element(element_at(result, packed),
                          element_at(inputs[i], indices_of(bound, bound.inputs[i], values)), inputs[i].dtype);
@@ -167,7 +167,7 @@ std::vector<Tensor> unpack(const Bound& bound, const TensorView& input) {
         const BoundOperand& output = bound.outputs[p];
         Tensor result = Tensor::empty(input.dtype, output.shape());
         for_each_combination(bound, axes_of(output), values, [&] {
-            std::vector<std::int64_t> packed = indices_of(bound, packed_operand, values);
+            Shape packed = indices_of(bound, packed_operand, values);
             packed[concat.dim] = concat.offsets[p] + flat_index(bound, concat.parts[p], values);
             copy_element(element_at(result, indices_of(bound, output, values)), element_at(input, packed),
                          input.dtype);
