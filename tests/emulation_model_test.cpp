@@ -6,15 +6,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <dlfcn.h>
 #include <doctest/doctest.h>
-#include <filesystem>
 #include <fmt/format.h>
-#include <fstream>
 #include <map>
 #include <random>
 #include <set>
-#include <unistd.h>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -26,6 +22,7 @@
 #include "grammar/diagnostic.hpp"
 #include "runtime/execute.hpp"
 #include "runtime/gpu_executor.hpp"
+#include "tests/emulated_library.hpp"
 #include "tests/emulation/einc_trace.h"
 #include "tests/random_cases.hpp"
 #include "tests/reference/reference.hpp"
@@ -43,9 +40,8 @@ static_assert(einc_emu_load == static_cast<int>(LaneEvent::Kind::load) &&
                   einc_emu_shuffle == static_cast<int>(LaneEvent::Kind::shuffle),
               "the emulator's event kinds are LaneEvent's, in order");
 
-using Trace = void (*)(void (*)(void**), unsigned, unsigned, unsigned, void**, const unsigned*, unsigned,
-                       einc_emu_sink, void*);
-using Invoke = void (*)(void**);
+using Trace = void (*)(testing::EmulatedLibrary::Invoke, unsigned, unsigned, unsigned, void**,
+                       const unsigned*, unsigned, einc_emu_sink, void*);
 
 // What a traced launch recorded: each thread's events, by block.
 struct Recorded {
@@ -68,42 +64,8 @@ void record(void* context, unsigned block, unsigned thread, const einc_emu_event
 // The kernels of a set of plans compiled for the host into one library, launched traced.
 class TracedKernels {
 public:
-    explicit TracedKernels(const std::vector<KernelSignature>& kernels) {
-        static int sets = 0;
-        const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                          fmt::format("einc_emulation_model_{}_{}", ::getpid(), sets++);
-        std::filesystem::create_directories(dir);
-        std::string source = "#include \"einc_emulation.hpp\"\n";
-        for (const KernelSignature& k : kernels) {
-            source += kernel_source(k);
-            const std::vector<std::string> types = kernel_pointer_types(k);
-            std::string call = fmt::format("{}(*static_cast<einc_params*>(a[0])", k.name());
-            for (std::size_t i = 0; i < types.size(); ++i)
-                call += fmt::format(", *static_cast<{}*>(a[{}])", types[i], i + 1);
-            source += fmt::format("extern \"C\" void invoke_{}(void** a) {{ {}); }}\n", k.name(), call);
-        }
-        std::ofstream(dir / "kernels.cpp") << source;
-        const std::string library = (dir / "kernels.so").string();
-        const std::string command =
-            fmt::format("{} -std=c++20 -O1 -shared -fPIC -pthread -w -I{} {} -o {}", EINC_HOST_COMPILER,
-                        EINC_EMULATION_DIR, (dir / "kernels.cpp").string(), library);
-        REQUIRE_MESSAGE(std::system(command.c_str()) == 0, command);
-        handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-        REQUIRE_MESSAGE(handle_ != nullptr, dlerror());
-        trace_ = reinterpret_cast<Trace>(dlsym(handle_, "einc_emu_trace"));
-        const bool has_trace = trace_ != nullptr;
-        REQUIRE(has_trace);
-        for (const KernelSignature& k : kernels) {
-            invokers_[k.name()] =
-                reinterpret_cast<Invoke>(dlsym(handle_, fmt::format("invoke_{}", k.name()).c_str()));
-            const bool has_invoker = invokers_[k.name()] != nullptr;
-            REQUIRE_MESSAGE(has_invoker, k.name());
-        }
-        std::filesystem::remove_all(dir);
-    }
-    ~TracedKernels() {
-        if (handle_) dlclose(handle_);
-    }
+    explicit TracedKernels(const std::vector<KernelSignature>& kernels)
+        : library_(kernels), trace_(library_.function<Trace>("einc_emu_trace")) {}
 
     // Runs `blocks` of the launch (its real grid), recording every thread's events.
     Recorded trace(const KernelLaunch& launch, std::span<void* const> pointers,
@@ -112,15 +74,14 @@ public:
         for (void* const& p : pointers) arguments.push_back(const_cast<void**>(&p));
         Recorded recorded;
         recorded.threads = launch.block.x * launch.block.y;
-        trace_(invokers_.at(launch.signature.name()), launch.grid.x, launch.block.x, launch.block.y,
+        trace_(library_.invoker(launch.signature), launch.grid.x, launch.block.x, launch.block.y,
                arguments.data(), blocks.data(), static_cast<unsigned>(blocks.size()), &record, &recorded);
         return recorded;
     }
 
 private:
-    void* handle_ = nullptr;
-    Trace trace_ = nullptr;
-    std::map<std::string, Invoke> invokers_;
+    testing::EmulatedLibrary library_;
+    Trace trace_;
 };
 
 // The statistics of a trace: each warp's lanes together, as the description's lane programs are read.

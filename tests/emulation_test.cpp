@@ -6,17 +6,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <dlfcn.h>
 #include <doctest/doctest.h>
-#include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <fstream>
 #include <map>
 #include <numeric>
 #include <optional>
 #include <set>
-#include <unistd.h>
 
 #include "compiler/bind.hpp"
 #include "compiler/codegen.hpp"
@@ -26,6 +22,7 @@
 #include "runtime/execute.hpp"
 #include "runtime/gpu_executor.hpp"
 #include "tests/corpus_calls.hpp"
+#include "tests/emulated_library.hpp"
 #include "tests/random_cases.hpp"
 #include "tests/reference/reference.hpp"
 #include "tests/sanitized.hpp"
@@ -40,55 +37,19 @@ struct Case {
     std::string description;
 };
 
-using Run = void (*)(void (*)(void**), unsigned, unsigned, unsigned, void**, const unsigned*);
+using Run = void (*)(testing::EmulatedLibrary::Invoke, unsigned, unsigned, unsigned, void**, const unsigned*);
 
 // How the emulator runs a launch's blocks.
 struct Blocks {
     bool real_grid = false;                // every block of the grid, not at most two
     std::optional<std::uint32_t> shuffle;  // in an order drawn from this seed, not in index order
 };
-using Invoke = void (*)(void**);
 
 // The kernels of a set of plans, compiled for the host into one shared library.
 class EmulatedKernels {
 public:
-    explicit EmulatedKernels(const std::vector<KernelSignature>& kernels) {
-        // A library of its own per set (dlopen hands back a library already open under the same path).
-        static int sets = 0;
-        const std::filesystem::path dir =
-            std::filesystem::temp_directory_path() / fmt::format("einc_emulation_{}_{}", ::getpid(), sets++);
-        std::filesystem::create_directories(dir);
-        std::string source = "#include \"einc_emulation.hpp\"\n";
-        for (const KernelSignature& k : kernels) {
-            source += kernel_source(k);
-            const std::vector<std::string> types = kernel_pointer_types(k);
-            std::string call = fmt::format("{}(*static_cast<einc_params*>(a[0])", k.name());
-            for (std::size_t i = 0; i < types.size(); ++i)
-                call += fmt::format(", *static_cast<{}*>(a[{}])", types[i], i + 1);
-            source += fmt::format("extern \"C\" void invoke_{}(void** a) {{ {}); }}\n", k.name(), call);
-        }
-        std::ofstream(dir / "kernels.cpp") << source;
-        const std::string library = (dir / "kernels.so").string();
-        const std::string command =
-            fmt::format("{} -std=c++20 -O1 -shared -fPIC -pthread -w -I{} {} -o {}", EINC_HOST_COMPILER,
-                        EINC_EMULATION_DIR, (dir / "kernels.cpp").string(), library);
-        REQUIRE_MESSAGE(std::system(command.c_str()) == 0, command);
-        handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-        REQUIRE_MESSAGE(handle_ != nullptr, dlerror());
-        run_ = reinterpret_cast<Run>(dlsym(handle_, "einc_emu_run"));
-        const bool has_runner = run_ != nullptr;
-        REQUIRE(has_runner);
-        for (const KernelSignature& k : kernels) {
-            invokers_[k.name()] =
-                reinterpret_cast<Invoke>(dlsym(handle_, fmt::format("invoke_{}", k.name()).c_str()));
-            const bool has_invoker = invokers_[k.name()] != nullptr;
-            REQUIRE_MESSAGE(has_invoker, k.name());
-        }
-        std::filesystem::remove_all(dir);
-    }
-    ~EmulatedKernels() {
-        if (handle_) dlclose(handle_);
-    }
+    explicit EmulatedKernels(const std::vector<KernelSignature>& kernels)
+        : library_(kernels), run_(library_.function<Run>("einc_emu_run")) {}
 
     void run(const KernelLaunch& launch, std::span<void* const> pointers, const Blocks& blocks = {}) const {
         std::vector<void*> arguments{const_cast<KernelParams*>(&launch.params)};
@@ -102,14 +63,13 @@ public:
             std::mt19937 rng(*blocks.shuffle);
             std::shuffle(order.begin(), order.end(), rng);
         }
-        run_(invokers_.at(launch.signature.name()), static_cast<unsigned>(order.size()), launch.block.x,
+        run_(library_.invoker(launch.signature), static_cast<unsigned>(order.size()), launch.block.x,
              launch.block.y, arguments.data(), order.data());
     }
 
 private:
-    void* handle_ = nullptr;
-    Run run_ = nullptr;
-    std::map<std::string, Invoke> invokers_;
+    testing::EmulatedLibrary library_;
+    Run run_;
 };
 
 // Device operations on host memory, with kernels run by the emulator and GEMMs by the CPU kernel.
@@ -1234,7 +1194,8 @@ TEST_CASE("emulated GPU: one-pass reductions (designs A and B) for every op and 
             add(r % 2 ? Reduction::sum : Reduction::min, dtype, "a b -> a", {pick(1, 200), r}, r + r % 3, 3,
                 r > 1 ? std::optional(B) : std::nullopt);
     }
-    testing::sanitizer_sample(cases);
+    // The library holds every case's kernels, sanitized or not, so that the sanitized suite finds the
+    // Release suite's library in the cache (emulated_library.hpp); sanitized, a sample of the cases runs.
     const std::vector<KernelSignature> kernels = kernels_of_all(cases);
     // The 64-bit index variants of a few.
     std::vector<std::pair<const OnePassCase*, Schedule>> wide;
@@ -1254,7 +1215,8 @@ TEST_CASE("emulated GPU: one-pass reductions (designs A and B) for every op and 
     EmulatedDevice device(emulated);
     std::map<KernelKind, int> kinds_run;
     int multi_block = 0;
-    for (const OnePassCase& c : cases) {
+    for (std::size_t i = 0; i < cases.size(); i += testing::sample_every) {
+        const OnePassCase& c = cases[i];
         CAPTURE(c.description);
         const std::vector<KernelKind> kinds = kinds_of(c.prepared.gpu);
         for (const KernelKind kind : kinds) ++kinds_run[kind];
@@ -1267,9 +1229,9 @@ TEST_CASE("emulated GPU: one-pass reductions (designs A and B) for every op and 
             CHECK_MESSAGE(std::find(possible.begin(), possible.end(), k) != possible.end(), k.name());
         run_one_pass_case(c, c.prepared.gpu, device);
     }
-    for (const auto& entry : wide) {
-        CAPTURE(entry.first->description);
-        run_one_pass_case(*entry.first, entry.second, device);
+    for (std::size_t i = 0; i < wide.size(); i += testing::sample_every) {
+        CAPTURE(wide[i].first->description);
+        run_one_pass_case(*wide[i].first, wide[i].second, device);
     }
     MESSAGE(kinds_run[KernelKind::reduce_one_pass], " reduce_one_pass runs (", multi_block,
             " of more than one block), ", kinds_run[KernelKind::reduce_short_rows],
