@@ -391,8 +391,8 @@ BruteForce brute_force(const std::string& line) {
     for (const std::string& word : words)
         n += static_cast<std::size_t>(std::count(word.begin(), word.end(), '?'));
     const bool einsum = words.front() == "einsum";
-    // (under the sanitizers 4^4: fewer sizes where a line has three `?` or more)
-    constexpr std::size_t limit = testing::sanitized ? 256 : 6561;
+    // (under the sanitizers 3^4: fewer sizes where a line has three `?` or more)
+    constexpr std::size_t limit = testing::sanitized ? 81 : 6561;
     std::vector<std::vector<std::int64_t>> tuples;
     // The first of `value_sets` whose extents are at most `limit`, each `?` taking its values (one `?`
     // at a time taking `one` instead, if given).
