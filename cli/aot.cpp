@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <mutex>
 #include <optional>
@@ -291,6 +292,7 @@ struct Call {{
 inline constexpr std::size_t call_count = {calls};
 inline constexpr std::size_t kernel_count = {kernels};
 inline constexpr std::size_t binary_count = {binaries};
+inline constexpr int architectures[] = {{{arch_list}}};  // the cubins' sm_<arch>
 extern const Call calls[call_count];
 
 // Registers the embedded binaries with einc (done at start-up; calling it again does nothing).
@@ -300,7 +302,8 @@ void register_kernels();
 )",
                        fmt::arg("corpus", o.corpus.filename().string()), fmt::arg("version", EINC_VERSION),
                        fmt::arg("kernels", kernels), fmt::arg("archs", arch_summary(o)),
-                       fmt::arg("calls", calls), fmt::arg("name", o.name), fmt::arg("binaries", binaries));
+                       fmt::arg("arch_list", fmt::join(o.archs, ", ")), fmt::arg("calls", calls),
+                       fmt::arg("name", o.name), fmt::arg("binaries", binaries));
 }
 
 std::string source_text(const AotOptions& o, const Corpus& corpus, const std::vector<Binary>& binaries) {

@@ -2,7 +2,8 @@
 // compiled at build time by einc_add_kernels() from kernels.txt - so on a GPU it runs with EINC_JIT=0,
 // without NVRTC. The program
 //   1. asks einc's kernel registry, for every call it makes, whether each kernel the call's plan launches
-//      was compiled in for sm_80 and sm_90 (no GPU needed), and shows what a call outside the corpus misses;
+//      was compiled in for each architecture einc_add_kernels was given (no GPU needed), and shows what a
+//      call outside the corpus misses;
 //   2. on a GPU, runs the block there and checks every step against the CPU run on the same inputs, within
 //      a tolerance derived from bf16 and the step's reduction length.
 #include <algorithm>
@@ -181,7 +182,7 @@ int main() {
 
     // 1. Every kernel of every call is in the registry.
     int problems = 0;
-    for (const int arch : {80, 90}) {
+    for (const int arch : einc_aot::vit_kernels::architectures) {
         std::size_t served = 0;
         for (const Step& step : on_cpu.steps) {
             const std::vector<std::string> names = missing(step.program.plan(), arch);
