@@ -32,8 +32,6 @@ std::vector<Occurrence> names_in(const syntax::Operand& operand);
 // "'h'", "'h' and 'w'", "'a', 'b' and 'c'"
 std::string quoted_list(const std::vector<std::string>& names);
 
-// The index of an operand's `...` dim, or its number of dims where it has none.
-
 // What every stage reads - the pattern, the call, the shapes - and how their messages name sides and
 // tensors.
 class ExpressionContext {
