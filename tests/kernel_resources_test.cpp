@@ -79,6 +79,8 @@ TEST_CASE(
     std::string source;
     for (const KernelSignature& k : kernels) source += kernel_source(k);
     const cuda::CompiledKernel compiled = cuda::compile(source, "einc_resources", 90, /*ptx=*/true);
+    CHECK_MESSAGE(compiled.log.find("warning") == std::string::npos,
+                  compiled.log);  // (codegen's check, sm_90)
     const std::filesystem::path dir =
         std::filesystem::temp_directory_path() / fmt::format("einc_resources_{}", ::getpid());
     std::filesystem::create_directories(dir);
