@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "compiler/codegen.hpp"
+#include "tests/environment.hpp"
 
 namespace einc::testing {
 namespace {
@@ -120,25 +121,22 @@ EmulatedLibrary::EmulatedLibrary(const std::vector<KernelSignature>& kernels, st
             call += fmt::format(", *static_cast<{}*>(a[{}])", types[i], i + 1);
         source += fmt::format("extern \"C\" void invoke_{}(void** a) {{ {}); }}\n", k.name(), call);
     }
-    // A folder of its own per library: dlopen hands back the library already open under the same path.
-    static int libraries = 0;
-    const fs::path dir =
-        fs::temp_directory_path() / fmt::format("einc_emulation_{}_{}", ::getpid(), libraries++);
-    fs::create_directories(dir);
-    const fs::path library = dir / "kernels.so";
+    // A folder of its own per library (dlopen hands back the library already open under the same path),
+    // removed however this ends.
+    const TemporaryDirectory dir("einc-emulation");
+    const fs::path library = dir.path() / "kernels.so";
     const std::string key = cache_key(source);
     if (from_cache(key, library)) handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle_) {
-        std::ofstream(dir / "kernels.cpp") << source;
+        std::ofstream(dir.path() / "kernels.cpp") << source;
         const std::string command =
             fmt::format("{} {} -I{} {} -o {}", EINC_EMULATION_COMPILER, flags, EINC_EMULATION_DIR,
-                        (dir / "kernels.cpp").string(), library.string());
+                        (dir.path() / "kernels.cpp").string(), library.string());
         REQUIRE_MESSAGE(std::system(command.c_str()) == 0, command);
         handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
         REQUIRE_MESSAGE(handle_ != nullptr, dlerror());
         store(key, library);
     }
-    fs::remove_all(dir);
     for (const KernelSignature& k : kernels)
         invokers_[k.name()] = function<Invoke>(fmt::format("invoke_{}", k.name()).c_str());
 }
