@@ -278,10 +278,19 @@ struct Text {
 
     // The loop over one output's terms [begin, end), stepping by `step`, folding into `acc`.
     std::string fold_terms(const std::string& begin, const std::string& end, const std::string& step) const {
-        std::string out =
-            fmt::format("        for ({0} r = {1}; r < {2}; r += {3}) {{\n", idx(), begin, end, step);
         std::vector<std::string> offsets;
         for (std::size_t k = 0; k < s.sources.size(); ++k) offsets.push_back(fmt::format("q{}", k + 1));
+        return fmt::format("        for ({0} r = {1}; r < {2}; r += {3}) {{\n", idx(), begin, end, step) +
+               term_offsets() +
+               fmt::format(
+                   "            const {} x = {};\n            acc = {};\n            EINC_BATCH({});\n"
+                   "        }}\n",
+                   acc(), term(offsets), fold(s.op, "acc", "x"), term_loop_unroll(s));
+    }
+
+    // In a loop over terms `r`: the offsets q1, q2, ... of the term in each source.
+    std::string term_offsets() const {
+        std::string out;
         if (s.reduced_rank == 1) {  // the common case: no division
             for (std::size_t k = 0; k < s.sources.size(); ++k)
                 out += fmt::format(
@@ -295,9 +304,6 @@ struct Text {
             }
             out += decompose("r", "reduced_extent", "reduced_stride", s.reduced_rank, accesses, idx());
         }
-        out += fmt::format(
-            "            const {} x = {};\n            acc = {};\n            EINC_BATCH({});\n        }}\n",
-            acc(), term(offsets), fold(s.op, "acc", "x"), term_loop_unroll(s));
         return out;
     }
 
@@ -748,13 +754,19 @@ struct Text {
         return indent + store_result(finish(s.op, "acc", acc())) + "\n";
     }
 
+    // The loop over items - an output's chunk of terms, or with vector columns V outputs' - to where `acc`
+    // is set for the chunk [begin, end): `out` the (first) output, o0, o1, ... its offsets.
     std::string reduce_prologue(const std::string& item, const std::string& item_step) const {
-        std::string body = fmt::format(
-            "    const {0} outputs = ({0})p.kept_count, items = outputs * ({0})p.split;\n", idx());
+        const int per_item = s.kind == KernelKind::reduce_columns && s.vector > 0 ? s.vector : 1;
+        const std::string groups = per_item == 1 ? "outputs" : "groups";
+        std::string body = fmt::format("    const {0} outputs = ({0})p.kept_count", idx());
+        if (per_item > 1) body += fmt::format(", groups = outputs / {}", per_item);
+        body += fmt::format(", items = {} * ({})p.split;\n", groups, idx());
         body += fmt::format("    const {0} terms = ({0})p.reduced_count, chunk = ({0})p.chunk;\n", idx());
         body +=
             fmt::format("    for ({0} item = {1}; item < items; item += {2}) {{\n", idx(), item, item_step);
-        body += fmt::format("        const {0} out = item % outputs, part = item / outputs;\n", idx());
+        body += fmt::format("        const {0} out = item % {1}{2}, part = item / {1};\n", idx(), groups,
+                            per_item == 1 ? "" : fmt::format(" * {}", per_item));
         if (s.kept_rank == 0 && !s.partials) body += "        (void)out;\n";
         body +=
             offsets_declaration(!s.partials);  // partial results are indexed by `out`, not the destination
@@ -763,7 +775,8 @@ struct Text {
         body += fmt::format("        const {0} begin = part * chunk;\n        const {0} end = begin + chunk "
                             "< terms ? begin + chunk : terms;\n",
                             idx());
-        body += fmt::format("        {} acc = {};\n", acc(), identity(s.op, s.accumulator));
+        if (per_item == 1)
+            body += fmt::format("        {} acc = {};\n", acc(), identity(s.op, s.accumulator));
         return body;
     }
 
@@ -775,7 +788,7 @@ struct Text {
             "    const {0} warp = (({0})blockIdx.x * ({0})blockDim.x + ({0})threadIdx.x) >> 5;\n", idx());
         body += fmt::format("    const {0} warps = (({0})gridDim.x * ({0})blockDim.x) >> 5;\n", idx());
         body += reduce_prologue("warp", "warps");
-        body += fold_terms("begin + lane", "end", std::to_string(kernel_warp));
+        body += s.vector > 0 ? row_vectors() : fold_terms("begin + lane", "end", std::to_string(kernel_warp));
         body += fmt::format("        for (int delta = {}; delta > 0; delta >>= 1) {{\n            const {} "
                             "other = EINC_SHFL_DOWN(acc, delta);\n"
                             "            acc = {};\n        }}\n",
@@ -785,13 +798,65 @@ struct Text {
         return fmt::format("EINC_KERNEL_ENTRY {}({}) {{\n{}}}\n", s.name(), parameters(s.partials), body);
     }
 
+    // A row's chunk [begin, end) at o1 as the 16-byte vectors that hold it, lane l taking vectors l, l + 32,
+    // ...: first the elements before the first 16-byte boundary (fewer than V, a lane each), then the
+    // vectors, then the elements after the last whole one.
+    std::string row_vectors() const {
+        const DType d = s.sources[0];
+        const int size = static_cast<int>(size_of(d)), V = s.vector;
+        const std::string i = idx(), a = acc();
+        const auto fold_element = [&](const std::string& at) {
+            return fmt::format("{{ const {0} x = ({0}){1}; acc = {2}; }}", a,
+                               load(d, "src0 + (o1 + " + at + ")"), fold(s.op, "acc", "x"));
+        };
+        std::string out = fmt::format("        const {0} head = ({0})((16u - ((unsigned)(einc_u64)(src0 + "
+                                      "(o1 + begin)) & 15u)) & 15u) / "
+                                      "{1};\n",
+                                      i, size);
+        out += fmt::format("        const {0} first = end - begin < head ? end : begin + head;\n", i);
+        out += fmt::format("        const {0} whole = first + (end - first) / {1} * {1};\n", i, V);
+        out += "        if (begin + lane < first) " + fold_element("begin + lane") + "\n";
+        out += fmt::format("        for ({0} t = first + lane * {1}; t < whole; t += {2}) {{\n", i, V,
+                           kernel_warp * V);
+        out += "            const einc_vec16 v = EINC_LD((const einc_vec16*)(src0 + (o1 + t)));\n";
+        for (int k = 0; k < V; ++k)
+            out += fmt::format("            {{ const {0} x = ({0}){1}; acc = {2}; }}\n", a,
+                               vector_element(d, k, "v"), fold(s.op, "acc", "x"));
+        out += fmt::format("            EINC_BATCH({});\n        }}\n", term_loop_unroll(s));
+        out += "        if (whole + lane < end) " + fold_element("whole + lane") + "\n";
+        return out;
+    }
+
     // A thread per output (or per chunk of one): neighbouring threads read neighbouring outputs' terms.
+    // With vectors, V neighbouring outputs a thread: each term a 16-byte vector, its element i folded into
+    // accumulator a<i>.
     std::string reduce_columns() const {
         std::string body =
             reduce_prologue(fmt::format("({0})blockIdx.x * ({0})blockDim.x + ({0})threadIdx.x", idx()),
                             fmt::format("({0})gridDim.x * ({0})blockDim.x", idx()));
-        body += fold_terms("begin", "end", "1");
-        body += result("        ") + fmt::format("        EINC_BATCH({});\n    }}\n", item_loop_unroll);
+        if (s.vector == 0) {
+            body += fold_terms("begin", "end", "1") + result("        ");
+        } else {
+            for (int k = 0; k < s.vector; ++k)
+                body += fmt::format("        {} a{} = {};\n", acc(), k, identity(s.op, s.accumulator));
+            body += fmt::format("        for ({0} r = begin; r < end; ++r) {{\n", idx()) + term_offsets();
+            body += "            const einc_vec16 v = EINC_LD((const einc_vec16*)(src0 + q1));\n";
+            body += fold_vector("v", "            ");
+            body += fmt::format("            EINC_BATCH({});\n        }}\n", term_loop_unroll(s));
+            for (int k = 0; k < s.vector; ++k) {
+                const std::string value = fmt::format("a{}", k);
+                if (s.partials)
+                    body += fmt::format(
+                        "        EINC_ST(partials + ((einc_i64)part * outputs + out + {}), {});\n", k, value);
+                else
+                    body +=
+                        "        " +
+                        store_result(finish(s.op, value, acc()),
+                                     fmt::format("(o0 + {} * p.kept_stride[0][{}])", k, s.kept_rank - 1)) +
+                        "\n";
+            }
+        }
+        body += fmt::format("        EINC_BATCH({});\n    }}\n", item_loop_unroll);
         return fmt::format("EINC_KERNEL_ENTRY {}({}) {{\n{}}}\n", s.name(), parameters(s.partials), body);
     }
 

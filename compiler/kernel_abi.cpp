@@ -55,6 +55,9 @@ std::string KernelSignature::name() const {
            (kind == KernelKind::tiles ? fmt::format("_w{}_a{}b{}", vector, runs[0], runs[1]) : "") +
            (kind == KernelKind::short_side
                 ? fmt::format("_s{}{}_c{}", short_extent, short_source ? "src" : "dst", vector)
+                : "") +
+           ((kind == KernelKind::reduce_rows || kind == KernelKind::reduce_columns) && vector > 0
+                ? fmt::format("_v{}", vector)
                 : "");
 }
 
@@ -79,10 +82,11 @@ int kernel_alignment(const KernelSignature& s, KernelArgument argument) {
                                   // other
         return destination != s.short_source ? kernel_vector_bytes : s.vector * size;
     case KernelKind::tiles: return s.vector * size;
+    case KernelKind::reduce_columns:  // a 16-byte vector of V outputs' terms
+        return s.vector > 0 && argument == KernelArgument::source0 ? kernel_vector_bytes : 1;
     case KernelKind::elementwise:
     case KernelKind::permute:
-    case KernelKind::reduce_rows:
-    case KernelKind::reduce_columns:
+    case KernelKind::reduce_rows:  // peels the elements before a row's first 16-byte boundary
     case KernelKind::finalize:
     case KernelKind::route:
     case KernelKind::reduce_one_pass:    // peels the partial vectors at either end of its run

@@ -18,8 +18,13 @@
 //                   run, each of one mode (a 2-D transpose) or of several merged (cuTT's packed tiles);
 //                   256 threads move 16 words each (8 for 8-byte elements); full tiles unchecked, one
 //                   barrier a tile
-//   reduce_rows     a warp per output, along a source-contiguous reduced mode
-//   reduce_columns  a thread per output, along a source-contiguous kept mode
+//   reduce_rows     a warp per output, along a source-contiguous reduced mode; rows of 1- and 2-byte
+//                   elements that are dense read as 16-byte vectors, whatever their alignment (the
+//                   elements before the first 16-byte boundary and after the last one by one)
+//   reduce_columns  a thread per output, along a source-contiguous kept mode; with 1- and 2-byte elements
+//                   whose terms are aligned 16-byte vectors of V = 16 / size outputs, V outputs a thread,
+//                   a vector a term (element-wise loads left the H200's HBM at 0.7 of a read: a warp's
+//                   load was 64 bytes; 16-byte vectors measured 0.9 - kernel-designs.md)
 //   finalize        folds the partial results of a reduction split across blocks (deterministic)
 //   route           the gradient of a max, min or prod reduction (plan.hpp, Route): a thread per group of
 //                   terms, which walks them twice - finds the extremum and its ties (or the product of the
@@ -186,6 +191,7 @@ struct KernelSignature {
     //               the source-contiguous run and of the destination-contiguous one
     //   short_side  vector: C; short_extent: S; short_source: the short side is the source-contiguous one
     //               (else the destination's)
+    // and of the reductions that read 16-byte vectors (reduce_rows, reduce_columns): vector, V = 16 / size.
     int vector = 0;
     int runs[2] = {0, 0};
     int short_extent = 0;
@@ -194,7 +200,7 @@ struct KernelSignature {
 
     // A readable, unique C identifier: "einc_reduce_rows_sum_f32_to_f32_k1_r1_i32", with an epilogue
     // "..._i32_alpha0p5_betam2" (alpha 0.5, beta -2), with a copy geometry "..._i32_w2_a1b2" (tiles) or
-    // "..._i32_s3dst_c4" (short_side).
+    // "..._i32_s3dst_c4" (short_side), with vectors "..._i32_v8" (reduce_rows, reduce_columns).
     std::string name() const;
 };
 

@@ -487,9 +487,15 @@ struct Context {
         }
     }
 
-    // The loop over one output's terms [begin, end) by `step`, from offsets o[1..] (codegen's fold_terms).
+    // The slots of one element folded: its conversion where narrow, and op's fold.
+    double element_cost() const {
+        return fold_cost(s.op) + (narrow_float(s.sources[0]) ? cost.conversion : 0);
+    }
+
+    // The loop over one output's terms [begin, end) by `step`, from offsets o[1..] (codegen's fold_terms);
+    // with `vector`, each term a 16-byte vector of that many outputs' elements (codegen's vector columns).
     void fold_terms(Lane& lane, std::int64_t begin, std::int64_t end, std::int64_t step,
-                    const std::int64_t* o) const {
+                    const std::int64_t* o, int vector = 0) const {
         std::vector<int> accesses;
         for (std::size_t k = 0; k < s.sources.size(); ++k) accesses.push_back(static_cast<int>(k) + 1);
         for (std::int64_t r = begin; r < end; r += step) {
@@ -501,8 +507,13 @@ struct Context {
                 for (const int a : accesses) q[a] += r * p.reduced_stride[a][0];
             else
                 decompose(r, false, s.reduced_rank, accesses, q, lane);
-            load_terms(lane, q, true);
-            lane.issue(fold_cost(s.op));
+            if (vector > 0) {
+                lane.load(term0, at(sources[0], q[1], source_bytes(0)), kernel_vector_bytes);
+                lane.issue(cost.term + vector * (element_cost() + cost.register_move));
+            } else {
+                load_terms(lane, q, true);
+                lane.issue(fold_cost(s.op));
+            }
             lane.mark(fold_end, term_loop_unroll(s));
             if (lane.past_term_limit()) {  // the iterations after this one, counted as it was
                 lane.add(lane.counts() - before, (end - r - 1) / step);
@@ -790,6 +801,38 @@ void reduction_result(const Context& c, Lane& lane, std::int64_t part, std::int6
     }
 }
 
+// A row's chunk [begin, end) as the 16-byte vectors that hold it: the elements before the first boundary, the
+// vectors (lane l's are l, l + 32, ...), the elements after them (codegen's row_vectors()).
+void row_vectors_lane(const Context& c, Lane& lane, std::int64_t lane_index, std::int64_t begin,
+                      std::int64_t end, const std::int64_t* o) {
+    const std::size_t size = c.source_bytes(0);
+    const std::int64_t V = c.s.vector, step = kernel_warp * V;
+    const std::uint64_t address = c.at(c.sources[0], o[1] + begin, size);
+    const auto head = static_cast<std::int64_t>((kernel_vector_bytes - address % kernel_vector_bytes) %
+                                                kernel_vector_bytes / size);
+    const std::int64_t first = end - begin < head ? end : begin + head;
+    const std::int64_t whole = first + (end - first) / V * V;
+    lane.issue(3 * c.cost.access);  // head, first, whole
+    const auto element = [&](Site site, std::int64_t at) {
+        lane.load(site, c.at(c.sources[0], o[1] + at, size), size);
+        lane.issue(c.cost.access + c.element_cost());
+    };
+    if (begin + lane_index < first) element(edge_element, begin + lane_index);
+    for (std::int64_t t = first + lane_index * V; t < whole; t += step) {
+        const Lane::Counts before = lane.counts();
+        lane.begin_term();
+        lane.load(term0, c.at(c.sources[0], o[1] + t, size), kernel_vector_bytes);
+        lane.issue(c.cost.term + static_cast<double>(V) * (c.element_cost() + c.cost.register_move));
+        lane.mark(fold_end, term_loop_unroll(c.s));
+        if (lane.past_term_limit()) {  // the iterations after this one, counted as it was
+            lane.add(lane.counts() - before, (whole - t - 1) / step);
+            break;
+        }
+    }
+    lane.end_terms();
+    if (whole + lane_index < end) element(static_cast<Site>(edge_element + 1), whole + lane_index);
+}
+
 // A warp per output, or per chunk of one (codegen's reduce_rows()).
 void reduce_rows_lane(const Context& c, std::int64_t block, std::int64_t thread, Lane& lane) {
     const std::int64_t lane_index = thread & 31, warp = (block * c.block_threads + thread) >> 5,
@@ -803,7 +846,10 @@ void reduce_rows_lane(const Context& c, std::int64_t block, std::int64_t thread,
         std::int64_t o[1 + max_kernel_sources] = {};
         c.decompose(out, true, c.s.kept_rank, accesses, o, lane);
         const std::int64_t begin = part * c.p.chunk, end = std::min(begin + c.p.chunk, c.p.reduced_count);
-        c.fold_terms(lane, begin + lane_index, end, kernel_warp, o);
+        if (c.s.vector > 0)
+            row_vectors_lane(c, lane, lane_index, begin, end, o);
+        else
+            c.fold_terms(lane, begin + lane_index, end, kernel_warp, o);
         for (int delta = kernel_warp / 2; delta > 0; delta >>= 1) {
             lane.shuffle();
             lane.issue(c.cost.shuffle);
@@ -813,19 +859,32 @@ void reduce_rows_lane(const Context& c, std::int64_t block, std::int64_t thread,
     }
 }
 
-// A thread per output, or per chunk of one (codegen's reduce_columns()).
+// A thread per output, or per chunk of one; with vectors, V neighbouring outputs a thread (codegen's
+// reduce_columns()).
 void reduce_columns_lane(const Context& c, std::int64_t thread, Lane& lane) {
-    const std::int64_t outputs = c.p.kept_count, items = outputs * c.p.split;
+    const std::int64_t per_item = c.s.vector > 0 ? c.s.vector : 1;
+    const std::int64_t outputs = c.p.kept_count, groups = outputs / per_item, items = groups * c.p.split;
     const std::vector<int> accesses = c.kept_accesses(!c.s.partials);
     for (std::int64_t item = thread; item < items; item += c.threads) {
         lane.begin_item();
         lane.issue(c.cost.item + c.cost.division + 2 * c.cost.access);  // out, part; begin, end
-        const std::int64_t out = item % outputs, part = item / outputs;
+        const std::int64_t out = item % groups * per_item, part = item / groups;
         std::int64_t o[1 + max_kernel_sources] = {};
         c.decompose(out, true, c.s.kept_rank, accesses, o, lane);
         const std::int64_t begin = part * c.p.chunk, end = std::min(begin + c.p.chunk, c.p.reduced_count);
-        c.fold_terms(lane, begin, end, 1, o);
-        reduction_result(c, lane, part, out, o);
+        c.fold_terms(lane, begin, end, 1, o, c.s.vector);
+        if (c.s.vector == 0) {
+            reduction_result(c, lane, part, out, o);
+        } else {
+            const std::size_t bytes = c.accumulator_bytes();
+            for (std::int64_t k = 0; k < per_item; ++k)
+                if (c.s.partials) {
+                    lane.store(partial, c.at(c.scratch, part * outputs + out + k, bytes), bytes);
+                    lane.issue(c.cost.access);
+                } else {
+                    c.store_result(lane, o[0] + k * c.p.kept_stride[0][c.s.kept_rank - 1]);
+                }
+        }
         lane.mark(item_end, item_loop_unroll);
     }
 }

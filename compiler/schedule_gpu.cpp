@@ -522,6 +522,15 @@ ScheduledStep schedule_copy(const Plan& plan, const Copy& copy, const Target& ta
 
 // ---- reductions and contractions ---------------------------------------------------------------------
 
+// Whether `modes`, innermost last, walk memory densely upwards from `stride` (then the next stride above).
+bool dense_from(const Layout& layout, std::int64_t& stride) {
+    for (std::size_t k = layout.rank(); k-- > 0;) {
+        if (layout.modes[k].stride != stride) return false;
+        stride = saturating_mul(stride, layout.modes[k].extent);
+    }
+    return true;
+}
+
 // What the reduction rule reads of a step: its nest (the reduced modes in the first source's memory
 // order), its dtypes, and whether the first source is unit-stride along a reduced mode.
 struct ReduceShape {
@@ -531,11 +540,20 @@ struct ReduceShape {
     DType to;
     bool unit_reduced = false;
     Epilogue epilogue;  // the step's: applied by the kernel that stores the results (not by partials)
+    std::int64_t source_offset;  // the first source's, in elements
+
+    // One source of 1- or 2-byte elements: read element by element, a warp's load is 32 or 64 bytes, too
+    // few in flight for HBM (kernel_abi.hpp, reduce_rows and reduce_columns: 16-byte vectors instead).
+    bool narrow() const { return sources.size() == 1 && size_of(sources[0]) <= 2; }
+    std::int64_t vector_lanes() const {
+        return kernel_vector_bytes / static_cast<std::int64_t>(size_of(sources[0]));
+    }
 };
 // The size-dependent facts: enough terms per output to give them a warp or a thread's loop; few enough
-// outputs that the terms are split across blocks (partial results, then a finalize); a count needs 64 bits.
+// outputs that the terms are split across blocks (partial results, then a finalize); a count needs 64 bits;
+// a columns kernel's outputs in groups of V whose terms are aligned 16-byte vectors (vector_columns()).
 struct ReduceFacts {
-    bool many_terms = false, split = false, wide = false;
+    bool many_terms = false, split = false, wide = false, vector_columns = false;
 };
 
 KernelKind reduce_kind(const ReduceShape& shape, const ReduceFacts& facts) {
@@ -543,7 +561,37 @@ KernelKind reduce_kind(const ReduceShape& shape, const ReduceFacts& facts) {
     return shape.unit_reduced ? KernelKind::reduce_rows : KernelKind::reduce_columns;
 }
 
-KernelSignature reduce_signature(const ReduceShape& shape, KernelKind kind, bool partials, bool wide) {
+// Whether each output's terms are one dense row (the reduced modes walk the source upwards from stride 1).
+// @pre shape.nest.reduced is in the first source's memory order (reduce_shape)
+bool dense_rows(const ReduceShape& shape) {
+    std::int64_t stride = 1;
+    return shape.nest.reduced_rank() > 0 && dense_from(shape.nest.reduced[1], stride);
+}
+
+// A rows kernel reads narrow dense rows as 16-byte vectors, whatever their alignment (it peels the elements
+// before a row's first 16-byte boundary and after its last): structure alone decides it.
+bool vector_rows(const ReduceShape& shape, KernelKind kind) {
+    return kind == KernelKind::reduce_rows && shape.narrow() && dense_rows(shape);
+}
+
+// A columns kernel folds V = 16 / size neighbouring outputs a thread, a 16-byte vector a term, where the
+// innermost kept mode (in the source's memory order) is unit-stride there and splits into groups of V, and
+// every other stride and the offset keep those vectors 16-byte aligned - given an aligned buffer, which the
+// executor checks (the launches without vectors run where it is not).
+// @pre shape.nest.kept is in the first source's memory order (schedule_reduction, for reduce_columns)
+bool vector_columns(const ReduceShape& shape) {
+    if (!shape.narrow() || shape.nest.kept_rank() == 0) return false;
+    const std::int64_t lanes = shape.vector_lanes();
+    const auto& kept = shape.nest.kept[1].modes;
+    const auto aligned = [&](Mode m) { return m.extent == 1 || m.stride % lanes == 0; };
+    return kept.back().stride == 1 && kept.back().extent % lanes == 0 &&
+           std::all_of(kept.begin(), kept.end() - 1, aligned) &&
+           std::all_of(shape.nest.reduced[1].modes.begin(), shape.nest.reduced[1].modes.end(), aligned) &&
+           shape.source_offset % lanes == 0;
+}
+
+KernelSignature reduce_signature(const ReduceShape& shape, KernelKind kind, bool partials, bool wide,
+                                 bool vector_columns = false) {
     KernelSignature s;
     s.kind = kind;
     s.op = shape.sources.size() > 1 && shape.nest.reduced_rank() == 0 ? Reduction::none
@@ -556,7 +604,21 @@ KernelSignature reduce_signature(const ReduceShape& shape, KernelKind kind, bool
     s.partials = partials;
     s.wide_index = wide;
     if (!partials) s.epilogue = shape.epilogue;
+    if (vector_rows(shape, kind)) {
+        s.vector = static_cast<int>(shape.vector_lanes());
+        s.reduced_rank = 1;  // the row, as one unit-stride mode (rows_nest())
+    }
+    if (kind == KernelKind::reduce_columns && vector_columns)
+        s.vector = static_cast<int>(shape.vector_lanes());
     return s;
+}
+
+// The nest of a vector rows kernel: each row's reduced modes as one unit-stride mode.
+KernelNest rows_nest(const ReduceShape& shape) {
+    KernelNest rows = shape.nest;
+    const std::int64_t terms = shape.nest.terms();
+    rows.reduced = {Layout{{Mode{terms, 0}}}, Layout{{Mode{terms, 1}}}};
+    return rows;
 }
 
 // The finalize kernel that folds a split reduction's partial results.
@@ -567,15 +629,20 @@ KernelSignature finalize_signature(const KernelSignature& partial, const Epilogu
     s.sources.clear();
     s.reduced_rank = 0;
     s.partials = false;
+    s.vector = 0;
     return s;
 }
 
 ReduceShape reduce_shape(const Plan& plan, Reduction op, const std::vector<const Access*>& sources,
                          const Access& destination, const Epilogue& epilogue) {
     std::vector<const Layout*> layouts{&destination.layout};
-    ReduceShape shape{{},    op == Reduction::none ? Reduction::sum : op,
-                      {},    plan.spec(destination.buffer).dtype,
-                      false, epilogue};
+    ReduceShape shape{{},
+                      op == Reduction::none ? Reduction::sum : op,
+                      {},
+                      plan.spec(destination.buffer).dtype,
+                      false,
+                      epilogue,
+                      sources.front()->offset};
     for (const Access* s : sources) {
         layouts.push_back(&s->layout);
         shape.sources.push_back(plan.spec(s->buffer).dtype);
@@ -611,15 +678,6 @@ struct OnePassShape {
 struct OnePassFacts {
     bool few_columns = false, short_rows = false, wide = false;
 };
-
-// Whether `modes`, innermost last, walk memory densely upwards from `stride` (then the next stride above).
-bool dense_from(const Layout& layout, std::int64_t& stride) {
-    for (std::size_t k = layout.rank(); k-- > 0;) {
-        if (layout.modes[k].stride != stride) return false;
-        stride = saturating_mul(stride, layout.modes[k].extent);
-    }
-    return true;
-}
 
 // @pre shape.nest.reduced is in the first source's memory order (reduce_shape)
 OnePassShape one_pass_shape(const ReduceShape& shape) {
@@ -723,50 +781,46 @@ std::optional<KernelLaunch> schedule_one_pass(const ReduceShape& shape, const Ta
     return short_rows_launch(shape, *one_pass.rows);
 }
 
-ScheduledStep schedule_reduction(const Plan& plan, Reduction op, const std::vector<const Access*>& sources,
-                                 const Access& destination, const Epilogue& epilogue, const Target& target) {
-    ReduceShape shape = reduce_shape(plan, op, sources, destination, epilogue);
-    ScheduledStep step = scheduled(
-        strategy::Kernels{}, reduce_signature(shape, KernelKind::elementwise, false, false).accumulator);
-    auto& kernels = std::get<strategy::Kernels>(step.strategy);
+// The launches of a reduction that no one-pass kernel takes: rows, columns or elementwise, its terms split
+// across blocks where outputs are few (then a finalize); their scratch bytes in `scratch_bytes`.
+std::vector<KernelLaunch> reduction_launches(ReduceShape shape, ReduceFacts facts, const Target& target,
+                                             std::int64_t& scratch_bytes) {
     const std::int64_t outputs = shape.nest.outputs(), terms = shape.nest.terms();
-    if (outputs == 0) return step;
-    if (std::optional<KernelLaunch> one_pass = schedule_one_pass(shape, target, step.scratch_bytes)) {
-        kernels.launches.push_back(std::move(*one_pass));
-        if (step.scratch_bytes > 0) step.zeroed_scratch_bytes = one_pass_counter_bytes;
-        return step;
-    }
-    ReduceFacts facts;
-    facts.many_terms = terms > 16;
     const KernelKind kind_unsplit = reduce_kind(shape, facts);
-    // Few outputs: split each one's terms into chunks, one partial result each, so that the GPU fills up.
+    // Outputs a warp (rows), a thread (columns: V of them with vectors, else one) or a thread (elementwise).
     const std::int64_t per_item_threads = kind_unsplit == KernelKind::reduce_rows ? kernel_warp : 1;
+    const std::int64_t per_item_outputs =
+        kind_unsplit == KernelKind::reduce_columns && facts.vector_columns ? shape.vector_lanes() : 1;
+    const std::int64_t items_unsplit = outputs / per_item_outputs;
+    // Few outputs: split each one's terms into chunks, one partial result each, so that the GPU fills up.
     const std::int64_t busy =
         static_cast<std::int64_t>(target.multiprocessors) * 2048 / per_item_threads;  // items that fill it
     const std::int64_t min_chunk = kind_unsplit == KernelKind::reduce_rows ? 1024 : 64;
     std::int64_t split = 1;
-    if (kind_unsplit != KernelKind::elementwise && outputs < busy)
-        split = std::clamp<std::int64_t>(busy / outputs, 1, std::max<std::int64_t>(terms / min_chunk, 1));
+    if (kind_unsplit != KernelKind::elementwise && items_unsplit < busy)
+        split =
+            std::clamp<std::int64_t>(busy / items_unsplit, 1, std::max<std::int64_t>(terms / min_chunk, 1));
     facts.split = split > 1;
     const KernelKind kind = reduce_kind(shape, facts);
-    // Neighbouring threads read neighbouring outputs' terms.
-    if (kind == KernelKind::reduce_columns)
-        shape.nest.reorder_kept(order_by_stride(std::span(&shape.nest.kept[1], 1)));
+    if (vector_rows(shape, kind)) shape.nest = rows_nest(shape);
 
     KernelLaunch launch{{},
                         {},
                         {kernel_block_threads},
                         params_of(shape.nest),
                         {KernelArgument::destination, KernelArgument::source0}};
-    if (sources.size() > 1) launch.arguments.push_back(KernelArgument::source1);
+    if (shape.sources.size() > 1) launch.arguments.push_back(KernelArgument::source1);
     launch.params.split = split;
     launch.params.chunk = ceil_div(terms, split);
-    const std::int64_t items = outputs * split;
-    facts.wide = needs_wide_index(launch.params, items);
-    launch.signature = reduce_signature(shape, kind, facts.split, facts.wide);
+    const std::int64_t items = items_unsplit * split;
+    // (a vector rows loop steps past a row's end by up to a warp of vectors)
+    facts.wide = needs_wide_index(launch.params, items) ||
+                 (vector_rows(shape, kind) && terms > int_limit - kernel_warp * kernel_vector_bytes);
+    launch.signature = reduce_signature(shape, kind, facts.split, facts.wide, facts.vector_columns);
     launch.grid.x = blocks_for(saturating_mul(items, per_item_threads), kernel_block_threads, target);
     if (facts.split) launch.arguments.push_back(KernelArgument::scratch);
-    kernels.launches.push_back(launch);
+    std::vector<KernelLaunch> launches{launch};
+    scratch_bytes = 0;
     if (facts.split) {
         KernelLaunch final_launch{finalize_signature(launch.signature, shape.epilogue),
                                   {},
@@ -774,9 +828,40 @@ ScheduledStep schedule_reduction(const Plan& plan, Reduction op, const std::vect
                                   launch.params,
                                   {KernelArgument::destination, KernelArgument::scratch}};
         final_launch.grid.x = blocks_for(outputs, kernel_block_threads, target);
-        kernels.launches.push_back(final_launch);
-        step.scratch_bytes =
-            saturating_mul(items, static_cast<std::int64_t>(size_of(launch.signature.accumulator)));
+        launches.push_back(final_launch);
+        scratch_bytes = saturating_mul(saturating_mul(outputs, split),
+                                       static_cast<std::int64_t>(size_of(launch.signature.accumulator)));
+    }
+    return launches;
+}
+
+ScheduledStep schedule_reduction(const Plan& plan, Reduction op, const std::vector<const Access*>& sources,
+                                 const Access& destination, const Epilogue& epilogue, const Target& target) {
+    ReduceShape shape = reduce_shape(plan, op, sources, destination, epilogue);
+    ScheduledStep step = scheduled(
+        strategy::Kernels{}, reduce_signature(shape, KernelKind::elementwise, false, false).accumulator);
+    auto& kernels = std::get<strategy::Kernels>(step.strategy);
+    if (shape.nest.outputs() == 0) return step;
+    if (std::optional<KernelLaunch> one_pass = schedule_one_pass(shape, target, step.scratch_bytes)) {
+        kernels.launches.push_back(std::move(*one_pass));
+        if (step.scratch_bytes > 0) step.zeroed_scratch_bytes = one_pass_counter_bytes;
+        return step;
+    }
+    ReduceFacts facts;
+    facts.many_terms = shape.nest.terms() > 16;
+    // Neighbouring threads read neighbouring outputs' terms.
+    if (reduce_kind(shape, facts) == KernelKind::reduce_columns) {
+        shape.nest.reorder_kept(order_by_stride(std::span(&shape.nest.kept[1], 1)));
+        facts.vector_columns = vector_columns(shape);
+    }
+    kernels.launches = reduction_launches(shape, facts, target, step.scratch_bytes);
+    // Where the source turns out not to be 16-byte aligned as the columns' vectors need: the launches
+    // without them.
+    if (facts.vector_columns) {
+        facts.vector_columns = false;
+        std::int64_t unaligned_scratch = 0;
+        kernels.unaligned_launches = reduction_launches(shape, facts, target, unaligned_scratch);
+        step.scratch_bytes = std::max(step.scratch_bytes, unaligned_scratch);
     }
     return step;
 }
@@ -917,13 +1002,22 @@ std::vector<KernelSignature> possible_gpu_kernels(const Plan& plan, const Step& 
         if (one_pass.run && shape.nest.kept_rank() == 0) return;  // a full reduction of a dense run: always A
         for (const bool many_terms : {false, true})
             for (const bool split : {false, true})
-                for (const bool wide : {false, true}) {
-                    const KernelKind kind = reduce_kind(shape, ReduceFacts{many_terms, split, wide});
-                    const bool partials = split && kind != KernelKind::elementwise;
-                    const KernelSignature s = reduce_signature(shape, kind, partials, wide);
-                    add(s);
-                    if (partials) add(finalize_signature(s, epilogue));
-                }
+                for (const bool wide : {false, true})
+                    for (const bool vector : {false, true}) {
+                        const ReduceFacts facts{many_terms, split, wide, vector};
+                        const KernelKind kind = reduce_kind(shape, facts);
+                        // (vector columns: where the innermost kept mode is the source's unit-stride one
+                        // and the extents split it into groups of V)
+                        if (vector &&
+                            (kind != KernelKind::reduce_columns || !shape.narrow() ||
+                             std::none_of(shape.nest.kept[1].modes.begin(), shape.nest.kept[1].modes.end(),
+                                          [](Mode m) { return m.stride == 1; })))
+                            continue;
+                        const bool partials = split && kind != KernelKind::elementwise;
+                        const KernelSignature s = reduce_signature(shape, kind, partials, wide, vector);
+                        add(s);
+                        if (partials) add(finalize_signature(s, epilogue));
+                    }
     };
     std::visit(
         Overloaded{

@@ -248,7 +248,12 @@ std::vector<ModelCase> model_cases() {
         {call_of(Op::reduce, "a ->", Reduction::sum), {{40003}}, DType::f64},          // one pass, 3 blocks
         {call_of(Op::reduce, "a b -> a", Reduction::sum), {{301, 9}}, DType::f16},  // short rows, unaligned
         {call_of(Op::reduce, "a b -> a", Reduction::sum), {{500, 8}}, DType::f32, true, {2, 1}},  // epilogue
-        {call_of(Op::reduce, "a b -> a", Reduction::max), {{3, 5000}}, DType::bf16},  // rows, split
+        {call_of(Op::reduce, "a b -> a", Reduction::max), {{3, 5000}}, DType::bf16},  // vector rows, split
+        {call_of(Op::reduce, "a b -> a", Reduction::sum), {{40, 1001}}, DType::f16},  // vector rows, heads
+        {call_of(Op::reduce, "a b -> b", Reduction::sum), {{300, 96}}, DType::i8},    // vector columns
+        {call_of(Op::reduce, "a b -> b", Reduction::max),
+         {{5000, 48}},
+         DType::bf16},  // vector columns, split
         {call_of(Op::reduce, "b h i j -> b h i", Reduction::max), {{2, 2, 8, 100}}, DType::bf16},
         {call_of(Op::reduce, "b h i j -> b h j", Reduction::sum), {{2, 2, 50, 64}}, DType::bf16},
         {call_of(Op::reduce, "b s e -> b e", Reduction::mean), {{2, 300, 64}}, DType::bf16},

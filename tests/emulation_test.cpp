@@ -81,8 +81,10 @@ public:
     void zero(void* memory, std::size_t bytes) override { std::memset(memory, 0, bytes); }
     void launch(const KernelLaunch& launch, std::span<void* const> pointers) override {
         kernels_.run(launch, pointers, blocks);
+        launched.push_back(launch.signature);
     }
-    Blocks blocks;  // how the next launches run their blocks
+    Blocks blocks;                          // how the next launches run their blocks
+    std::vector<KernelSignature> launched;  // every launch so far
     // cuBLAS's part, by the CPU's packed GEMM (in the accumulator cuBLAS uses).
     // cuBLAS may write anywhere in the workspace it is given: scribbled over here, so that a workspace
     // that overlapped a live buffer would show in the results.
@@ -1352,4 +1354,115 @@ TEST_CASE("emulated GPU: one-pass reductions give the same bits in any block ord
             CHECK(counter_word(0) == launch.grid.x);
         }
     }
+}
+
+// reduce_rows and reduce_columns over 1- and 2-byte elements read 16-byte vectors: rows that are dense at any
+// alignment (rows of odd lengths and pitches, views off a 16-byte boundary: each row peels its own head
+// and tail), rows split across blocks, and columns in groups of V = 16 / size outputs where every term's
+// vector is aligned - else the launches without vectors run (a view off a boundary) or the schedule keeps
+// them (the kept extent no multiple of V, padded rows). Every op and narrow dtype, NaN among max/min terms;
+// the results equal the reference interpreter's, and the launches that ran are the ones the case expects.
+TEST_CASE("emulated GPU: narrow rows and columns reductions read 16-byte vectors and equal the reference") {
+    std::mt19937 rng(2027);
+    const auto pick = [&](std::int64_t low, std::int64_t high) {
+        return low + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(high - low + 1));
+    };
+    struct Expected {
+        KernelKind kind;
+        bool vector;  // the launch that runs reads vectors
+    };
+    std::vector<OnePassCase> cases;
+    std::vector<Expected> expected;
+    // `output(shape, flat)`: the output a term of the row-major operand folds into.
+    const auto add = [&](Reduction op, DType dtype, const char* pattern, const Shape& shape,
+                         std::int64_t pitch, std::int64_t shift, Expected runs, auto output) {
+        const Call call{Op::reduce, pattern, op, {}, false, {}};
+        std::int64_t count = 1;
+        for (const std::int64_t e : shape) count *= e;
+        const std::vector<double> values = one_pass_terms(
+            op, dtype, count, [&](std::int64_t flat) { return output(shape, flat); }, rng);
+        LaidOperand operand = lay_out_operand(dtype, shape, pitch, shift, values);
+        Prepared prepared = prepare(call, std::span(&operand.view, 1), false);
+        cases.push_back(OnePassCase{fmt::format("reduce {} \"{}\" {} {} pitch {} shift {}", name_of(op),
+                                                pattern, name_of(dtype), fmt::join(shape, "x"), pitch, shift),
+                                    call, std::move(operand), std::move(prepared), runs.kind});
+        expected.push_back(runs);
+    };
+    const auto row = [](const Shape& shape, std::int64_t flat) { return flat / shape.back(); };
+    const auto row_of_two = [](const Shape& shape, std::int64_t flat) {
+        return flat / (shape[1] * shape[2]);
+    };
+    const auto column = [](const Shape& shape, std::int64_t flat) { return flat % shape.back(); };
+    const auto bhj = [](const Shape& shape, std::int64_t flat) {  // "b h i j -> b h j"
+        return flat / (shape[2] * shape[3]) * shape[3] + flat % shape[3];
+    };
+    constexpr auto rows = KernelKind::reduce_rows;
+    constexpr auto columns = KernelKind::reduce_columns;
+    // Every op in bf16; the other narrow dtypes with the ops whose folds differ for them (each combination
+    // compiles some ten kernels).
+    const std::pair<DType, std::vector<Reduction>> combinations[] = {
+        {DType::bf16, {all_ops, all_ops + std::size(all_ops)}},
+        {DType::f16, {Reduction::sum, Reduction::max}},
+        {DType::i8, {Reduction::sum, Reduction::min, Reduction::prod}},
+        {DType::boolean, {Reduction::any, Reduction::all}},
+    };
+    int combination = 0;
+    for (const auto& [dtype, ops] : combinations)
+        for (const Reduction op : ops) {
+            const std::int64_t V = 16 / static_cast<std::int64_t>(size_of(dtype));
+            const std::int64_t long_row =
+                short_rows_max_bytes / static_cast<std::int64_t>(size_of(dtype)) + 1;
+            // Rows: dense, padded (odd pitches), split across blocks, two reduced modes dense and padded.
+            add(op, dtype, "a b -> a", {pick(2, 40), pick(long_row, 3000)}, 0, pick(0, V - 1), {rows, true},
+                row);
+            const std::int64_t r = pick(long_row, 2000);
+            add(op, dtype, "a b -> a", {pick(2, 30), r}, r + pick(1, 9), pick(0, V - 1), {rows, true}, row);
+            if (combination % 2 == 0)
+                add(op, dtype, "a b -> a", {pick(2, 3), pick(40000, 70000)}, 0, pick(0, V - 1), {rows, true},
+                    row);
+            add(op, dtype, "a b c -> a", {pick(2, 9), pick(2, 20), pick(long_row / 2 + 1, 300)}, 0,
+                pick(0, V - 1), {rows, true}, row_of_two);
+            if (combination % 3 == 0)
+                add(op, dtype, "a b c -> a", {pick(2, 9), pick(2, 20), pick(long_row / 2 + 1, 300)},
+                    long_row / 2 + 300 + pick(1, 9), 0, {rows, false}, row_of_two);
+            // Columns: aligned (vectors), split across blocks, off a boundary (the launches without
+            // vectors), a kept extent no multiple of V (no vectors).
+            add(op, dtype, "a b -> b", {pick(17, 300), V * pick(5, 60)}, 0, 0, {columns, true}, column);
+            add(op, dtype, "b h i j -> b h j", {2, 3, pick(17, 3000), V * pick(1, 8)}, 0, 0, {columns, true},
+                bhj);
+            if (combination % 2 == 1)
+                add(op, dtype, "a b -> b", {pick(17, 300), V * pick(5, 60)}, 0, pick(1, V - 1),
+                    {columns, false}, column);
+            if (combination % 3 == 1)
+                add(op, dtype, "a b -> b", {pick(17, 300), V * pick(5, 60) + pick(1, V - 1)}, 0, 0,
+                    {columns, false}, column);
+            ++combination;
+        }
+    const std::vector<KernelSignature> kernels = kernels_of_all(cases);
+    MESSAGE(cases.size(), " cases, ", kernels.size(), " distinct kernels");
+    const EmulatedKernels emulated(kernels);
+    EmulatedDevice device(emulated);
+    std::map<std::pair<KernelKind, bool>, int> ran;
+    for (std::size_t i = 0; i < cases.size(); i += testing::sample_every) {
+        const OnePassCase& c = cases[i];
+        CAPTURE(c.description);
+        const std::vector<KernelSignature> possible = possible_kernels(c.prepared.plan, true);
+        for (const KernelSignature& k : kernels_of(c.prepared.gpu))
+            CHECK_MESSAGE(std::find(possible.begin(), possible.end(), k) != possible.end(), k.name());
+        device.launched.clear();
+        run_one_pass_case(c, c.prepared.gpu, device);
+        REQUIRE(!device.launched.empty());
+        const KernelSignature& first = device.launched.front();
+        CHECK(first.kind == expected[i].kind);
+        CHECK((first.vector > 0) == expected[i].vector);
+        ++ran[{first.kind, first.vector > 0}];
+        if (first.partials) ++ran[{KernelKind::finalize, first.vector > 0}];
+    }
+    MESSAGE(ran[{rows, true}], " vector rows runs (", ran[{KernelKind::finalize, true}], " split), ",
+            ran[{columns, true}], " vector columns runs, ", ran[{columns, false}],
+            " columns without vectors, ", ran[{rows, false}], " rows without");
+    CHECK(ran[{rows, true}] > 40 / testing::sample_every);
+    CHECK(ran[{columns, true}] > 20 / testing::sample_every);
+    CHECK(ran[{KernelKind::finalize, true}] > 10 / testing::sample_every);
+    CHECK(ran[{columns, false}] > 5 / testing::sample_every);
 }

@@ -43,6 +43,23 @@ std::vector<KernelSignature> kernels_to_check() {
             const Plan p = plan(bind(c.call, shapes), c.specs, options);
             for (const KernelSignature& k : kernels_of(schedule(p, Target::gpu(132)))) add(k);
         }
+    // The reductions that read 16-byte vectors of narrow elements, whether or not the corpus reaches them.
+    for (const Reduction op : {Reduction::sum, Reduction::max})
+        for (const DType dtype : {DType::bf16, DType::i8})
+            for (const KernelKind kind : {KernelKind::reduce_rows, KernelKind::reduce_columns})
+                for (const bool partials : {false, true}) {
+                    KernelSignature k;
+                    k.kind = kind;
+                    k.op = op;
+                    k.sources = {dtype};
+                    k.destination = dtype;
+                    k.accumulator = is_floating(dtype) ? DType::f32 : DType::i64;
+                    k.kept_rank = 2;
+                    k.reduced_rank = 1;
+                    k.partials = partials;
+                    k.vector = 16 / static_cast<int>(size_of(dtype));
+                    add(k);
+                }
     for (const Reduction op : {Reduction::max, Reduction::prod})
         for (const DType dtype : {DType::f32, DType::bf16})
             for (const auto& [kept, reduced] : {std::pair{1, 1}, std::pair{3, 2}}) {
