@@ -81,12 +81,14 @@ void* allocate_bytes(DType dtype, const Shape& shape, int device, Malloc malloc)
     return memory;
 }
 
-// The memory of runs given no workspace (their temporaries and scratch): a stream-ordered pool of einc's
-// own on each device that keeps up to scratch_pool_kept_bytes mapped across synchronisations. The
-// device's default pool unmaps what is freed at each synchronisation (its release threshold is 0 unless
-// the program sets one), and mapping it again cost a one-pass reduction of 268 MB 75 us a call in
-// gpu_bench's batches of 7 against its kernel's 66 us (H200, fff4784). The program's own pools are left
-// as they are. Null where the device has no pools of its own: then cudaMallocAsync.
+// The memory of runs given no workspace (their temporaries and scratch) and of the results one-line calls
+// allocate on a stream: a stream-ordered pool of einc's own on each device that keeps up to
+// scratch_pool_kept_bytes mapped across synchronisations. The device's default pool unmaps what is freed
+// at each synchronisation (its release threshold is 0 unless the program sets one), and mapping it again
+// cost a one-pass reduction of 268 MB 75 us a call in gpu_bench's batches of 7 against its kernel's 66 us
+// (H200, fff4784); a one-line reduce's result, allocated and freed each call, took 1.84 us of host time
+// beside its launch (56bc81e). The program's own pools are left as they are. Null where the device has no
+// pools of its own: then cudaMallocAsync.
 constexpr std::uint64_t scratch_pool_kept_bytes = std::uint64_t{64} << 20;
 
 cudaMemPool_t scratch_pool(int device) {
@@ -176,8 +178,10 @@ public:
 
     Tensor allocate_on_stream(DType dtype, const Shape& shape, int device, void* stream) override {
         const auto s = static_cast<cudaStream_t>(stream);
-        void* memory = allocate_bytes(
-            dtype, shape, device, [s](void** p, std::size_t bytes) { return cudaMallocAsync(p, bytes, s); });
+        void* memory = allocate_bytes(dtype, shape, device, [s, device](void** p, std::size_t bytes) {
+            const cudaMemPool_t pool = scratch_pool(device);
+            return pool ? cudaMallocFromPoolAsync(p, bytes, pool, s) : cudaMallocAsync(p, bytes, s);
+        });
         std::shared_ptr<void> storage(memory, [device, s](void* p) {
             if (p) on_device(device, [p, s] { cudaFreeAsync(p, s); });
         });
