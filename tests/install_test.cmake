@@ -29,6 +29,6 @@ if(AOT_CACHE_DIR)
 endif()
 # (Hopper's kernels alone, as einc's build compiles them: all of them in its cache)
 run(${CMAKE_COMMAND} -S "${SOURCE}/examples/aot" -B "${WORK}/build" -DCMAKE_PREFIX_PATH=${WORK}/prefix -DCMAKE_BUILD_TYPE=Release
-  -DVIT_ARCHS=90 ${dependencies})
+  -DVIT_ARCHS=90 -DVIT_PTX=OFF ${dependencies})
 run(${CMAKE_COMMAND} --build "${WORK}/build")
 run(${CMAKE_COMMAND} -E env EINC_JIT=0 "${WORK}/build/vit_kernels")

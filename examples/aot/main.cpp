@@ -171,7 +171,8 @@ std::vector<std::string> missing(const einc::Plan& plan, int arch) {
 }  // namespace
 
 int main() {
-    std::printf("%zu kernels compiled ahead of time from %zu calls (%zu binaries: cubins and PTX)\n",
+    std::printf("%zu kernels compiled ahead of time from %zu calls (%zu binaries: cubins, and PTX unless "
+                "VIT_PTX=OFF)\n",
                 einc_aot::vit_kernels::kernel_count, einc_aot::vit_kernels::call_count,
                 einc_aot::vit_kernels::binary_count);
 
