@@ -1141,6 +1141,78 @@ struct Text {
         return fmt::format("EINC_KERNEL_ENTRY {}({}) {{\n{}}}\n", s.name(), parameters(false), body);
     }
 
+    // Rows of R elements packed back to back, P = s.vector of them a 16-byte vector (R * size * P = 16). Each
+    // warp takes 32 packed_rows_batch consecutive vectors at a time, lane l vectors l, l + 32, ..., all
+    // loaded before any is folded; for each vector batch, every lane folds its P rows into its place in the
+    // warp's stage, then store j of lane l takes the batch's row 32 j + l. Then the rows after the last
+    // whole vector - all of them where the source is not 16-byte aligned - a row a thread.
+    std::string packed_rows() const {
+        const DType d = s.sources[0];
+        const int size = static_cast<int>(size_of(d)), P = s.vector, R = kernel_vector_bytes / size / P;
+        const int S = packed_rows_stage_stride(P), B = packed_rows_batch;
+        const std::string a = acc(), i = idx(), id = identity(s.op, s.accumulator);
+        std::string body = fmt::format("    const {0} rows = ({0})p.kept_count;\n", i);
+        if (info_of(s.op).divides) body += fmt::format("    const int terms = {};\n", R);  // (mean's)
+        body += "    const int lane = (int)threadIdx.x & 31;\n";
+        body +=
+            fmt::format("    const {0} thread = ({0})blockIdx.x * ({0})blockDim.x + ({0})threadIdx.x;\n", i);
+        body += fmt::format("    const {0} threads = ({0})gridDim.x * ({0})blockDim.x;\n", i);
+        body += fmt::format("    const {0} warp = thread >> 5, warps = threads >> 5;\n", i);
+        body += fmt::format("    EINC_SHARED({}, stage, {});\n", a, kernel_block_threads * S);
+        body += fmt::format("    {}* own = stage + ((int)threadIdx.x >> 5) * {};\n", a, kernel_warp * S);
+        body += fmt::format("    const {0} vectors = ((einc_u64)src0 & 15) == 0 ? rows / {1} : 0;\n", i, P);
+        const auto store_row = [&](const std::string& row, const std::string& value,
+                                   const std::string& indent) {
+            return fmt::format("{}{{\n{}    einc_i64 o0 = 0;\n", indent, indent) +
+                   decompose(row, "kept_extent", "kept_stride", s.kept_rank, {{0, "o0"}}, i) + indent +
+                   "    " + store_result(finish(s.op, value, a)) + "\n" + indent + "}\n";
+        };
+        body += fmt::format("    for ({0} first = warp * {1}; first < vectors; first += warps * {1}) {{\n", i,
+                            kernel_warp * B);
+        for (int b = 0; b < B; ++b)
+            body +=
+                fmt::format("        einc_vec16 x{0} = {{0u, 0u, 0u, 0u}};\n        if (first + {1} + lane < "
+                            "vectors) x{0} = "
+                            "EINC_LD((const einc_vec16*)(src0 + (einc_i64)(first + {1} + lane) * {2}));\n",
+                            b, kernel_warp * b, P * R);
+        for (int b = 0; b < B; ++b) {
+            body += "        {\n";
+            for (int k = 0; k < P; ++k) {
+                body += fmt::format("            {} r{} = {};\n", a, k, id);
+                for (int e = 0; e < R; ++e)
+                    body += fmt::format("            {{ const {0} y = ({0}){1}; r{2} = {3}; }}\n", a,
+                                        vector_element(d, k * R + e, fmt::format("x{}", b)), k,
+                                        fold(s.op, fmt::format("r{}", k), "y"));
+                body += fmt::format("            EINC_STS(own + (lane * {} + {}), r{});\n", S, k, k);
+            }
+            body += "            EINC_SYNCWARP();\n";
+            for (int j = 0; j < P; ++j) {
+                body += fmt::format("            {{\n                const int q = {} + lane;\n",
+                                    kernel_warp * j);
+                body += fmt::format("                const {} row = (first + {}) * {} + q;\n", i,
+                                    kernel_warp * b, P);
+                body += fmt::format("                if (row < vectors * {}) {{\n", P);
+                body += fmt::format(
+                    "                    const {} value = EINC_LDS(own + (q / {} * {} + q % {}));\n", a, P, S,
+                    P);
+                body += store_row("row", "value", "                    ");
+                body += "                }\n            }\n";
+            }
+            body += "            EINC_SYNCWARP();  // (the stage is written again next)\n        }\n";
+        }
+        body += fmt::format("        EINC_BATCH({});\n    }}\n", item_loop_unroll);
+        body +=
+            fmt::format("    for ({0} row = vectors * {1} + thread; row < rows; row += threads) {{\n", i, P);
+        body += fmt::format("        {} r = {};\n", a, id);
+        for (int e = 0; e < R; ++e)
+            body += fmt::format("        {{ const {0} y = ({0}){1}; r = {2}; }}\n", a,
+                                load(d, fmt::format("src0 + ((einc_i64)row * {} + {})", R, e)),
+                                fold(s.op, "r", "y"));
+        body += store_row("row", "r", "        ");
+        body += fmt::format("        EINC_BATCH({});\n    }}\n", item_loop_unroll);
+        return fmt::format("EINC_KERNEL_ENTRY {}({}) {{\n{}}}\n", s.name(), parameters(false), body);
+    }
+
     // One term of a route kernel's group: `r` walks the reduced modes (in the schedule's order, x's memory
     // order), q0 and q1 the term's offsets in the destination and in x (where `destination`), then `body`.
     std::string route_terms(bool destination, const std::string& body) const {
@@ -1241,6 +1313,7 @@ std::string kernel_source(const KernelSignature& s) {
     case KernelKind::route: kernel = text.route(); break;
     case KernelKind::reduce_one_pass: kernel = text.one_pass(); break;
     case KernelKind::reduce_short_rows: kernel = text.short_rows(); break;
+    case KernelKind::reduce_packed_rows: kernel = text.packed_rows(); break;
     }
     return std::string(prelude) + params_struct() + kernel;
 }

@@ -98,6 +98,10 @@ KernelResources kernel_resources(const KernelSignature& s) {
             r.shared_bytes = short_side_stage_bytes(
                 s.short_extent * s.vector * static_cast<int>(size_of(s.destination)) / kernel_vector_bytes);
         break;
+    case KernelKind::reduce_packed_rows:  // its warps' stages
+        r.shared_bytes = packed_rows_shared_bytes(
+            s.vector, s.accumulator == DType::f64 || !is_floating(s.accumulator) ? 8 : 4);
+        break;
     case KernelKind::elementwise:
     case KernelKind::permute:
     case KernelKind::vector_copy:

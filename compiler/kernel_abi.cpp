@@ -11,10 +11,10 @@ namespace einc {
 
 std::string_view name_of(KernelKind kind) {
     static constexpr std::string_view names[] = {
-        "elementwise", "permute",         "vector_copy",      "short_side",
-        "tiles",       "reduce_rows",     "reduce_columns",   "finalize",
-        "route",       "reduce_one_pass", "reduce_short_rows"};
-    static_assert(std::size(names) == static_cast<std::size_t>(KernelKind::reduce_short_rows) + 1,
+        "elementwise", "permute",         "vector_copy",       "short_side",
+        "tiles",       "reduce_rows",     "reduce_columns",    "finalize",
+        "route",       "reduce_one_pass", "reduce_short_rows", "reduce_packed_rows"};
+    static_assert(std::size(names) == static_cast<std::size_t>(KernelKind::reduce_packed_rows) + 1,
                   "one name per KernelKind, in order");
     return names[static_cast<std::size_t>(kind)];
 }
@@ -58,7 +58,8 @@ std::string KernelSignature::name() const {
                 : "") +
            ((kind == KernelKind::reduce_rows || kind == KernelKind::reduce_columns) && vector > 0
                 ? fmt::format("_v{}", vector)
-                : "");
+                : "") +
+           (kind == KernelKind::reduce_packed_rows ? fmt::format("_p{}", vector) : "");
 }
 
 DivisionMagic division_magic(std::int64_t divisor) {
@@ -89,8 +90,9 @@ int kernel_alignment(const KernelSignature& s, KernelArgument argument) {
     case KernelKind::reduce_rows:  // peels the elements before a row's first 16-byte boundary
     case KernelKind::finalize:
     case KernelKind::route:
-    case KernelKind::reduce_one_pass:    // peels the partial vectors at either end of its run
-    case KernelKind::reduce_short_rows:  // loads element by element where a row is not 16-byte aligned
+    case KernelKind::reduce_one_pass:     // peels the partial vectors at either end of its run
+    case KernelKind::reduce_short_rows:   // loads element by element where a row is not 16-byte aligned
+    case KernelKind::reduce_packed_rows:  // a row a thread where the source is not 16-byte aligned
         return 1;
     }
     EINC_ASSERT(false);

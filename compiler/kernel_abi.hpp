@@ -36,6 +36,10 @@
 //   reduce_short_rows each output's terms one contiguous row of at most short_rows_max_bytes: a few lanes
 //                   per row, 16-byte loads where the rows are aligned, rows gathered into consecutive
 //                   lanes for coalesced stores (kernel-designs.md, design B)
+//   reduce_packed_rows rows of 2, 4 or 8 bytes packed back to back (the source one dense run): a lane
+//                   loads P = 16 / row bytes rows as one 16-byte vector and folds each, its warp stores
+//                   them through shared memory as 32 consecutive rows an instruction; where the source
+//                   is not 16-byte aligned, and for the rows after the last whole vector, a row a thread
 #pragma once
 
 #include <cstdint>
@@ -61,7 +65,8 @@ enum class KernelKind : std::uint8_t {
     finalize,
     route,
     reduce_one_pass,
-    reduce_short_rows
+    reduce_short_rows,
+    reduce_packed_rows
 };
 std::string_view name_of(KernelKind kind);
 
@@ -168,6 +173,23 @@ inline constexpr int short_rows_max_bytes = kernel_warp * kernel_vector_bytes;
 // element-wise kernel on the H200 (`sum a b -> a` bf16 67108864x2: 333 us against 199 us, 9024dc6).
 inline constexpr int short_rows_min_bytes = kernel_vector_bytes;
 
+// reduce_packed_rows: rows of fewer bytes than a vector that divide it, packed back to back - P = 16 /
+// row bytes rows a 16-byte vector (the element-wise kernel read them a row a thread, 4 bytes a lane for
+// bf16 pairs: 0.28 of the H200's HBM, 9024dc6). A thread's loop over vectors is unrolled, 4 in flight.
+constexpr bool packed_rows(std::int64_t row_bytes) {
+    return row_bytes == 2 || row_bytes == 4 || row_bytes == 8;
+}
+// Each warp loads packed_rows_batch vectors a lane before folding any; the 32 P results of each vector
+// batch go through the warp's stage in shared memory, lane l's at l * (P | 1) (an odd stride: few bank
+// conflicts), so that each store instruction writes 32 consecutive rows, not every P-th.
+inline constexpr int packed_rows_batch = 4;
+constexpr int packed_rows_stage_stride(int rows_a_vector) {
+    return rows_a_vector | 1;
+}
+constexpr int packed_rows_shared_bytes(int rows_a_vector, int accumulator_bytes) {
+    return kernel_block_threads * packed_rows_stage_stride(rows_a_vector) * accumulator_bytes;
+}
+
 inline constexpr int max_kernel_rank = 12;  // modes of kept or of reduced axes, after canonicalization
 inline constexpr int max_kernel_sources =
     2;  // an elementwise product reads two; route reads x and the gradient
@@ -191,7 +213,8 @@ struct KernelSignature {
     //               the source-contiguous run and of the destination-contiguous one
     //   short_side  vector: C; short_extent: S; short_source: the short side is the source-contiguous one
     //               (else the destination's)
-    // and of the reductions that read 16-byte vectors (reduce_rows, reduce_columns): vector, V = 16 / size.
+    // and of the reductions that read 16-byte vectors (reduce_rows, reduce_columns): vector, V = 16 / size;
+    // reduce_packed_rows: vector, P = the rows a 16-byte vector holds.
     int vector = 0;
     int runs[2] = {0, 0};
     int short_extent = 0;
@@ -200,7 +223,8 @@ struct KernelSignature {
 
     // A readable, unique C identifier: "einc_reduce_rows_sum_f32_to_f32_k1_r1_i32", with an epilogue
     // "..._i32_alpha0p5_betam2" (alpha 0.5, beta -2), with a copy geometry "..._i32_w2_a1b2" (tiles) or
-    // "..._i32_s3dst_c4" (short_side), with vectors "..._i32_v8" (reduce_rows, reduce_columns).
+    // "..._i32_s3dst_c4" (short_side), with vectors "..._i32_v8" (reduce_rows, reduce_columns), rows a
+    // vector "..._i32_p4" (reduce_packed_rows).
     std::string name() const;
 };
 

@@ -192,7 +192,8 @@ int term_loop_unroll(const KernelSignature& s) {
     case KernelKind::reduce_columns:
     case KernelKind::route:
     case KernelKind::reduce_one_pass:  // its last block's loop over the blocks' partial results
-    case KernelKind::reduce_short_rows: return 4;
+    case KernelKind::reduce_short_rows:
+    case KernelKind::reduce_packed_rows: return 4;
     }
     EINC_ASSERT(false);
 }
@@ -274,6 +275,12 @@ enum Site : std::uint32_t {
     one_pass_end,            // the end of a main loop iteration
     remainder_end,           // of a remainder loop iteration
     partials_end,            // of an iteration over the blocks' partials
+    // reduce_packed_rows: + 8 b + k, vector batch b's row k into the warp's stage; + 8 b + j, its j-th row
+    // out of it, that row stored, its old value read (an epilogue with beta)
+    packed_stage_in = 1100,
+    packed_stage_out = 1140,
+    packed_output = 1180,
+    packed_old_output = 1220,
 };
 
 // Issue slots a lane takes for each piece of a kernel's text, from the SASS of the generated kernels
@@ -468,10 +475,10 @@ struct Context {
 
     // The statement storing a result into the destination at `offset`: with an epilogue that reads the
     // output, the old value first.
-    void store_result(Lane& lane, std::int64_t offset) const {
+    void store_result(Lane& lane, std::int64_t offset, Site site = output, Site old_site = old_output) const {
         const std::size_t bytes = destination_bytes();
-        if (s.epilogue.reads_output()) lane.load(old_output, at(destination, offset, bytes), bytes);
-        lane.store(output, at(destination, offset, bytes), bytes);
+        if (s.epilogue.reads_output()) lane.load(old_site, at(destination, offset, bytes), bytes);
+        lane.store(site, at(destination, offset, bytes), bytes);
         lane.issue(cost.access * (s.epilogue.reads_output() ? 2 : 1) +
                    (narrow_float(s.destination) ? cost.conversion : 0));
     }
@@ -1139,6 +1146,69 @@ void short_rows_lane(const Context& c, std::int64_t block, std::int64_t thread, 
     }
 }
 
+// Rows packed P = s.vector to a 16-byte vector: a warp's vector batches, each lane's rows into the warp's
+// stage and out of it as 32 consecutive rows a store; then the rows after the whole vectors, a row a thread
+// (codegen's packed_rows()).
+void packed_rows_lane(const Context& c, std::int64_t block, std::int64_t thread, Lane& lane) {
+    const std::size_t size = c.source_bytes(0), acc = c.accumulator_bytes();
+    const std::int64_t P = c.s.vector, R = kernel_vector_bytes / static_cast<std::int64_t>(size) / P;
+    const std::int64_t S = packed_rows_stage_stride(c.s.vector), B = packed_rows_batch;
+    const std::int64_t rows = c.p.kept_count, global = block * c.block_threads + thread;
+    const std::int64_t lane_index = thread & 31, warp = global >> 5, warps = c.threads >> 5;
+    const std::int64_t vectors = (c.sources[0] & 15) == 0 ? rows / P : 0;
+    const auto own = static_cast<std::uint64_t>((thread >> 5) * kernel_warp * S) * acc;  // the warp's stage
+    const std::vector<int> destination{0};
+    const auto store_row = [&](std::int64_t row, Site site, Site old_site) {
+        std::int64_t o[1] = {};
+        c.decompose(row, true, c.s.kept_rank, destination, o, lane);
+        c.store_result(lane, o[0], site, old_site);
+    };
+    const std::int64_t step = warps * kernel_warp * B;
+    for (std::int64_t first = warp * kernel_warp * B; first < vectors; first += step) {
+        const Lane::Counts before = lane.counts();
+        lane.begin_item();
+        lane.issue(c.cost.item);
+        for (std::int64_t b = 0; b < B; ++b)
+            if (first + kernel_warp * b + lane_index < vectors) {
+                lane.load(static_cast<Site>(batch_vector + b),
+                          c.at(c.sources[0], (first + kernel_warp * b + lane_index) * P * R, size),
+                          kernel_vector_bytes);
+                lane.issue(c.cost.access);
+            }
+        for (std::int64_t b = 0; b < B; ++b) {
+            for (std::int64_t k = 0; k < P; ++k) {
+                lane.issue(static_cast<double>(R) * (c.element_cost() + c.cost.register_move));
+                lane.shared_store(static_cast<Site>(packed_stage_in + 8 * b + k),
+                                  own + static_cast<std::uint64_t>(lane_index * S + k) * acc, acc);
+            }
+            for (std::int64_t j = 0; j < P; ++j) {
+                const std::int64_t q = kernel_warp * j + lane_index, row = (first + kernel_warp * b) * P + q;
+                lane.issue(c.cost.access);
+                if (row < vectors * P) {
+                    lane.shared_load(static_cast<Site>(packed_stage_out + 8 * b + j),
+                                     own + static_cast<std::uint64_t>(q / P * S + q % P) * acc, acc);
+                    store_row(row, static_cast<Site>(packed_output + 8 * b + j),
+                              static_cast<Site>(packed_old_output + 8 * b + j));
+                }
+            }
+        }
+        lane.mark(item_end, item_loop_unroll);
+        if (!lane.emitting()) {  // the iterations after this one, counted as it was
+            lane.add(lane.counts() - before, (vectors - first - 1) / step);
+            break;
+        }
+    }
+    for (std::int64_t row = vectors * P + global; row < rows; row += c.threads) {
+        lane.begin_item();
+        for (std::int64_t e = 0; e < R; ++e) {
+            lane.load(static_cast<Site>(edge_element + e), c.at(c.sources[0], row * R + e, size), size);
+            lane.issue(c.cost.access + c.element_cost());
+        }
+        store_row(row, output, old_output);
+        lane.mark(item_end, item_loop_unroll);
+    }
+}
+
 // Runs thread `thread` of block `block` through its kind's lane program.
 void run_lane(const Context& c, std::int64_t block, std::int64_t thread, Lane& lane) {
     const std::int64_t global = block * c.block_threads + thread;
@@ -1154,6 +1224,7 @@ void run_lane(const Context& c, std::int64_t block, std::int64_t thread, Lane& l
     case KernelKind::route: route_lane(c, global, lane); break;
     case KernelKind::reduce_one_pass: one_pass_lane(c, block, thread, lane); break;
     case KernelKind::reduce_short_rows: short_rows_lane(c, block, thread, lane); break;
+    case KernelKind::reduce_packed_rows: packed_rows_lane(c, block, thread, lane); break;
     }
 }
 
@@ -1259,7 +1330,8 @@ Traffic hbm_traffic(const Context& c, double reuse_limit) {
         }
         break;
     }
-    case KernelKind::reduce_short_rows: {
+    case KernelKind::reduce_short_rows:
+    case KernelKind::reduce_packed_rows: {
         Layout rows = access_layout(c.p, s, 1);  // the rows: their terms along one unit-stride mode
         t.read = sector_footprint(rows, c.source_bytes(0)) * sector_size;
         break;
@@ -1388,7 +1460,8 @@ KernelBehaviour behaviour_of(const KernelLaunch& launch, const BehaviourOptions&
     case KernelKind::reduce_columns:
     case KernelKind::route:
     case KernelKind::reduce_one_pass:
-    case KernelKind::reduce_short_rows: break;
+    case KernelKind::reduce_short_rows:
+    case KernelKind::reduce_packed_rows: break;
     }
     return b;
 }

@@ -468,7 +468,8 @@ KernelLaunch copy_launch(const CopyShape& shape, KernelKind kind, const CopyFact
     case KernelKind::finalize:
     case KernelKind::route:
     case KernelKind::reduce_one_pass:
-    case KernelKind::reduce_short_rows: EINC_ASSERT(false);
+    case KernelKind::reduce_short_rows:
+    case KernelKind::reduce_packed_rows: EINC_ASSERT(false);
     }
     // (Rows of a tile split by multiply-shift even with 64-bit indices: a tile's extents are small.)
     if (kind != KernelKind::vector_copy)
@@ -656,27 +657,29 @@ ReduceShape reduce_shape(const Plan& plan, Reduction op, const std::vector<const
     return shape;
 }
 
-// ---- one-pass reductions (kernel-designs.md section 3, designs A and B) -------------------------------
+// ---- one-pass reductions (kernel-designs.md section 3, designs A and B, and packed rows) ---------------
 //
-// Two classes of single-source reductions that the split + finalize above serves badly (a serial finalize,
-// scalar loads, a warp per short row), each read once by one launch:
+// Three classes of single-source reductions that the split + finalize above serves badly (a serial
+// finalize, scalar loads, a warp per short row, a thread per tiny row), each read once by one launch:
 //   reduce_one_pass    the source is one dense run whose innermost K <= 32 elements are the kept ones
 //                      (K = 1: a full reduction), so that element i of the run belongs to output i mod K
 //   reduce_short_rows  each output's terms are one contiguous row of at most short_rows_max_bytes
-// Both read any alignment: reduce_one_pass peels the partial 16-byte vectors at either end of the run, and
-// reduce_short_rows loads rows element by element where they are not all 16-byte aligned - so neither has
-// unaligned launches. What is not in either class keeps the kernels above.
+//   reduce_packed_rows the source is one dense run of rows of 2, 4 or 8 bytes (packed_rows())
+// All read any alignment: reduce_one_pass peels the partial 16-byte vectors at either end of the run, and
+// the rows kernels load element by element where the rows are not 16-byte aligned - so none has
+// unaligned launches. What is not in these classes keeps the kernels above.
 
-// The structure of the two classes (independent of extents, given the modes): the nest each kernel walks,
+// The structure of the classes (independent of extents, given the modes): the nest each kernel walks,
 // where the step is of that class.
 struct OnePassShape {
-    std::optional<KernelNest> run;   // reduce_one_pass: kept modes outermost first, as a column decomposes
-    std::optional<KernelNest> rows;  // reduce_short_rows: the reduced modes as one unit-stride mode
+    std::optional<KernelNest> run;     // reduce_one_pass: kept modes outermost first, as a column decomposes
+    std::optional<KernelNest> rows;    // reduce_short_rows: the reduced modes as one unit-stride mode
+    std::optional<KernelNest> packed;  // reduce_packed_rows: as rows, the rows dense above it too
 };
 // The size-dependent facts: at most one_pass_max_columns kept outputs; rows of short_rows_min_bytes to
-// short_rows_max_bytes; a count needs 64 bits.
+// short_rows_max_bytes, or of packed_rows() bytes; a count needs 64 bits.
 struct OnePassFacts {
-    bool few_columns = false, short_rows = false, wide = false;
+    bool few_columns = false, short_rows = false, wide = false, tiny_rows = false;
 };
 
 // @pre shape.nest.reduced is in the first source's memory order (reduce_shape)
@@ -693,6 +696,8 @@ OnePassShape one_pass_shape(const ReduceShape& shape) {
         rows.reorder_kept(order_by_stride(std::span(&rows.kept[1], 1)));  // neighbouring rows in memory
         const std::int64_t terms = shape.nest.terms();
         rows.reduced = {Layout{{Mode{terms, 0}}}, Layout{{Mode{terms, 1}}}};
+        std::int64_t above = terms;
+        if (dense_from(rows.kept[1], above)) out.packed = rows;
         out.rows = std::move(rows);
     }
     return out;
@@ -701,6 +706,7 @@ OnePassShape one_pass_shape(const ReduceShape& shape) {
 // Which one-pass kernel, if any: reduce_one_pass first (a full reduction of a short run is both).
 std::optional<KernelKind> one_pass_kind(const OnePassShape& shape, const OnePassFacts& facts) {
     if (shape.run && facts.few_columns) return KernelKind::reduce_one_pass;
+    if (shape.packed && facts.tiny_rows) return KernelKind::reduce_packed_rows;
     if (shape.rows && facts.short_rows) return KernelKind::reduce_short_rows;
     return std::nullopt;
 }
@@ -764,7 +770,28 @@ KernelLaunch short_rows_launch(const ReduceShape& shape, const KernelNest& nest)
     return launch;
 }
 
-// The one-pass launch of a reduction, where it is of either class; its scratch bytes in `scratch_bytes`.
+// reduce_packed_rows's grid: a thread per 16-byte vector of P rows, at most target.max_blocks() blocks (the
+// threads stride over the rest); P in the signature (its `vector`), the rows' length at launch.
+KernelLaunch packed_rows_launch(const ReduceShape& shape, const KernelNest& nest, const Target& target) {
+    KernelLaunch launch{{},
+                        {},
+                        {kernel_block_threads},
+                        params_of(nest),
+                        {KernelArgument::destination, KernelArgument::source0}};
+    const std::int64_t row_bytes = nest.terms() * static_cast<std::int64_t>(size_of(shape.sources[0]));
+    const std::int64_t rows_a_vector = kernel_vector_bytes / row_bytes;
+    launch.grid.x = blocks_for(ceil_div(nest.outputs(), rows_a_vector), kernel_block_threads, target);
+    // (offsets are 64-bit; the row counter steps past the rows by up to a grid)
+    launch.signature = one_pass_signature(
+        shape, KernelKind::reduce_packed_rows, nest,
+        needs_wide_index(launch.params,
+                         saturating_add(nest.outputs(), std::int64_t{launch.grid.x} * kernel_block_threads)));
+    launch.signature.vector = static_cast<int>(rows_a_vector);
+    return launch;
+}
+
+// The one-pass launch of a reduction, where it is of one of the classes; its scratch bytes in
+// `scratch_bytes`.
 std::optional<KernelLaunch> schedule_one_pass(const ReduceShape& shape, const Target& target,
                                               std::int64_t& scratch_bytes) {
     const OnePassShape one_pass = one_pass_shape(shape);
@@ -773,11 +800,13 @@ std::optional<KernelLaunch> schedule_one_pass(const ReduceShape& shape, const Ta
     const std::int64_t row_bytes =
         saturating_mul(shape.nest.terms(), static_cast<std::int64_t>(size_of(shape.sources.front())));
     facts.short_rows = row_bytes >= short_rows_min_bytes && row_bytes <= short_rows_max_bytes;
+    facts.tiny_rows = shape.nest.terms() > 1 && packed_rows(row_bytes);  // (one term: a copy)
     const std::optional<KernelKind> kind = one_pass_kind(one_pass, facts);
     scratch_bytes = 0;
     if (!kind) return std::nullopt;
     if (*kind == KernelKind::reduce_one_pass)
         return one_pass_launch(shape, *one_pass.run, target, scratch_bytes);
+    if (*kind == KernelKind::reduce_packed_rows) return packed_rows_launch(shape, *one_pass.packed, target);
     return short_rows_launch(shape, *one_pass.rows);
 }
 
@@ -994,10 +1023,23 @@ std::vector<KernelSignature> possible_gpu_kernels(const Plan& plan, const Step& 
             if (!few_columns && shape.nest.kept_rank() == 0) continue;  // (one output, whatever the extents)
             for (const bool short_rows : {false, true})
                 for (const bool wide : {false, true})
-                    if (const auto kind = one_pass_kind(one_pass, {few_columns, short_rows, wide}))
-                        add(one_pass_signature(
-                            shape, *kind,
-                            *kind == KernelKind::reduce_one_pass ? *one_pass.run : *one_pass.rows, wide));
+                    for (const bool tiny_rows : {false, true}) {
+                        const auto kind = one_pass_kind(one_pass, {few_columns, short_rows, wide, tiny_rows});
+                        if (!kind) continue;
+                        if (*kind != KernelKind::reduce_packed_rows) {
+                            add(one_pass_signature(
+                                shape, *kind,
+                                *kind == KernelKind::reduce_one_pass ? *one_pass.run : *one_pass.rows, wide));
+                            continue;
+                        }
+                        // (P: the rows of each length a vector holds, 2, 4 or 8 bytes)
+                        const auto size = static_cast<int>(size_of(shape.sources[0]));
+                        for (int row = 2 * size; packed_rows(row); row *= 2) {
+                            KernelSignature s = one_pass_signature(shape, *kind, *one_pass.packed, wide);
+                            s.vector = kernel_vector_bytes / row;
+                            add(s);
+                        }
+                    }
         }
         if (one_pass.run && shape.nest.kept_rank() == 0) return;  // a full reduction of a dense run: always A
         for (const bool many_terms : {false, true})

@@ -159,8 +159,8 @@ TEST_CASE("codegen: the route kernels (gradients of max, min, prod) compile with
     compile_all(kernels, Sm80::ptx, /*sm90=*/true, /*sm80_too=*/false);  // (as the one-pass kernels)
 }
 
-// The one-pass reduction kernels (designs A and B): every reduction op, every dtype a GPU takes, kept
-// ranks 0 to 2, with and without an epilogue, both index widths (possible_kernels) - compile too (every
+// The one-pass reduction kernels (designs A and B, packed rows): every reduction op, every dtype a GPU takes,
+// kept ranks 0 to 2, with and without an epilogue, both index widths (possible_kernels) - compile too (every
 // pair of their features).
 TEST_CASE("codegen: the one-pass reduction kernels compile with NVRTC") {
     if (!cuda::nvrtc_available()) {
@@ -180,6 +180,8 @@ TEST_CASE("codegen: the one-pass reduction kernels compile with NVRTC") {
         {"a b -> a", {40, 7}, {}},                // B, one kept mode
         {"a b c -> a b", {4, 5, 6}, {}},          // B, two kept modes, merged
         {"a b c -> a b", {4, 5, 6}, {41, 8, 1}},  // B, two kept modes: padded rows
+        {"a b -> a", {40, 2}, {}},                // packed rows
+        {"a b c -> b a", {4, 5, 2}, {}},          // packed rows, two kept modes
     };
     std::vector<KernelSignature> kernels;
     for (const Case& c : cases)
@@ -202,7 +204,8 @@ TEST_CASE("codegen: the one-pass reduction kernels compile with NVRTC") {
                         options);
                     for (const KernelSignature& k : possible_kernels(p, true))
                         if ((k.kind == KernelKind::reduce_one_pass ||
-                             k.kind == KernelKind::reduce_short_rows) &&
+                             k.kind == KernelKind::reduce_short_rows ||
+                             k.kind == KernelKind::reduce_packed_rows) &&
                             std::find(kernels.begin(), kernels.end(), k) == kernels.end())
                             kernels.push_back(k);
                 }
@@ -212,7 +215,9 @@ TEST_CASE("codegen: the one-pass reduction kernels compile with NVRTC") {
     CHECK(kinds == std::set<std::pair<KernelKind, int>>{{KernelKind::reduce_one_pass, 0},
                                                         {KernelKind::reduce_one_pass, 1},
                                                         {KernelKind::reduce_short_rows, 1},
-                                                        {KernelKind::reduce_short_rows, 2}});
+                                                        {KernelKind::reduce_short_rows, 2},
+                                                        {KernelKind::reduce_packed_rows, 1},
+                                                        {KernelKind::reduce_packed_rows, 2}});
     MESSAGE(kernels.size(), " distinct one-pass kernels");
     // (to PTX for sm_90 alone: the corpus's sample above takes the prelude through both architectures)
     compile_all(kernels, Sm80::ptx, /*sm90=*/true, /*sm80_too=*/false);

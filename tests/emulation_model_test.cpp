@@ -253,7 +253,10 @@ std::vector<ModelCase> model_cases() {
         {call_of(Op::reduce, "a b -> b", Reduction::sum), {{300, 96}}, DType::i8},    // vector columns
         {call_of(Op::reduce, "a b -> b", Reduction::max),
          {{5000, 48}},
-         DType::bf16},  // vector columns, split
+         DType::bf16},                                                                // vector columns, split
+        {call_of(Op::reduce, "a b -> a", Reduction::sum), {{5003, 2}}, DType::bf16},  // packed rows, P = 4
+        {call_of(Op::reduce, "a b -> a", Reduction::max), {{999, 8}}, DType::i8},     // packed rows, P = 2
+        {call_of(Op::reduce, "a b c -> b a", Reduction::sum), {{30, 41, 2}}, DType::f32, true, {2, 1}},
         {call_of(Op::reduce, "b h i j -> b h i", Reduction::max), {{2, 2, 8, 100}}, DType::bf16},
         {call_of(Op::reduce, "b h i j -> b h j", Reduction::sum), {{2, 2, 50, 64}}, DType::bf16},
         {call_of(Op::reduce, "b s e -> b e", Reduction::mean), {{2, 300, 64}}, DType::bf16},
@@ -383,7 +386,8 @@ TEST_CASE("emulated GPU model: every launch's traced accesses equal its kernel's
     for (const KernelKind kind :
          {KernelKind::elementwise, KernelKind::permute, KernelKind::vector_copy, KernelKind::short_side,
           KernelKind::tiles, KernelKind::reduce_rows, KernelKind::reduce_columns, KernelKind::finalize,
-          KernelKind::route, KernelKind::reduce_one_pass, KernelKind::reduce_short_rows})
+          KernelKind::route, KernelKind::reduce_one_pass, KernelKind::reduce_short_rows,
+          KernelKind::reduce_packed_rows})
         CHECK_MESSAGE(device.checked[kind] > 0, "no case checked a ", name_of(kind), " kernel");
 }
 
@@ -472,6 +476,7 @@ TEST_CASE("emulated GPU model: large launches, traced from sampled blocks with t
         {call_of(Op::reduce, "b h i j -> b h i", Reduction::max), {{1, 4, 2048, 2048}}, DType::bf16},
         {call_of(Op::reduce, "b h i j -> b h j", Reduction::sum), {{1, 4, 2048, 2048}}, DType::bf16},
         {call_of(Op::reduce, "b s e -> b e", Reduction::mean), {{8, 2048, 2048}}, DType::bf16},
+        {call_of(Op::reduce, "a b -> a", Reduction::sum), {{16777216, 2}}, DType::bf16},
     };
     struct Run {
         Plan plan;

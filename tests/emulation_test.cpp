@@ -1466,3 +1466,63 @@ TEST_CASE("emulated GPU: narrow rows and columns reductions read 16-byte vectors
     CHECK(ran[{KernelKind::finalize, true}] > 10 / testing::sample_every);
     CHECK(ran[{columns, false}] > 5 / testing::sample_every);
 }
+
+// Rows of 2, 4 and 8 bytes packed back to back (reduce_packed_rows): every op and dtype a GPU takes, each
+// row length that packs, row counts that leave a tail after the last whole vector, sources off a 16-byte
+// boundary (a row a thread), destinations of two kept modes in another order (each row's offset
+// decomposed), NaN among max/min terms; the results equal the reference interpreter's.
+TEST_CASE("emulated GPU: packed rows of 2, 4 and 8 bytes for every op and dtype equal the reference") {
+    std::mt19937 rng(2028);
+    const auto pick = [&](std::int64_t low, std::int64_t high) {
+        return low + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(high - low + 1));
+    };
+    std::vector<OnePassCase> cases;
+    const auto add = [&](Reduction op, DType dtype, const char* pattern, const Shape& shape,
+                         std::int64_t shift, auto output) {
+        const Call call{Op::reduce, pattern, op, {}, false, {}};
+        std::int64_t count = 1;
+        for (const std::int64_t e : shape) count *= e;
+        const std::vector<double> values = one_pass_terms(
+            op, dtype, count, [&](std::int64_t flat) { return output(shape, flat); }, rng);
+        LaidOperand operand = lay_out_operand(dtype, shape, 0, shift, values);
+        Prepared prepared = prepare(call, std::span(&operand.view, 1), false);
+        cases.push_back(OnePassCase{fmt::format("reduce {} \"{}\" {} {} shift {}", name_of(op), pattern,
+                                                name_of(dtype), fmt::join(shape, "x"), shift),
+                                    call, std::move(operand), std::move(prepared),
+                                    KernelKind::reduce_packed_rows});
+    };
+    const auto row = [](const Shape& shape, std::int64_t flat) { return flat / shape.back(); };
+    int combination = 0, runs = 0, aligned_runs = 0;
+    for (const Reduction op : all_ops)
+        for (const DType dtype : gpu_dtypes) {
+            if (info_of(op).result == ResultRule::floating && !is_floating(dtype)) continue;
+            const auto size = static_cast<std::int64_t>(size_of(dtype));
+            for (std::int64_t r = 2; packed_rows(r * size); r *= 2) {
+                const std::int64_t P = 16 / (r * size);
+                // many vector batches and a tail; a few rows only (the tail alone); off a boundary
+                add(op, dtype, "a r -> a", {P * 32 * 4 * pick(1, 5) + pick(0, P - 1), r}, 0, row);
+                if (combination % 2 == 0) add(op, dtype, "a r -> a", {pick(2, 2 * P), r}, 0, row);
+                if (combination % 3 == 0)
+                    add(op, dtype, "a r -> a", {pick(100, 900), r}, pick(1, 16 / size - 1), row);
+                if (combination % 3 == 1)
+                    add(op, dtype, "a b r -> b a", {pick(2, 40), pick(2, 40), r}, 0, row);
+                ++combination;
+            }
+        }
+    const EmulatedKernels emulated(kernels_of_all(cases));
+    EmulatedDevice device(emulated);
+    for (std::size_t i = 0; i < cases.size(); i += testing::sample_every) {
+        const OnePassCase& c = cases[i];
+        CAPTURE(c.description);
+        CHECK(kinds_of(c.prepared.gpu) == std::vector<KernelKind>{KernelKind::reduce_packed_rows});
+        const std::vector<KernelSignature> possible = possible_kernels(c.prepared.plan, true);
+        for (const KernelSignature& k : kernels_of(c.prepared.gpu))
+            CHECK_MESSAGE(std::find(possible.begin(), possible.end(), k) != possible.end(), k.name());
+        run_one_pass_case(c, c.prepared.gpu, device);
+        ++runs;
+        aligned_runs += reinterpret_cast<std::uintptr_t>(c.operand.view.data) % 16 == 0;
+    }
+    MESSAGE(cases.size(), " cases, ", runs, " run, ", aligned_runs, " from a 16-byte boundary");
+    CHECK(aligned_runs > 60 / testing::sample_every);
+    CHECK(runs - aligned_runs > 10 / testing::sample_every);
+}

@@ -60,6 +60,21 @@ std::vector<KernelSignature> kernels_to_check() {
                     k.vector = 16 / static_cast<int>(size_of(dtype));
                     add(k);
                 }
+    // Packed rows: each P, with the widest accumulator (i64) and the narrowest (f32).
+    for (const auto& [dtype, rows_a_vector] : {std::pair{DType::bf16, 4}, std::pair{DType::f32, 2},
+                                               std::pair{DType::i8, 8}, std::pair{DType::i8, 4}})
+        for (const Reduction op : {Reduction::sum, Reduction::max}) {
+            KernelSignature k;
+            k.kind = KernelKind::reduce_packed_rows;
+            k.op = op;
+            k.sources = {dtype};
+            k.destination = dtype;
+            k.accumulator = is_floating(dtype) ? DType::f32 : DType::i64;
+            k.kept_rank = 1;
+            k.reduced_rank = 1;
+            k.vector = rows_a_vector;
+            add(k);
+        }
     for (const Reduction op : {Reduction::max, Reduction::prod})
         for (const DType dtype : {DType::f32, DType::bf16})
             for (const auto& [kept, reduced] : {std::pair{1, 1}, std::pair{3, 2}}) {
