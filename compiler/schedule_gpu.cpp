@@ -614,7 +614,8 @@ KernelSignature reduce_signature(const ReduceShape& shape, KernelKind kind, bool
     return s;
 }
 
-// The nest of a vector rows kernel: each row's reduced modes as one unit-stride mode.
+// The nest of a kernel that reads each output's terms as one dense row: the reduced modes as one unit-stride
+// mode.
 KernelNest rows_nest(const ReduceShape& shape) {
     KernelNest rows = shape.nest;
     const std::int64_t terms = shape.nest.terms();
@@ -692,11 +693,9 @@ OnePassShape one_pass_shape(const ReduceShape& shape) {
     if (dense_from(run.kept[1], stride) && dense_from(run.reduced[1], stride)) out.run = std::move(run);
     stride = 1;
     if (shape.nest.reduced_rank() > 0 && dense_from(shape.nest.reduced[1], stride)) {
-        KernelNest rows = shape.nest;
+        KernelNest rows = rows_nest(shape);
         rows.reorder_kept(order_by_stride(std::span(&rows.kept[1], 1)));  // neighbouring rows in memory
-        const std::int64_t terms = shape.nest.terms();
-        rows.reduced = {Layout{{Mode{terms, 0}}}, Layout{{Mode{terms, 1}}}};
-        std::int64_t above = terms;
+        std::int64_t above = shape.nest.terms();
         if (dense_from(rows.kept[1], above)) out.packed = rows;
         out.rows = std::move(rows);
     }
@@ -781,11 +780,12 @@ KernelLaunch packed_rows_launch(const ReduceShape& shape, const KernelNest& nest
     const std::int64_t row_bytes = nest.terms() * static_cast<std::int64_t>(size_of(shape.sources[0]));
     const std::int64_t rows_a_vector = kernel_vector_bytes / row_bytes;
     launch.grid.x = blocks_for(ceil_div(nest.outputs(), rows_a_vector), kernel_block_threads, target);
-    // (offsets are 64-bit; the row counter steps past the rows by up to a grid)
-    launch.signature = one_pass_signature(
-        shape, KernelKind::reduce_packed_rows, nest,
-        needs_wide_index(launch.params,
-                         saturating_add(nest.outputs(), std::int64_t{launch.grid.x} * kernel_block_threads)));
+    // (offsets are 64-bit; a warp's rows reach past the last by up to the grid's threads' batches of P)
+    const std::int64_t past =
+        std::int64_t{launch.grid.x} * kernel_block_threads * packed_rows_batch * rows_a_vector;
+    launch.signature =
+        one_pass_signature(shape, KernelKind::reduce_packed_rows, nest,
+                           needs_wide_index(launch.params, saturating_add(nest.outputs(), past)));
     launch.signature.vector = static_cast<int>(rows_a_vector);
     return launch;
 }
