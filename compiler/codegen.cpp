@@ -809,10 +809,9 @@ struct Text {
             return fmt::format("{{ const {0} x = ({0}){1}; acc = {2}; }}", a,
                                load(d, "src0 + (o1 + " + at + ")"), fold(s.op, "acc", "x"));
         };
-        std::string out = fmt::format("        const {0} head = ({0})((16u - ((unsigned)(einc_u64)(src0 + "
-                                      "(o1 + begin)) & 15u)) & 15u) / "
-                                      "{1};\n",
-                                      i, size);
+        std::string out =
+            "        const unsigned misaligned = (unsigned)(einc_u64)(src0 + (o1 + begin)) & 15u;\n";
+        out += fmt::format("        const {0} head = ({0})((16u - misaligned) & 15u) / {1};\n", i, size);
         out += fmt::format("        const {0} first = end - begin < head ? end : begin + head;\n", i);
         out += fmt::format("        const {0} whole = first + (end - first) / {1} * {1};\n", i, V);
         out += "        if (begin + lane < first) " + fold_element("begin + lane") + "\n";
