@@ -74,8 +74,10 @@ public:
 
     std::size_t work = 0;  // pairs scored, in every run
 
-    // One run: deterministic without `random`. `limit`: the largest intermediate it may make.
-    Run run(Score score, Random* random, double temperature, double limit) {
+    // One run: deterministic without `random`. `limit`: the largest intermediate it may make. `by_size`:
+    // join unconnected tensors the pair of the smallest product of sizes first, not by `score` (on a star
+    // around an output axis, where nothing is connected, either way can be the better).
+    Run run(Score score, Random* random, double temperature, double limit, bool by_size = false) {
         State s{network_.operands, {}, std::vector<bool>(network_.operands.size(), true),        holders_,
                 holders_of_,       {}, std::vector<std::size_t>(2 * network_.operands.size(), 0)};
         for (const AxisSet& t : s.tensors) s.size.push_back(product(t, network_.sizes));
@@ -109,7 +111,7 @@ public:
                         if (!s.alive[j]) continue;
                         const Pair p = score_pair(s, Score::removed, i, j);
                         if (live > 2 && p.size > limit) continue;
-                        const Candidate c{p.score, i, j};
+                        const Candidate c{by_size ? s.size[i] * s.size[j] : p.score, i, j};
                         if (!found || chosen > c) chosen = c;
                         found = true;
                     }
@@ -465,6 +467,7 @@ Heuristic best_greedy(const Network& network, std::size_t work_budget) {
     FaithfulGreedy faithful(network);
     keep(faithful.run(network.max_intermediate), false);
     greedy.work += faithful.work;
+    keep(greedy.run(Score::removed, nullptr, 0, network.max_intermediate, true), false);
     keep(greedy.run(Score::flops, nullptr, 0, network.max_intermediate), false);
     Random random(seed);
     while (best.runs < max_runs && greedy.work < work_budget) {

@@ -587,6 +587,22 @@ const RecordedGreedy recorded_greedy[] = {
 
 }  // namespace
 
+TEST_CASE("a star of 50 matrices around an output axis: the two smallest first, then one by one") {
+    // h (8, the output's) and an own axis x of 2 to 6 per matrix. Each x is summed by the first
+    // contraction its matrix takes part in, which costs at least 2 * 8 * x (2 * 8 * x1 * x2 >= 2 * 8 *
+    // (x1 + x2) when two meet): 16 * (sum of x) = 16 * 200 = 3200 at least, and joining the two smallest
+    // first, then each matrix into the 8-element result, costs that. Nothing shares a summed axis, so
+    // opt_einsum's greedy joins by the output part alone (every one the same: 6590 FLOPs).
+    Network net{{}, {0}, {8}};
+    for (AxisId a = 1; a <= 50; ++a) {
+        net.operands.push_back({0, a});
+        net.sizes.push_back(2 + (a - 1) % 5);
+    }
+    const ContractionPath path = order_of(net);
+    CHECK(count(net, path.pairs).flops == 3200);
+    CHECK(path.optimized_flops == 3200);
+}
+
 TEST_CASE("the plain greedy is opt_einsum's greedy, pair for pair (its orders recorded as data)") {
     for (const RecordedGreedy& recorded : recorded_greedy) {
         const Network net = parse_network(recorded.network);
