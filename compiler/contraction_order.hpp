@@ -4,7 +4,8 @@
 //   up to 16 operands  dynamic programming over subsets under a cost cap raised until an order fits
 //                      (Pfeifer, Haegeman, Verstraete 2014): optimal, unless its work budget runs out
 //   beyond             opt_einsum's greedy (the pair whose result removes the most elements), then
-//                      randomised greedy runs from a fixed seed and a work budget: the best of them
+//                      randomised greedy runs from a fixed seed and a work budget: the best of them,
+//                      then each subtree of up to 7 tensors reordered exhaustively while that is cheaper
 //                      (deterministic, not proven optimal)
 //
 // FLOPs are counted as opt_einsum counts them: a contraction over the axes U of its operands costs

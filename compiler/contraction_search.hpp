@@ -59,4 +59,10 @@ Heuristic best_greedy(const Network& network, std::size_t work_budget);
 // The plain greedy alone (the DP's first upper bound): empty when it breaks the limit.
 SsaPath plain_greedy(const Network& network);
 
+// The path with the order inside each subtree of a few tensors made the cheapest there is, while that
+// lowers the total (contraction_reorder.cpp); `reordered`: how many subtrees it changed. `work_budget`
+// bounds the splits it tries, about.
+SsaPath reorder_subtrees(const Network& network, SsaPath path, std::size_t work_budget,
+                         std::size_t& reordered);
+
 }  // namespace einc::contraction

@@ -169,7 +169,8 @@ struct ContractionPath {
     double largest_intermediate = 0;  // elements, the output's included
     bool optimal = true;              // proven optimal (exhaustive or dynamic programming)
     PathSearch search = PathSearch::exhaustive;
-    std::size_t greedy_runs = 0;  // random_greedy: the runs it took the best of
+    std::size_t greedy_runs = 0;         // random_greedy: the runs it took the best of
+    std::size_t subtrees_reordered = 0;  // greedy searches: subtrees the local search then made cheaper
 };
 
 struct Plan {

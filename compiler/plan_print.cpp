@@ -141,18 +141,25 @@ std::string model_line(const KernelLaunch& launch, const KernelPrediction& k, co
         k.serial_chain, k.l2_resident ? " (its data in L2)" : "");
 }
 
+// What the local search after the greedy runs changed.
+std::string reordered(const ContractionPath& path) {
+    if (path.subtrees_reordered == 0) return "";
+    return fmt::format(", then {} subtree{} reordered exhaustively", path.subtrees_reordered,
+                       path.subtrees_reordered == 1 ? "" : "s");
+}
+
 // How the order was found, and whether it is proven optimal.
 std::string describe_search(const ContractionPath& path) {
     switch (path.search) {
     case PathSearch::exhaustive: return "optimal";
     case PathSearch::dynamic_programming: return "optimal, by dynamic programming";
     case PathSearch::greedy:
-        return path.greedy_runs > 1
-                   ? fmt::format("greedy, the best of {} greedy runs, not proven optimal", path.greedy_runs)
-                   : "greedy, not proven optimal";
+        return path.greedy_runs > 1 ? fmt::format("greedy, the best of {} greedy runs{}, not proven optimal",
+                                                  path.greedy_runs, reordered(path))
+                                    : fmt::format("greedy{}, not proven optimal", reordered(path));
     case PathSearch::random_greedy:
-        return fmt::format("randomised greedy, the best of {} greedy runs, not proven optimal",
-                           path.greedy_runs);
+        return fmt::format("randomised greedy, the best of {} greedy runs{}, not proven optimal",
+                           path.greedy_runs, reordered(path));
     case PathSearch::chosen: return "as chosen";
     }
     return "";

@@ -623,6 +623,68 @@ TEST_CASE("the plain greedy is opt_einsum's greedy, pair for pair (its orders re
     }
 }
 
+namespace {
+
+contraction::Network internal_network(const Network& net,
+                                      double limit = std::numeric_limits<double>::infinity()) {
+    contraction::Network network{net.operands, net.output, net.sizes, limit};
+    for (Axes& axes : network.operands) std::sort(axes.begin(), axes.end());
+    std::sort(network.output.begin(), network.output.end());
+    return network;
+}
+
+// ((0 1) 2) 3 ...: every operand in turn onto what came before, in SSA form.
+Pairs left_deep(std::size_t operands) {
+    Pairs ssa{{0, 1}};
+    for (std::size_t k = 2; k < operands; ++k) ssa.emplace_back(operands + k - 2, k);
+    return ssa;
+}
+
+}  // namespace
+
+TEST_CASE("reordering subtrees: a matrix chain's bad order becomes (A B) C") {
+    // A 10x100 (i j), B 100x5 (j k), C 5x50 (k l); the order A (B C) costs 2*100*5*50 + 2*10*100*50 =
+    // 150000, (A B) C 2*10*100*5 + 2*10*5*50 = 15000.
+    const Network net{{{0, 1}, {1, 2}, {2, 3}}, {0, 3}, {10, 100, 5, 50}};
+    std::size_t reordered = 0;
+    const Pairs improved =
+        contraction::reorder_subtrees(internal_network(net), {{1, 2}, {0, 3}}, 1'000'000, reordered);
+    CHECK(reordered == 1);
+    CHECK(count(net, list_of(improved, 3)).flops == 15000);
+}
+
+TEST_CASE("reordering subtrees: never dearer, within the limit, optimal when one frontier holds it all") {
+    std::mt19937 rng(41);
+    for (int trial = 0; trial < 40; ++trial) {
+        const std::size_t n = 4 + static_cast<std::size_t>(trial) % 7;  // 4 to 10 operands
+        const Network net =
+            random_network(rng, n, n / 3 + static_cast<std::size_t>(trial % 3), 2 + trial % 6);
+        CAPTURE(trial);
+        const Pairs start = left_deep(n);
+        const Counted before = count(net, list_of(start, n));
+        std::size_t reordered = 0;
+        const Pairs improved =
+            contraction::reorder_subtrees(internal_network(net), start, 100'000'000, reordered);
+        REQUIRE(improved.size() == n - 1);
+        const Counted after = count(net, list_of(improved, n));
+        CHECK(after.flops <= before.flops);
+        CHECK((reordered == 0) == (after.flops == before.flops));
+        const double optimum = subset_optimum(net);
+        CHECK(after.flops >= optimum * (1 - 1e-12));
+        // Up to 7 operands the root's frontier is every operand: the order is the optimum.
+        if (n <= 7) CHECK(after.flops == doctest::Approx(optimum));
+        // Under a limit of the start's peak (which it meets), every reordered subtree meets it too.
+        if (before.peak > 0) {
+            const Pairs limited = contraction::reorder_subtrees(internal_network(net, before.peak), start,
+                                                                100'000'000, reordered);
+            const Counted within = count(net, list_of(limited, n));
+            CHECK(within.peak <= before.peak);
+            CHECK(within.flops <= before.flops);
+            if (n <= 7) CHECK(within.flops == doctest::Approx(subset_optimum(net, before.peak)));
+        }
+    }
+}
+
 TEST_CASE("the memory limit: the cheapest order within it, or an error naming the smallest peak") {
     std::mt19937 rng(3);
     for (int trial = 0; trial < 12; ++trial) {
