@@ -26,7 +26,8 @@ struct Tree {
 };
 
 Tree tree_of(const Network& network, const SsaPath& path) {
-    Tree tree{network.operands.size(), path, network.operands, std::vector<double>(network.operands.size(), 0)};
+    Tree tree{network.operands.size(), path, network.operands,
+              std::vector<double>(network.operands.size(), 0)};
     std::vector<int> holders(network.sizes.size(), 0);
     std::vector<bool> in_output(network.sizes.size(), false);
     for (const AxisSet& set : network.operands)
@@ -122,8 +123,8 @@ Local cheapest(const std::vector<const AxisSet*>& frontier, const AxisSet& resul
 }
 
 // Rebuilds the subtree of `mask` from the local splits, taking node ids from `free` (its root last).
-std::size_t rebuild(Tree& tree, const Local& local, std::uint32_t mask, const std::vector<std::size_t>& frontier,
-                    std::vector<std::size_t>& free) {
+std::size_t rebuild(Tree& tree, const Local& local, std::uint32_t mask,
+                    const std::vector<std::size_t>& frontier, std::vector<std::size_t>& free) {
     if (std::popcount(mask) == 1) return frontier[static_cast<std::size_t>(std::countr_zero(mask))];
     const std::size_t left = rebuild(tree, local, local.left[mask], frontier, free);
     const std::size_t right = rebuild(tree, local, mask & ~local.left[mask], frontier, free);
@@ -135,7 +136,8 @@ std::size_t rebuild(Tree& tree, const Local& local, std::uint32_t mask, const st
 
 }  // namespace
 
-SsaPath reorder_subtrees(const Network& network, SsaPath path, std::size_t work_budget, std::size_t& reordered) {
+SsaPath reorder_subtrees(const Network& network, SsaPath path, std::size_t work_budget,
+                         std::size_t& reordered) {
     reordered = 0;
     if (path.empty()) return path;
     std::size_t work = 0;
