@@ -82,13 +82,6 @@ struct Bits {
     }
 };
 
-// C(n, k) for n <= 16.
-std::size_t choose(std::size_t n, std::size_t k) {
-    std::size_t c = 1;
-    for (std::size_t i = 1; i <= k; ++i) c = c * (n - k + i) / i;
-    return c;
-}
-
 template <std::size_t Words>
 class SubsetSearch {
 public:
@@ -118,6 +111,13 @@ public:
         const double known = upper_bound * (1 + 1e-9);  // (an order of this cost fits: the last pass)
         std::size_t work = 0;  // pairs of subsets priced, and an eighth of those only looked at
         std::vector<std::vector<std::uint32_t>> level(n_ + 1);
+        // Each finished level again, with what a scan reads beside each subset: one pass through memory,
+        // not a lookup by subset for each of the pairs looked at.
+        struct Finished {
+            std::uint32_t mask;
+            double least;
+        };
+        std::vector<std::vector<Finished>> finished(n_ + 1);
         std::vector<std::uint32_t> touched;
         for (;;) {
             cap = std::min(cap, known);
@@ -137,6 +137,8 @@ public:
                 std::sort(level[m - 1].begin(), level[m - 1].end(), [&](std::uint32_t x, std::uint32_t y) {
                     return least(x) < least(y) || (least(x) == least(y) && x < y);
                 });
+                finished[m - 1].clear();
+                for (const std::uint32_t mask : level[m - 1]) finished[m - 1].push_back({mask, least(mask)});
                 for (std::size_t k = 1; k <= m / 2; ++k) {
                     const std::size_t need = m - k;
                     for (const std::uint32_t a : level[k]) {
@@ -171,20 +173,17 @@ public:
                             largest_[s] = largest;
                             left_[s] = a;
                         };
-                        if (level[need].size() <= choose(n_ - k, need)) {
-                            for (const std::uint32_t b : level[need]) {
-                                ++looked;
-                                if (cost_[a] + least(b) > cap) {
-                                    rejected = std::min(rejected, cost_[a] + least(b));
-                                    break;
-                                }
-                                if (!(a & b) && (need != k || b > a)) consider(b);
+                        // The finished level in order of cost + size: a scan stops at the first subset
+                        // that cannot fit (cheaper, on every network tried, than enumerating the subsets
+                        // of the other operands, where most have no order within the cap).
+                        const double cost_a = cost_[a];
+                        for (const Finished& b : finished[need]) {
+                            ++looked;
+                            if (cost_a + b.least > cap) {
+                                rejected = std::min(rejected, cost_a + b.least);
+                                break;
                             }
-                        } else {
-                            looked += choose(n_ - k, need);
-                            for_each_subset(full_ & ~a, need, [&](std::uint32_t b) {
-                                if (!std::isinf(cost_[b]) && (need != k || b > a)) consider(b);
-                            });
+                            if (!(a & b.mask) && (need != k || b.mask > a)) consider(b.mask);
                         }
                         work += looked / 8;
                         looked %= 8;
@@ -224,23 +223,6 @@ private:
             size_[mask] = result_[mask].product(sizes_);
         }
         return size_[mask];
-    }
-
-    // Every subset of `free` with `count` (>= 1) members: Gosper's hack over the positions of its bits.
-    template <typename Visit>
-    void for_each_subset(std::uint32_t free, std::size_t count, Visit visit) const {
-        std::array<std::uint32_t, max_operands> bit{};
-        std::size_t bits = 0;
-        for (std::uint32_t f = free; f != 0; f &= f - 1) bit[bits++] = f & (~f + 1);
-        if (count > bits) return;
-        for (std::uint32_t c = (std::uint32_t{1} << count) - 1; c < (std::uint32_t{1} << bits);) {
-            std::uint32_t subset = 0;
-            for (std::uint32_t r = c; r != 0; r &= r - 1)
-                subset |= bit[static_cast<std::size_t>(std::countr_zero(r))];
-            visit(subset);
-            const std::uint32_t low = c & (~c + 1), ripple = c + low;
-            c = ripple | (((c ^ ripple) >> 2) / low);
-        }
     }
 
     std::size_t emit(std::uint32_t mask, SsaPath& path) const {
