@@ -115,7 +115,8 @@ public:
         // not a lookup by subset for each of the pairs looked at.
         struct Finished {
             std::uint32_t mask;
-            double least;
+            double least, cost, size, largest;
+            Bits<Words> result;
         };
         std::vector<std::vector<Finished>> finished(n_ + 1);
         std::vector<std::uint32_t> touched;
@@ -138,32 +139,33 @@ public:
                     return least(x) < least(y) || (least(x) == least(y) && x < y);
                 });
                 finished[m - 1].clear();
-                for (const std::uint32_t mask : level[m - 1]) finished[m - 1].push_back({mask, least(mask)});
+                for (const std::uint32_t mask : level[m - 1])
+                    finished[m - 1].push_back(
+                        {mask, least(mask), cost_[mask], result_size(mask), largest_[mask], result_[mask]});
                 for (std::size_t k = 1; k <= m / 2; ++k) {
                     const std::size_t need = m - k;
-                    for (const std::uint32_t a : level[k]) {
-                        if (least(a) > cap) break;
-                        const auto consider = [&](std::uint32_t b) {
+                    for (const Finished& a : finished[k]) {
+                        if (a.least > cap) break;
+                        const auto consider = [&](const Finished& b) {
                             ++work;
-                            const double reads = cost_[a] + cost_[b];
-                            const double at_least = reads + std::max(result_size(a), result_size(b));
+                            const double reads = a.cost + b.cost;
+                            const double at_least = reads + std::max(a.size, b.size);
                             if (at_least > cap) {
                                 rejected = std::min(rejected, at_least);
                                 return;
                             }
-                            const std::uint32_t s = a | b;
+                            const std::uint32_t s = a.mask | b.mask;
                             const double size = result_size(s);
                             if (s != full_ && size > max_intermediate_) return;
-                            const Bits<Words> all = result_[a] | result_[b];
-                            const double flops = result_size(a) * result_size(b) /
-                                                 (result_[a] & result_[b]).product(sizes_) *
+                            const Bits<Words> all = a.result | b.result;
+                            const double flops = a.size * b.size / (a.result & b.result).product(sizes_) *
                                                  (all == result_[s] ? 1 : 2);
                             const double total = reads + flops;
                             if (total > cap) {
                                 rejected = std::min(rejected, total);
                                 return;
                             }
-                            const double largest = std::max({largest_[a], largest_[b], size});
+                            const double largest = std::max({a.largest, b.largest, size});
                             if (std::isinf(cost_[s])) {
                                 level[m].push_back(s);
                                 touched.push_back(s);
@@ -171,19 +173,18 @@ public:
                                 return;
                             cost_[s] = total;
                             largest_[s] = largest;
-                            left_[s] = a;
+                            left_[s] = a.mask;
                         };
                         // The finished level in order of cost + size: a scan stops at the first subset
                         // that cannot fit (cheaper, on every network tried, than enumerating the subsets
                         // of the other operands, where most have no order within the cap).
-                        const double cost_a = cost_[a];
                         for (const Finished& b : finished[need]) {
                             ++looked;
-                            if (cost_a + b.least > cap) {
-                                rejected = std::min(rejected, cost_a + b.least);
+                            if (a.cost + b.least > cap) {
+                                rejected = std::min(rejected, a.cost + b.least);
                                 break;
                             }
-                            if (!(a & b.mask) && (need != k || b.mask > a)) consider(b.mask);
+                            if (!(a.mask & b.mask) && (need != k || b.mask > a.mask)) consider(b);
                         }
                         work += looked / 8;
                         looked %= 8;
