@@ -22,6 +22,10 @@ constexpr double infinity = std::numeric_limits<double>::infinity();
 // How far each pass raises the cap past the cheapest order it had to reject: more passes against more
 // subsets a pass.
 constexpr double cap_growth = 4;
+// The first pass's cap, at least this far below the cost of the order known to fit: that order (the
+// greedy's, its subtrees reordered) is mostly the optimum or near it, and passes far below it use up the
+// work budget on subsets only to find that none reaches the whole network.
+constexpr double first_cap_below_known = 4;
 
 // Axes that the same operands hold (and the output does or not) behave as one axis of their product
 // size in every contraction: the search works on these groups, a bit each.
@@ -109,6 +113,7 @@ public:
         double cap = std::max(1.0, result_size(full_));
         for (std::size_t i = 0; i < n_; ++i) cap = std::max(cap, result_size(std::uint32_t{1} << i));
         const double known = upper_bound * (1 + 1e-9);  // (an order of this cost fits: the last pass)
+        if (std::isfinite(known)) cap = std::max(cap, known / first_cap_below_known);
         std::size_t work = 0;  // pairs of subsets priced, and an eighth of those only looked at
         std::vector<std::vector<std::uint32_t>> level(n_ + 1);
         // Each finished level again, with what a scan reads beside each subset: one pass through memory,
