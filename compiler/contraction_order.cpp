@@ -74,7 +74,7 @@ AxisSet needed_outside(std::uint64_t mask, std::span<const AxisSet> operands, co
 // Every split of every subset: 3^n steps and 2^n entries.
 constexpr std::size_t exhaustive_operands = 8;
 // Dynamic programming over subsets up to here (2^n entries), and the pairs of subsets it may price
-// (about 0.1 s here; past it, the greedy searches).
+// (about 50-80 ms here; past it, the greedy searches).
 constexpr std::size_t dp_operands = 16;
 constexpr std::size_t dp_work_budget = 3'000'000;
 // The greedy runs' budget: candidate pairs scored, in all runs together (deterministic, unlike time;
