@@ -83,24 +83,22 @@ KernelResources kernel_resources(const KernelSignature& s) {
         r.estimated = true;
         r.registers = estimated_registers(s);
     }
+    const int accumulator = s.accumulator == DType::f64 || !is_floating(s.accumulator) ? 8 : 4;  // bytes
     switch (s.kind) {
     case KernelKind::tiles:
         r.shared_bytes = tiles_shared_bytes(static_cast<int>(size_of(s.destination)), s.vector);
         break;
-    case KernelKind::reduce_one_pass: {  // its warps' columns, the last block's rows, the last-block flag
-        const int accumulator = s.accumulator == DType::f64 || !is_floating(s.accumulator) ? 8 : 4;
+    case KernelKind::reduce_one_pass:  // its warps' columns, the last block's rows, the last-block flag
         r.shared_bytes =
             (one_pass_block_threads / kernel_warp * kernel_warp + one_pass_block_threads) * accumulator + 4;
         break;
-    }
     case KernelKind::short_side:  // short destination rows: the warps' stages
         if (!s.short_source)
             r.shared_bytes = short_side_stage_bytes(
                 s.short_extent * s.vector * static_cast<int>(size_of(s.destination)) / kernel_vector_bytes);
         break;
     case KernelKind::reduce_packed_rows:  // its warps' stages
-        r.shared_bytes = packed_rows_shared_bytes(
-            s.vector, s.accumulator == DType::f64 || !is_floating(s.accumulator) ? 8 : 4);
+        r.shared_bytes = packed_rows_shared_bytes(s.vector, accumulator);
         break;
     case KernelKind::elementwise:
     case KernelKind::permute:

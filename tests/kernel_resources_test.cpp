@@ -43,38 +43,32 @@ std::vector<KernelSignature> kernels_to_check() {
             const Plan p = plan(bind(c.call, shapes), c.specs, options);
             for (const KernelSignature& k : kernels_of(schedule(p, Target::gpu(132)))) add(k);
         }
+    // A single-source reduction of dtype into dtype, kept modes over one reduced mode.
+    const auto reduction = [&](KernelKind kind, Reduction op, DType dtype, int kept_rank, int vector,
+                               bool partials) {
+        KernelSignature k;
+        k.kind = kind;
+        k.op = op;
+        k.sources = {dtype};
+        k.destination = dtype;
+        k.accumulator = is_floating(dtype) ? DType::f32 : DType::i64;
+        k.kept_rank = kept_rank;
+        k.reduced_rank = 1;
+        k.partials = partials;
+        k.vector = vector;
+        add(k);
+    };
     // The reductions that read 16-byte vectors of narrow elements, whether or not the corpus reaches them.
     for (const Reduction op : {Reduction::sum, Reduction::max})
         for (const DType dtype : {DType::bf16, DType::i8})
             for (const KernelKind kind : {KernelKind::reduce_rows, KernelKind::reduce_columns})
-                for (const bool partials : {false, true}) {
-                    KernelSignature k;
-                    k.kind = kind;
-                    k.op = op;
-                    k.sources = {dtype};
-                    k.destination = dtype;
-                    k.accumulator = is_floating(dtype) ? DType::f32 : DType::i64;
-                    k.kept_rank = 2;
-                    k.reduced_rank = 1;
-                    k.partials = partials;
-                    k.vector = 16 / static_cast<int>(size_of(dtype));
-                    add(k);
-                }
+                for (const bool partials : {false, true})
+                    reduction(kind, op, dtype, 2, 16 / static_cast<int>(size_of(dtype)), partials);
     // Packed rows: each P, with the widest accumulator (i64) and the narrowest (f32).
     for (const auto& [dtype, rows_a_vector] : {std::pair{DType::bf16, 4}, std::pair{DType::f32, 2},
                                                std::pair{DType::i8, 8}, std::pair{DType::i8, 4}})
-        for (const Reduction op : {Reduction::sum, Reduction::max}) {
-            KernelSignature k;
-            k.kind = KernelKind::reduce_packed_rows;
-            k.op = op;
-            k.sources = {dtype};
-            k.destination = dtype;
-            k.accumulator = is_floating(dtype) ? DType::f32 : DType::i64;
-            k.kept_rank = 1;
-            k.reduced_rank = 1;
-            k.vector = rows_a_vector;
-            add(k);
-        }
+        for (const Reduction op : {Reduction::sum, Reduction::max})
+            reduction(KernelKind::reduce_packed_rows, op, dtype, 1, rows_a_vector, false);
     for (const Reduction op : {Reduction::max, Reduction::prod})
         for (const DType dtype : {DType::f32, DType::bf16})
             for (const auto& [kept, reduced] : {std::pair{1, 1}, std::pair{3, 2}}) {
