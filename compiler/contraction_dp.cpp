@@ -3,7 +3,9 @@
 // kept, and the cap is raised until the whole network is reached. Every order of cost <= cap is
 // considered - outer products too, since they can be cheaper (a vector with a vector before a large
 // tensor) - so the order found is optimal. Outer products are not excluded but priced like any pair:
-// under a low cap the expensive ones are never formed, which is what keeps the search small.
+// under a low cap the expensive ones are never formed, which is what keeps the search small. A subset is
+// also dropped when its cost plus a lower bound on consuming the operands outside it (their charges,
+// see Charges) exceeds the cap: that bound is what keeps a star's search small.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -75,6 +77,10 @@ struct Bits {
         for (std::size_t w = 0; w < Words; ++w) a.word[w] &= b.word[w];
         return a;
     }
+    friend Bits operator~(Bits a) {
+        for (std::uint64_t& w : a.word) w = ~w;
+        return a;
+    }
     friend bool operator==(const Bits&, const Bits&) = default;
     // The product of the sizes of the groups set.
     double product(std::span<const double> sizes) const {
@@ -115,15 +121,27 @@ public:
         const double known = upper_bound * (1 + 1e-9);  // (an order of this cost fits: the last pass)
         if (std::isfinite(known)) cap = std::max(cap, known / first_cap_below_known);
         std::size_t work = 0;  // pairs of subsets priced, and an eighth of those only looked at
+        // No order costs less than the charges of all operands (below): a pass under them finds none.
+        const Charges charges = charge_operands();
+        cap = std::max(cap, charges.all);
+        // Comparisons with the cap allow for rounding: the bounds below add terms in another order than
+        // the order's own count does.
+        const auto over = [&](double bound) { return bound > cap * (1 + 1e-12); };
         std::vector<std::vector<std::uint32_t>> level(n_ + 1);
-        // Each finished level again, with what a scan reads beside each subset: one pass through memory,
-        // not a lookup by subset for each of the pairs looked at.
+        // Each finished level again, with what a scan reads beside each subset (one pass through memory,
+        // not a lookup by subset for each of the pairs looked at), in order of `key` = cost + size -
+        // charge, whole and in buckets by the subset's lowest operands.
         struct Finished {
             std::uint32_t mask;
-            double least, cost, size, largest;
+            double key, cost, reduced, size, largest;  // reduced: cost - charge
             Bits<Words> result;
         };
+        const std::size_t bucket_bits = std::min<std::size_t>(n_, 6);
+        const std::uint32_t bucket_mask = (std::uint32_t{1} << bucket_bits) - 1;
         std::vector<std::vector<Finished>> finished(n_ + 1);
+        std::vector<std::vector<std::vector<Finished>>> buckets(
+            n_ + 1, std::vector<std::vector<Finished>>(std::size_t{bucket_mask} + 1));
+        std::vector<double> least_reduced(n_ + 1, infinity), least_key(n_ + 1, infinity);  // by level
         std::vector<std::uint32_t> touched;
         for (;;) {
             cap = std::min(cap, known);
@@ -135,39 +153,56 @@ public:
                 cost_[std::uint32_t{1} << i] = 0;
             }
             std::size_t looked = 0;
-            double rejected = infinity;  // the cheapest order of a subset over the cap
-            // A pair costs at least its larger result (it writes it, reading the axes of both): with each
-            // finished level sorted by cost + size, a scan stops at the first subset that cannot fit.
-            const auto least = [&](std::uint32_t mask) { return cost_[mask] + result_size(mask); };
+            double rejected = infinity;  // the least bound of an order over the cap
+            // An order through subsets a and b costs at least a.cost + b.cost + the larger of their
+            // results (their contraction writes it, reading the axes of both) + the charges of the
+            // operands in neither. Split as (a.cost - a.charge) + (b.cost + b.size - b.charge) + all
+            // charges, it lets a scan of a level in order of key stop at the first subset that cannot fit.
+            const auto key = [&](std::uint32_t mask) {
+                return cost_[mask] + result_size(mask) - charges.of[mask];
+            };
             for (std::size_t m = 2; m <= n_; ++m) {
                 std::sort(level[m - 1].begin(), level[m - 1].end(), [&](std::uint32_t x, std::uint32_t y) {
-                    return least(x) < least(y) || (least(x) == least(y) && x < y);
+                    return key(x) < key(y) || (key(x) == key(y) && x < y);
                 });
                 finished[m - 1].clear();
-                for (const std::uint32_t mask : level[m - 1])
-                    finished[m - 1].push_back(
-                        {mask, least(mask), cost_[mask], result_size(mask), largest_[mask], result_[mask]});
+                for (auto& bucket : buckets[m - 1]) bucket.clear();
+                least_reduced[m - 1] = least_key[m - 1] = infinity;
+                for (const std::uint32_t mask : level[m - 1]) {
+                    const Finished f{
+                        mask,        key(mask),      cost_[mask],  cost_[mask] - charges.of[mask],
+                        size_[mask], largest_[mask], result_[mask]};
+                    finished[m - 1].push_back(f);
+                    buckets[m - 1][mask & bucket_mask].push_back(f);
+                    least_reduced[m - 1] = std::min(least_reduced[m - 1], f.reduced);
+                    least_key[m - 1] = std::min(least_key[m - 1], f.key);
+                }
                 for (std::size_t k = 1; k <= m / 2; ++k) {
                     const std::size_t need = m - k;
                     for (const Finished& a : finished[k]) {
-                        if (a.least > cap) break;
+                        const double a_bound = a.key + least_reduced[need] + charges.all;
+                        if (over(a_bound)) {
+                            rejected = std::min(rejected, a_bound);
+                            break;
+                        }
                         const auto consider = [&](const Finished& b) {
                             ++work;
                             const double reads = a.cost + b.cost;
-                            const double at_least = reads + std::max(a.size, b.size);
-                            if (at_least > cap) {
+                            const std::uint32_t s = a.mask | b.mask;
+                            const double rest = charges.of[full_ & ~s];
+                            const double at_least = reads + std::max(a.size, b.size) + rest;
+                            if (over(at_least)) {
                                 rejected = std::min(rejected, at_least);
                                 return;
                             }
-                            const std::uint32_t s = a.mask | b.mask;
                             const double size = result_size(s);
                             if (s != full_ && size > max_intermediate_) return;
                             const Bits<Words> all = a.result | b.result;
                             const double flops = a.size * b.size / (a.result & b.result).product(sizes_) *
                                                  (all == result_[s] ? 1 : 2);
                             const double total = reads + flops;
-                            if (total > cap) {
-                                rejected = std::min(rejected, total);
+                            if (over(total + rest)) {
+                                rejected = std::min(rejected, total + rest);
                                 return;
                             }
                             const double largest = std::max({a.largest, b.largest, size});
@@ -180,16 +215,26 @@ public:
                             largest_[s] = largest;
                             left_[s] = a.mask;
                         };
-                        // The finished level in order of cost + size: a scan stops at the first subset
-                        // that cannot fit (cheaper, on every network tried, than enumerating the subsets
-                        // of the other operands, where most have no order within the cap).
-                        for (const Finished& b : finished[need]) {
-                            ++looked;
-                            if (a.cost + b.least > cap) {
-                                rejected = std::min(rejected, a.cost + b.least);
-                                break;
+                        // Only the buckets of subsets disjoint from a in their lowest operands, each in
+                        // order of key: a scan stops at the first subset that cannot fit (cheaper, on
+                        // every network tried, than enumerating the subsets of the other operands, where
+                        // most have no order within the cap).
+                        if (over(a.reduced + least_key[need] + charges.all)) {
+                            rejected = std::min(rejected, a.reduced + least_key[need] + charges.all);
+                            continue;  // (the level is in order of key, not of reduced: no break)
+                        }
+                        const std::uint32_t free = bucket_mask & ~a.mask;
+                        for (std::uint32_t low = free;; low = (low - 1) & free) {
+                            for (const Finished& b : buckets[need][low]) {
+                                ++looked;
+                                const double bound = a.reduced + b.key + charges.all;
+                                if (over(bound)) {
+                                    rejected = std::min(rejected, bound);
+                                    break;
+                                }
+                                if (!(a.mask & b.mask) && (need != k || b.mask > a.mask)) consider(b);
                             }
-                            if (!(a.mask & b.mask) && (need != k || b.mask > a.mask)) consider(b);
+                            if (low == 0) break;
                         }
                         work += looked / 8;
                         looked %= 8;
@@ -220,6 +265,37 @@ public:
     }
 
 private:
+    // What the contractions that consume the operands outside a subset cost at least, by operand: each
+    // contraction consumes at most two operands and costs at least twice (if it sums an axis only that
+    // operand holds) the larger one, so half of that each is a lower bound; and where every operand has
+    // axes of its own of product >= 2, two operands contracted together cost at least the sum of the
+    // two, so the whole of it - for those operands, none for the rest. The larger total of the two.
+    struct Charges {
+        std::vector<double> of;  // by subset: the sum over its operands
+        double all = 0;
+    };
+    Charges charge_operands() {
+        std::vector<double> half(n_), own(n_);
+        double half_total = 0, own_total = 0;
+        for (std::size_t i = 0; i < n_; ++i) {
+            const std::uint32_t bit = std::uint32_t{1} << i;
+            const Bits<Words> only = axes_of_[bit] & ~axes_of_[full_ & ~bit];
+            const double sums = (only & ~output_) == Bits<Words>{} ? 1 : 2;
+            half[i] = sums * result_size(bit) / 2;
+            own[i] = only.product(sizes_) >= 2 ? sums * result_size(bit) : 0;
+            half_total += half[i];
+            own_total += own[i];
+        }
+        const std::vector<double>& by_operand = own_total > half_total ? own : half;
+        Charges charges;
+        charges.of.assign(std::size_t{full_} + 1, 0);
+        for (std::uint32_t mask = 1; mask <= full_; ++mask)
+            charges.of[mask] =
+                charges.of[mask & (mask - 1)] + by_operand[static_cast<std::size_t>(std::countr_zero(mask))];
+        charges.all = charges.of[full_];
+        return charges;
+    }
+
     // The axes (groups) of the tensor a subset contracts to, and its size: a single operand keeps every
     // axis it has (own axes are summed by its first contraction, as evaluate() counts them).
     double result_size(std::uint32_t mask) {
