@@ -359,9 +359,10 @@ TEST_CASE(
 
 // Runs a call on small integer values (exact in every dtype) through the CPU schedule, contiguous, against
 // the reference interpreter; notes which strategies the schedule chose (and how the steps split).
+// With nan_every > 0, every nan_every-th value of the first operand is NaN.
 void check_scheduled(const Call& call, const std::vector<Shape>& shapes, DType dtype,
                      std::set<std::string_view>& strategies, const Target& target = cpu_target(),
-                     std::set<Split>* splits = nullptr) {
+                     std::set<Split>* splits = nullptr, std::int64_t nan_every = 0) {
     CAPTURE(call.pattern);
     CAPTURE(name_of(dtype));
     CAPTURE(name_of(call.reduction));
@@ -374,6 +375,9 @@ void check_scheduled(const Call& call, const std::vector<Shape>& shapes, DType d
         for (const std::int64_t e : shape) n *= e;
         std::vector<double> values(static_cast<std::size_t>(n));
         for (double& v : values) v = static_cast<double>((seed = seed * 1103515245u + 12345u) >> 16 & 7) - 3;
+        for (std::size_t i = 0; nan_every > 0 && storage.empty() && i < values.size();
+             i += static_cast<std::size_t>(nan_every))
+            values[i] = NAN;
         storage.push_back(reference::make_tensor(dtype, shape, values));
         inputs.push_back(storage.back().view());
     }
@@ -397,18 +401,38 @@ void check_scheduled(const Call& call, const std::vector<Shape>& shapes, DType d
     CHECK_MESSAGE(testing::same_values(outputs[0], expected[0].view(), &difference), difference);
 }
 
-// f16 and bf16 rows are widened to f32 64 elements at a time (fold.hpp, fold_row): rows of every length
-// to 70, and of 130 (three chunks), of each op that takes the widened path, against the reference.
-TEST_CASE("cpu executor: sums, means and extremes of f16 and bf16 rows, widened a chunk at a time") {
+// f16 and bf16 rows that fold into one accumulator go through f32 tiles of 4096 elements (fold.hpp,
+// reduce_widened_rows and fold_widened_block): rows of every length to 70; rows filling a tile and
+// crossing into the next; rows longer than half a tile (folded a piece at a time); one accumulator for
+// every row; max and min with NaN among the terms; rows of 2-4 terms, which fold direct - through both
+// strategies, against the reference.
+TEST_CASE("cpu executor: f16 and bf16 rows folded through f32 tiles, against the reference") {
     std::set<std::string_view> strategies;
-    for (const DType dtype : {DType::f16, DType::bf16})
+    const auto reduce = [](const char* pattern, Reduction op) {
+        return Call{Op::reduce, pattern, op, {}, false, {}};
+    };
+    for (const DType dtype : {DType::f16, DType::bf16}) {
         for (const Reduction op : {Reduction::sum, Reduction::mean, Reduction::max, Reduction::min}) {
             for (std::int64_t length = 1; length <= 70; ++length)
-                check_scheduled(Call{Op::reduce, "a b -> a", op, {}, false, {}}, {{3, length}}, dtype,
-                                strategies);
-            check_scheduled(Call{Op::reduce, "a b -> a", op, {}, false, {}}, {{3, 130}}, dtype, strategies);
+                check_scheduled(reduce("a b -> a", op), {{3, length}}, dtype, strategies);
+            for (const Shape& shape : std::vector<Shape>{{300, 37}, {129, 64}, {2, 2049}, {3, 9000}})
+                check_scheduled(reduce("a b -> a", op), {shape}, dtype, strategies);
+            check_scheduled(reduce("a b ->", op), {{300, 37}}, dtype, strategies);
+            check_scheduled(reduce("a b c -> b", op), {{6, 5, 1000}}, dtype, strategies);
+            check_scheduled(reduce("a b c -> a", op), {{2, 70, 3}}, dtype, strategies);
         }
+        for (const Reduction op : {Reduction::max, Reduction::min})
+            for (const std::int64_t nan_every : {97, 1000}) {
+                check_scheduled(reduce("a b -> a", op), {{300, 37}}, dtype, strategies, cpu_target(), nullptr,
+                                nan_every);
+                check_scheduled(reduce("a b c -> b", op), {{6, 5, 1000}}, dtype, strategies, cpu_target(),
+                                nullptr, nan_every);
+            }
+        for (const std::int64_t length : {2, 3, 4, 7})
+            check_scheduled(reduce("a b -> a", Reduction::prod), {{300, length}}, dtype, strategies);
+    }
     CHECK(strategies.contains("reduce_rows"));
+    CHECK(strategies.contains("reduce_accumulate"));
 }
 
 // Channels-last of 2 or 3 channels: short destination rows, a short-side transpose (schedule_cpu.cpp), alone

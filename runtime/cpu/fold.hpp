@@ -244,24 +244,6 @@ inline A fold_row(A value, const storage_t<In>* row, std::int64_t inner, std::in
     } else {
         if constexpr (extremum<Op> && std::is_same_v<A, storage_t<In>> && std::is_floating_point_v<A>)
             if (inner_src == 1) return extreme_run<Op>(value, row, inner);
-        // f16 and bf16 widened to f32 a chunk at a time (a loop the compiler vectorises), each chunk folded
-        // as f32 is (524288 f16 rows of 32 on 2 cores: max 56 -> 7-9 ms, sum 14 -> 8 ms)
-        constexpr bool narrow = In == DType::f16 || In == DType::bf16;
-        if constexpr (narrow && ((extremum<Op> && std::is_same_v<A, float>) ||
-                                 (combine_of<Op> == Combine::add && std::is_floating_point_v<A>)))
-            if (inner_src == 1) {
-                constexpr std::int64_t chunk = 64;
-                float widened[chunk];
-                for (std::int64_t i = 0; i < inner; i += chunk) {
-                    const std::int64_t n = std::min(chunk, inner - i);
-                    for (std::int64_t k = 0; k < n; ++k) widened[k] = Element<In>::load(row[i + k]);
-                    if constexpr (extremum<Op>)
-                        value = extreme_run<Op>(value, widened, n);
-                    else
-                        value = sum_run(value, widened, n);
-                }
-                return value;
-            }
         if constexpr (combine_of<Op> == Combine::add && (In == DType::f32 || In == DType::f64) &&
                       std::is_floating_point_v<A> && sizeof(A) >= sizeof(storage_t<In>))
             if (inner_src == 1) return sum_run(value, row, inner);
@@ -334,18 +316,15 @@ EINC_KERNEL void fold_rows_in_order(A* __restrict a, const storage_t<In>* __rest
     }
 }
 
-// Folds rows [begin, end) of a block into the accumulators at `a`. The block's fields are copied into
-// locals first: the compiler cannot otherwise tell that stores to `a` leave them unchanged, and will
-// not vectorise.
+// Folds rows [begin, end) of a block into the accumulators at `a`, where each row folds into one
+// accumulator (inner_acc == 0): rows of 2-4 terms, every row into the one accumulator, or each into its own.
 template <Reduction Op, DType In, typename A>
-EINC_KERNEL void fold_block(A* __restrict a, const storage_t<In>* __restrict x, const Block& b,
-                            std::int64_t begin, std::int64_t end) {
-    const std::int64_t inner = b.inner, outer_src = b.outer_src, inner_src = b.inner_src;
-    const std::int64_t outer_acc = b.outer_acc, inner_acc = b.inner_acc;
-    const auto value = [](storage_t<In> v) { return Element<In>::load(v); };
-    const auto load = [](storage_t<In> v) { return static_cast<A>(Element<In>::load(v)); };
+EINC_KERNEL void fold_rows_of_block(A* __restrict a, const storage_t<In>* __restrict x, const Block& b,
+                                    std::int64_t begin, std::int64_t end) {
+    const std::int64_t inner = b.inner, outer_src = b.outer_src, inner_src = b.inner_src,
+                       outer_acc = b.outer_acc;
     if constexpr (tuned_reduction(In, Op)) {
-        if (inner_acc == 0 && outer_acc != 0) {
+        if (outer_acc != 0) {
             switch (inner) {
             case 2: return fold_short_rows<Op, In, A, 2>(a, x, b, begin, end);
             case 3: return fold_short_rows<Op, In, A, 3>(a, x, b, begin, end);
@@ -354,19 +333,27 @@ EINC_KERNEL void fold_block(A* __restrict a, const storage_t<In>* __restrict x, 
             }
         }
     }
-    if (inner_acc == 0 &&
-        outer_acc == 0) {  // every row folds into the one accumulator: keep it in a register
+    if (outer_acc == 0) {  // every row folds into the one accumulator: keep it in a register
         A value = a[0];
         for (std::int64_t r = begin; r < end; ++r)
             value = fold_row<Op, In, A>(value, x + r * outer_src, inner, inner_src);
         a[0] = value;
         return;
     }
-    if (inner_acc == 0) {  // each row folds into its own accumulator
-        for (std::int64_t r = begin; r < end; ++r)
-            a[r * outer_acc] = fold_row<Op, In, A>(a[r * outer_acc], x + r * outer_src, inner, inner_src);
-        return;
-    }
+    for (std::int64_t r = begin; r < end; ++r)  // each row folds into its own accumulator
+        a[r * outer_acc] = fold_row<Op, In, A>(a[r * outer_acc], x + r * outer_src, inner, inner_src);
+}
+
+// Folds rows [begin, end) of a block into the accumulators at `a`, where each term has an accumulator of
+// its own in the row (inner_acc != 0). The block's fields are copied into locals first: the compiler
+// cannot otherwise tell that stores to `a` leave them unchanged, and will not vectorise.
+template <Reduction Op, DType In, typename A>
+EINC_KERNEL void fold_columns_of_block(A* __restrict a, const storage_t<In>* __restrict x, const Block& b,
+                                       std::int64_t begin, std::int64_t end) {
+    const std::int64_t inner = b.inner, outer_src = b.outer_src, inner_src = b.inner_src;
+    const std::int64_t outer_acc = b.outer_acc, inner_acc = b.inner_acc;
+    const auto value = [](storage_t<In> v) { return Element<In>::load(v); };
+    const auto load = [](storage_t<In> v) { return static_cast<A>(Element<In>::load(v)); };
     if (outer_acc == 0) {  // every row updates the same row of accumulators
         std::int64_t r = begin;
         if (inner_acc == 1 && inner_src == 1) {
@@ -404,6 +391,141 @@ EINC_KERNEL void fold_block(A* __restrict a, const storage_t<In>* __restrict x, 
             A& target = a[r * outer_acc + i * inner_acc];
             target = fold<Op>(target, load(x[r * outer_src + i * inner_src]));
         }
+}
+
+// Folds rows [begin, end) of a block into the accumulators at `a`.
+template <Reduction Op, DType In, typename A>
+__attribute__((noinline)) EINC_KERNEL void fold_block(A* __restrict a, const storage_t<In>* __restrict x,
+                                                      const Block& b, std::int64_t begin, std::int64_t end) {
+    if (b.inner_acc == 0) return fold_rows_of_block<Op, In, A>(a, x, b, begin, end);
+    fold_columns_of_block<Op, In, A>(a, x, b, begin, end);
+}
+
+// f16 and bf16 rows that each fold into one accumulator are folded through f32: a tile of the source at
+// a time widened into a buffer L1 holds, then folded by the f32 loops (fold_block, reduce_block_rows:
+// called, not inlined). The widening loop vectorises (f16_to_f32 is branch-free) and the f32 loops are the
+// tuned ones: rows of f16 or bf16 summed or maxed in 0.7 of the time, and their own copies of those loops,
+// converting each element where it was loaded, no longer built (reduce.cpp and reduce_avx2.cpp: 225 ->
+// 191 CPU-s). Rows of 2-4 terms, rows folded into a row of accumulators, and windows stay direct: their
+// fold costs as much as their loads, or reads many rows at once, and a second pass added to the time
+// there rather than overlapping it (1.2-1.9 times as long through a tile).
+constexpr bool reduced_as_f32(DType in) {
+    return in == DType::f16 || in == DType::bf16;
+}
+inline constexpr std::int64_t widening_tile = 4096;  // f32 elements: 16 KiB
+
+// `rows` rows of `columns` elements at x (strides in elements) widened into stage[rows][columns].
+template <DType In>
+__attribute__((noinline)) EINC_KERNEL void
+widen_tile(float* __restrict stage, const storage_t<In>* __restrict x, std::int64_t rows,
+           std::int64_t columns, std::int64_t outer_src, std::int64_t inner_src) {
+    if (inner_src == 1 && (rows == 1 || outer_src == columns)) {  // one contiguous run
+        for (std::int64_t i = 0; i < rows * columns; ++i) stage[i] = Element<In>::load(x[i]);
+        return;
+    }
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const storage_t<In>* __restrict row = x + r * outer_src;
+        float* __restrict out = stage + r * columns;
+        for (std::int64_t c = 0; c < columns; ++c) out[c] = Element<In>::load(row[c * inner_src]);
+    }
+}
+
+// f32 results stored into the destination as Out, `stride` elements apart.
+template <DType Out>
+__attribute__((noinline)) EINC_KERNEL void store_results(storage_t<Out>* __restrict d, std::int64_t stride,
+                                                         const float* __restrict results,
+                                                         std::int64_t count) {
+    const auto narrowed = [](float value) { return Element<Out>::store(convert<compute_t<Out>>(value)); };
+    if (stride == 1) {  // (a loop that vectorises)
+        for (std::int64_t i = 0; i < count; ++i) d[i] = narrowed(results[i]);
+        return;
+    }
+    for (std::int64_t i = 0; i < count; ++i)
+        store_at(reinterpret_cast<std::byte*>(d + i * stride), narrowed(results[i]));
+}
+
+// fold_block of f16 or bf16: rows that each fold into one accumulator (but rows of 2-4 terms) a tile of
+// them, or of a long row's pieces, at a time as f32; the others direct.
+template <Reduction Op, DType In, typename A>
+EINC_KERNEL void fold_widened_block(A* __restrict a, const storage_t<In>* __restrict x, const Block& b,
+                                    std::int64_t begin, std::int64_t end) {
+    if (b.inner_acc != 0) return fold_columns_of_block<Op, In, A>(a, x, b, begin, end);
+    if constexpr (tuned_reduction(In, Op)) {
+        if (b.outer_acc != 0) {
+            switch (b.inner) {
+            case 2: return fold_short_rows<Op, In, A, 2>(a, x, b, begin, end);
+            case 3: return fold_short_rows<Op, In, A, 3>(a, x, b, begin, end);
+            case 4: return fold_short_rows<Op, In, A, 4>(a, x, b, begin, end);
+            default: break;
+            }
+        }
+    }
+    float stage[widening_tile];
+    const std::int64_t columns = std::clamp<std::int64_t>(b.inner, 1, widening_tile),
+                       rows = widening_tile / columns;
+    for (std::int64_t r = begin; r < end; r += rows) {
+        const std::int64_t n = std::min(rows, end - r);
+        for (std::int64_t c = 0; c < b.inner; c += columns) {
+            const std::int64_t m = std::min(columns, b.inner - c);
+            widen_tile<In>(stage, x + r * b.outer_src + c * b.inner_src, n, m, b.outer_src, b.inner_src);
+            fold_block<Op, DType::f32, A>(a + r * b.outer_acc, stage, Block{n, m, b.outer_acc, 0, m, 1}, 0,
+                                          n);
+        }
+    }
+}
+
+template <Reduction Op, DType In, DType Out, typename A>
+EINC_KERNEL void reduce_widened_rows(storage_t<Out>* __restrict d, const storage_t<In>* __restrict x,
+                                     const Block& b, std::int64_t dst_outer, std::int64_t begin,
+                                     std::int64_t end);
+
+// Rows [begin, end) of a block each reduced into the destination, by the loop for their length.
+template <Reduction Op, DType In, DType Out, typename A>
+__attribute__((noinline)) void reduce_block_rows(storage_t<Out>* d, const storage_t<In>* x, const Block& b,
+                                                 std::int64_t dst_outer, std::int64_t begin,
+                                                 std::int64_t end) {
+    if constexpr (tuned_reduction(In, Op)) {
+        switch (b.inner) {
+        case 2: return reduce_rows_to<Op, In, Out, A, 2>(d, x, b, dst_outer, begin, end);
+        case 3: return reduce_rows_to<Op, In, Out, A, 3>(d, x, b, dst_outer, begin, end);
+        case 4: return reduce_rows_to<Op, In, Out, A, 4>(d, x, b, dst_outer, begin, end);
+        }
+    }
+    if constexpr (reduced_as_f32(In))
+        reduce_widened_rows<Op, In, Out, A>(d, x, b, dst_outer, begin, end);
+    else
+        reduce_rows_to<Op, In, Out, A, 0>(d, x, b, dst_outer, begin, end);
+}
+
+// reduce_block_rows of f16 or bf16 (rows not of 2-4 terms): rows that fit a tile twice or more a tile of
+// them at a time, their f32 results stored as Out; longer ones a piece at a time into one accumulator.
+template <Reduction Op, DType In, DType Out, typename A>
+EINC_KERNEL void reduce_widened_rows(storage_t<Out>* __restrict d, const storage_t<In>* __restrict x,
+                                     const Block& b, std::int64_t dst_outer, std::int64_t begin,
+                                     std::int64_t end) {
+    float stage[widening_tile];
+    if (2 * b.inner <= widening_tile) {
+        float results[widening_tile];
+        const std::int64_t rows = widening_tile / std::max<std::int64_t>(b.inner, 1);
+        for (std::int64_t r = begin; r < end; r += rows) {
+            const std::int64_t n = std::min(rows, end - r);
+            widen_tile<In>(stage, x + r * b.outer_src, n, b.inner, b.outer_src, b.inner_src);
+            const Block tile{n, b.inner, 0, 0, b.inner, 1};
+            reduce_block_rows<Op, DType::f32, DType::f32, A>(results, stage, tile, 1, 0, n);
+            store_results<Out>(d + r * dst_outer, dst_outer, results, n);
+        }
+        return;
+    }
+    for (std::int64_t r = begin; r < end; ++r) {
+        A value = identity<A>(Op);
+        for (std::int64_t c = 0; c < b.inner; c += widening_tile) {
+            const std::int64_t m = std::min(widening_tile, b.inner - c);
+            widen_tile<In>(stage, x + r * b.outer_src + c * b.inner_src, 1, m, m, b.inner_src);
+            fold_block<Op, DType::f32, A>(&value, stage, Block{1, m, 0, 0, m, 1}, 0, 1);
+        }
+        const float result = finish<Op, DType::f32>(value, b.inner);
+        store_results<Out>(d + r * dst_outer, dst_outer, &result, 1);
+    }
 }
 
 // Runs of outputs, each folding its window (offsets in source elements) and storing the result.

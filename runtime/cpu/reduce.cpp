@@ -33,14 +33,7 @@ void reduce_rows(const strategy::ReduceRows& nest, const Data& dst, const Data& 
     const auto rows = [&](std::byte* d, const std::byte* x, std::int64_t begin, std::int64_t end) {
         D* out = reinterpret_cast<D*>(d);
         const S* in = reinterpret_cast<const S*>(x);
-        if constexpr (tuned_reduction(In, Op)) {
-            switch (block.inner) {
-            case 2: return reduce_rows_to<Op, In, Out, A, 2>(out, in, block, dst_row, begin, end);
-            case 3: return reduce_rows_to<Op, In, Out, A, 3>(out, in, block, dst_row, begin, end);
-            case 4: return reduce_rows_to<Op, In, Out, A, 4>(out, in, block, dst_row, begin, end);
-            }
-        }
-        reduce_rows_to<Op, In, Out, A, 0>(out, in, block, dst_row, begin, end);
+        reduce_block_rows<Op, In, Out, A>(out, in, block, dst_row, begin, end);
     };
     // Blocks [nest_begin, nest_end) of the nest, and of each, rows [row_begin, row_end).
     const auto run = [&](std::int64_t nest_begin, std::int64_t nest_end, std::int64_t row_begin,
@@ -128,6 +121,41 @@ void reduce_windows(const strategy::ReduceWindows& windows, const Data& dst, con
         run(0, nest.extents[0]);
 }
 
+// The accumulators (A) written out as Out along `out` (destination, accumulators): each divided by
+// `count` first where the op divides (mean), then scaled by the epilogue. One copy per (Divides, Out, A),
+// not per op: their loops are the same.
+template <bool Divides, DType Out, typename A>
+__attribute__((noinline)) void write_accumulators(const Nest<2>& out, std::int64_t count,
+                                                  const Epilogue& epilogue) {
+    using D = storage_t<Out>;
+    const std::int64_t outer = out.rank() == 0 ? 1 : out.extents[0];
+    const auto finished = [count](A value) {
+        if constexpr (Divides) value = count == 0 ? A(NAN) : value / static_cast<A>(count);
+        return value;
+    };
+    if (epilogue.identity()) {
+        for_each_run(
+            out, 0, outer,
+            [&](std::array<std::byte*, 2> p, std::int64_t n, const std::array<std::int64_t, 2>& stride) {
+                for (std::int64_t i = 0; i < n; ++i)
+                    store_at<D>(p[0] + i * stride[0], Element<Out>::store(convert<compute_t<Out>>(
+                                                          finished(load_at<A>(p[1] + i * stride[1])))));
+            });
+        return;
+    }
+    // The epilogue after the reduction (and after mean's division), in the accumulator.
+    const Scale<A> scale(epilogue);
+    with_reads(scale, [&](auto reads) {
+        for_each_run(
+            out, 0, outer,
+            [&](std::array<std::byte*, 2> p, std::int64_t n, const std::array<std::int64_t, 2>& stride) {
+                for (std::int64_t i = 0; i < n; ++i)
+                    store_scaled<Out, decltype(reads)::value>(
+                        p[0] + i * stride[0], finished(load_at<A>(p[1] + i * stride[1])), scale);
+            });
+    });
+}
+
 template <Reduction Op, DType In, DType Out, typename A>
 void reduce_accumulate(const strategy::ReduceAccumulate& nest, const Epilogue& epilogue, const Data& dst,
                        const Data& src, std::byte* scratch) {
@@ -154,8 +182,15 @@ void reduce_accumulate(const strategy::ReduceAccumulate& nest, const Epilogue& e
         local.base[0] = reinterpret_cast<std::byte*>(accumulators);
         for_each_run(local, nest_begin, nest_end,
                      [&](std::array<std::byte*, 2> p, std::int64_t, const std::array<std::int64_t, 2>&) {
-                         fold_block<Op, In>(reinterpret_cast<A*>(p[0]), reinterpret_cast<const S*>(p[1]),
-                                            block, row_begin, row_end);
+                         A* accumulators = reinterpret_cast<A*>(p[0]);
+                         const S* block_source = reinterpret_cast<const S*>(p[1]);
+                         // (mean folds as sum does, and divides as it writes out: one copy of the loops)
+                         constexpr Reduction folds = Op == Reduction::mean ? Reduction::sum : Op;
+                         if constexpr (reduced_as_f32(In))
+                             fold_widened_block<folds, In>(accumulators, block_source, block, row_begin,
+                                                           row_end);
+                         else
+                             fold_block<folds, In>(accumulators, block_source, block, row_begin, row_end);
                      });
     };
     switch (nest.split) {
@@ -196,31 +231,7 @@ void reduce_accumulate(const strategy::ReduceAccumulate& nest, const Epilogue& e
     const auto [dst_kept, acc_kept] = kept_modes(nest.dst, arrays.layout);
     const Nest<2> out = make_nest<2>(
         {&dst_kept, &acc_kept}, {dst.base, reinterpret_cast<std::byte*>(array(0))}, {sizeof(D), sizeof(A)});
-    const std::int64_t outer = out.rank() == 0 ? 1 : out.extents[0];
-    if (epilogue.identity()) {
-        for_each_run(
-            out, 0, outer,
-            [&](std::array<std::byte*, 2> p, std::int64_t n, const std::array<std::int64_t, 2>& stride) {
-                for (std::int64_t i = 0; i < n; ++i)
-                    store_at<D>(p[0] + i * stride[0],
-                                finish<Op, Out>(load_at<A>(p[1] + i * stride[1]), count));
-            });
-        return;
-    }
-    // The epilogue after the reduction (and after mean's division), in the accumulator.
-    const Scale<A> scale(epilogue);
-    with_reads(scale, [&](auto reads) {
-        for_each_run(
-            out, 0, outer,
-            [&](std::array<std::byte*, 2> p, std::int64_t n, const std::array<std::int64_t, 2>& stride) {
-                for (std::int64_t i = 0; i < n; ++i) {
-                    A value = load_at<A>(p[1] + i * stride[1]);
-                    if constexpr (info_of(Op).divides)
-                        value = count == 0 ? A(NAN) : value / static_cast<A>(count);
-                    store_scaled<Out, decltype(reads)::value>(p[0] + i * stride[0], value, scale);
-                }
-            });
-    });
+    write_accumulators<info_of(Op).divides, Out, A>(out, count, epilogue);
 }
 
 // The kernel of each strategy, with what it needs of the step.
