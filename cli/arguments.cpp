@@ -158,9 +158,10 @@ CallArgs parse_call_args(std::span<const std::string> args) {
             parsed.call.sizes.push_back(parse_axis_size(value()));
         else if (arg.starts_with("-a") && arg.size() > 2 && arg[2] != '-')
             parsed.call.sizes.push_back(parse_axis_size(arg.substr(2)));
-        else if (arg == "--dtype")
+        else if (arg == "--dtype") {
             parsed.dtype = value();
-        else if (arg == "--compact")
+            parsed.dtype_given = true;
+        } else if (arg == "--compact")
             parsed.call.compact = true;
         else if (arg == "--packed")
             parsed.call.packed_shapes.push_back(parse_shape_literal(value(), true));

@@ -31,6 +31,7 @@ struct CallArgs {
     Call call;
     std::vector<OperandArg> operands;
     std::string dtype = "f32";
+    bool dtype_given = false;  // --dtype was typed: a .npy operand of another dtype is then an error
     bool json = false;
     bool view = false;           // require a zero-copy result
     bool contiguous = false;     // never a view: materialise every result (einc::Options::contiguous)

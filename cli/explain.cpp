@@ -126,6 +126,12 @@ LoadedOperands load_operands(const CallArgs& args) {
         if (operand.is_file) {
             loaded.files.push_back(read_npy(operand.text));
             const TensorView& view = loaded.files.back().view();
+            if (args.dtype_given && view.dtype != dtype)  // (not silently ignored: numpy would convert)
+                throw Error(ErrorKind::usage, fmt::format("--dtype {} does not apply to {}, which holds {}",
+                                                          args.dtype, operand.text, name_of(view.dtype)))
+                    .help("a .npy operand keeps its own dtype (einc converts none yet): drop --dtype, or "
+                          "save the file as " +
+                          std::string(name_of(dtype)));
             loaded.specs.push_back(TensorSpec{view.dtype, view.shape, view.strides});
             loaded.views.push_back(view);
         } else {

@@ -58,11 +58,15 @@ std::vector<std::string> split_words(const std::string& line, const std::string&
 
 // A call, with the dtype given for all calls unless it names its own.
 CallArgs parse_call(std::vector<std::string> words, const std::string& default_dtype) {
-    if (!default_dtype.empty() && std::find(words.begin(), words.end(), "--dtype") == words.end()) {
+    const bool defaulted =
+        !default_dtype.empty() && std::find(words.begin(), words.end(), "--dtype") == words.end();
+    if (defaulted) {
         words.push_back("--dtype");
         words.push_back(default_dtype);
     }
-    return parse_call_args(words);
+    CallArgs call = parse_call_args(words);
+    call.dtype_given = call.dtype_given && !defaulted;  // (the default is for shape operands only)
+    return call;
 }
 
 std::vector<std::string> read_call_lines(const std::string& path) {

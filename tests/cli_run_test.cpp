@@ -263,3 +263,27 @@ TEST_CASE("run: the errors a numpy user meets first say what was meant") {
         einc_cli({"run", "einsum", "i j, j k -> i k", dir / "x.npy", dir / "w.npy", "-o", dir / "y.npy"});
     CHECK(result.status == cli::exit_ok);
 }
+
+TEST_CASE("run, explain: --dtype beside a .npy operand of another dtype is an error, not ignored") {
+    TempDir dir;
+    write_npy(dir / "x.npy", reference::make_tensor(DType::f32, {2, 3}, counting(6)).view());
+    for (const std::string command : {"run", "explain"}) {
+        CAPTURE(command);
+        const auto call = [&](std::vector<std::string> dtype) {
+            std::vector<std::string> words{command, "rearrange", "a b -> b a", dir / "x.npy"};
+            words.insert(words.end(), dtype.begin(), dtype.end());
+            if (command == "run") words.insert(words.end(), {"-o", dir / "y.npy"});
+            return einc_cli(words);
+        };
+        const Result result = call({"--dtype", "f16"});
+        CHECK(result.status == cli::exit_usage);
+        CHECK(result.err.find("error: --dtype f16 does not apply to " + dir / "x.npy" +
+                              ", which holds f32") != std::string::npos);
+        CHECK(result.err.find("help: a .npy operand keeps its own dtype") != std::string::npos);
+        CHECK(!fs::exists(dir / "y.npy"));
+        // the file's own dtype, named or not, is accepted
+        CHECK(call({"--dtype", "float32"}).status == cli::exit_ok);
+        CHECK(call({}).status == cli::exit_ok);
+        fs::remove(dir / "y.npy");
+    }
+}

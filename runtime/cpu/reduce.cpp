@@ -129,7 +129,7 @@ __attribute__((noinline)) void write_accumulators(const Nest<2>& out, std::int64
                                                   const Epilogue& epilogue) {
     using D = storage_t<Out>;
     const std::int64_t outer = out.rank() == 0 ? 1 : out.extents[0];
-    const auto finished = [count](A value) {
+    const auto finished = [&](A value) {
         if constexpr (Divides) value = count == 0 ? A(NAN) : value / static_cast<A>(count);
         return value;
     };
