@@ -58,14 +58,8 @@ std::vector<std::string> split_words(const std::string& line, const std::string&
 
 // A call, with the dtype given for all calls unless it names its own.
 CallArgs parse_call(std::vector<std::string> words, const std::string& default_dtype) {
-    const bool defaulted =
-        !default_dtype.empty() && std::find(words.begin(), words.end(), "--dtype") == words.end();
-    if (defaulted) {
-        words.push_back("--dtype");
-        words.push_back(default_dtype);
-    }
     CallArgs call = parse_call_args(words);
-    call.dtype_given = call.dtype_given && !defaulted;  // (the default is for shape operands only)
+    if (!call.dtype_given && !default_dtype.empty()) call.dtype = default_dtype;  // (shape operands only)
     return call;
 }
 
