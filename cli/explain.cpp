@@ -129,7 +129,9 @@ LoadedOperands load_operands(const CallArgs& args) {
             if (args.dtype_given && view.dtype != dtype)  // (not silently ignored: numpy would convert)
                 throw Error(ErrorKind::usage, fmt::format("--dtype {} does not apply to {}, which holds {}",
                                                           args.dtype, operand.text, name_of(view.dtype)))
-                    .help("a .npy operand keeps its own dtype (einc converts none yet): drop --dtype, or "
+                    .help("a .npy operand keeps its own dtype (operands of several dtypes are promoted as "
+                          "numpy does): "
+                          "drop --dtype, or "
                           "save the file as " +
                           std::string(name_of(dtype)));
             loaded.specs.push_back(TensorSpec{view.dtype, view.shape, view.strides});

@@ -53,6 +53,62 @@ std::optional<DType> dtype_named(std::string_view name) {
     return std::nullopt;
 }
 
+namespace {
+
+// The bits of an integer dtype's magnitude (bool: 1), and the significand bits of a float's - what a float
+// must have to hold every value of an integer exactly.
+int value_bits(DType dtype) {
+    switch (dtype) {
+    case DType::boolean: return 1;
+    case DType::i8: return 7;
+    case DType::i32: return 31;
+    case DType::i64: return 63;
+    case DType::f16: return 11;
+    case DType::bf16: return 8;
+    case DType::f32: return 24;
+    case DType::f64: return 53;
+    case DType::f8e4m3: return 4;
+    case DType::f8e5m2: return 3;
+    }
+    return 0;  // (unreachable: the switch is exhaustive)
+}
+
+bool is_fp8(DType dtype) {
+    return dtype == DType::f8e4m3 || dtype == DType::f8e5m2;
+}
+
+}  // namespace
+
+DType promote_types(DType a, DType b) {
+    if (a == b) return a;
+    if (is_fp8(a) || is_fp8(b))
+        throw Error(ErrorKind::unsupported,
+                    fmt::format("operands of {} and {} cannot be combined: fp8 mixes with no other dtype",
+                                name_of(a), name_of(b)))
+            .help("convert them to one dtype first");
+    if (a == DType::boolean) return b;
+    if (b == DType::boolean) return a;
+    if (is_integer(a) && is_integer(b)) return value_bits(a) > value_bits(b) ? a : b;
+    if (is_floating(a) && is_floating(b)) {
+        if (value_bits(a) != value_bits(b) && size_of(a) == size_of(b)) return DType::f32;  // f16, bf16
+        return size_of(a) > size_of(b) ? a : b;
+    }
+    // A float and an integer: the float if its significand holds every value of the integer, else the
+    // first wider float that does (i64 only in f64, which numpy gives though it rounds beyond 2^53).
+    const DType real = is_floating(a) ? a : b, integer = is_floating(a) ? b : a;
+    for (const DType candidate : {real, DType::f32, DType::f64})
+        if (size_of(candidate) >= size_of(real) && value_bits(candidate) >= value_bits(integer))
+            return candidate;
+    return DType::f64;
+}
+
+DType promote_types(std::span<const DType> dtypes) {
+    EINC_ASSERT(!dtypes.empty());
+    DType promoted = dtypes.front();
+    for (const DType dtype : dtypes.subspan(1)) promoted = promote_types(promoted, dtype);
+    return promoted;
+}
+
 DType result_dtype(Op op, Reduction reduction, DType input, bool reduces_an_axis) {
     const bool fp8 = input == DType::f8e4m3 || input == DType::f8e5m2;
     if (op == Op::einsum) {
@@ -66,11 +122,6 @@ DType result_dtype(Op op, Reduction reduction, DType input, bool reduces_an_axis
     if (fp8)
         throw Error(ErrorKind::unsupported, fmt::format("reduce on {} is not supported", name_of(input)))
             .help("fp8 tensors are supported for data movement: rearrange, repeat, pack, unpack");
-    if (info_of(reduction).result == ResultRule::floating && !is_floating(input))
-        throw Error(ErrorKind::unsupported,
-                    fmt::format("{} of {} values is not defined", name_of(reduction), name_of(input)))
-            .help(fmt::format("as in einops, {} needs a floating-point tensor: convert it first, or use sum",
-                              name_of(reduction)));
     return reduced_dtype(reduction, input);
 }
 

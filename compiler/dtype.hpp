@@ -27,9 +27,18 @@ constexpr bool is_integer(DType dtype) {  // i8 i32 i64 (not bool)
     return dtype == DType::i8 || dtype == DType::i32 || dtype == DType::i64;
 }
 
-// The dtype of the result of `op` on operands of dtype `input` (all operands share one dtype):
+// The dtype operands of dtypes `a` and `b` are computed in, as numpy.result_type gives it: the smallest
+// dtype that holds every value of both (bool < integers < floats; i32 with f32 gives f64, an integer with
+// f16 or bf16 a float whose significand holds it). numpy has no bf16: bf16 with f16 gives f32, as torch.
+// fp8 mixes with no other dtype (einc moves fp8 but computes nothing in it). Throws einc::Error for fp8.
+DType promote_types(DType a, DType b);
+// promote_types over every dtype of `dtypes` (at least one).
+DType promote_types(std::span<const DType> dtypes);
+
+// The dtype of the result of `op` on operands of dtype `input` (the operands' promoted dtype):
 //   data movement keeps it; sum and prod of integers and bool give i64 (numpy), any/all give bool,
-//   max/min keep it, mean needs a floating dtype; einsum keeps it and needs a numeric one.
+//   max/min keep it, mean gives f64 for integers and bool (numpy; einops refuses it); einsum keeps it
+//   and needs a numeric one.
 // A reduce that reduces no axis is a rearrange, as einops runs it: it keeps the dtype, whatever the
 // reduction. Throws einc::Error when the operation does not apply to the dtype.
 DType result_dtype(Op op, Reduction reduction, DType input, bool reduces_an_axis = true);

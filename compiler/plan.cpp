@@ -9,6 +9,7 @@
 #include "compiler/canonicalize.hpp"
 #include "compiler/checked.hpp"
 #include "compiler/plan_builder.hpp"
+#include "compiler/reduction.hpp"
 #include "grammar/diagnostic.hpp"
 #include "grammar/print.hpp"
 
@@ -116,13 +117,10 @@ PlanBuilder::PlanBuilder(const Bound& bound_, std::span<const TensorSpec> inputs
     EINC_ASSERT(inputs.size() == bound.inputs.size());
     plan.op = bound.op;
     plan.inputs.assign(inputs.begin(), inputs.end());
-    if (!inputs.empty()) input_dtype = inputs[0].dtype;
+    std::vector<DType> dtypes;
+    for (const TensorSpec& spec : inputs) dtypes.push_back(spec.dtype);
+    if (!dtypes.empty()) input_dtype = promote_types(dtypes);
     for (std::size_t i = 0; i < inputs.size(); ++i) {
-        if (inputs[i].dtype != input_dtype)
-            throw Error(ErrorKind::usage,
-                        fmt::format("{} operands must share one dtype: operand 0 is {}, operand {} is {}",
-                                    name_of(bound.op), name_of(input_dtype), i, name_of(inputs[i].dtype)))
-                .help("convert them to one dtype first");
         EINC_ASSERT(inputs[i].shape == bound.inputs[i].shape());
         EINC_ASSERT(inputs[i].strides.size() == inputs[i].shape.size());
         check_offsets_fit(inputs[i], "input", i);
@@ -202,7 +200,16 @@ std::vector<AxisId> axes_of(const std::vector<std::vector<AxisId>>& dims) {
 Operand PlanBuilder::input(std::size_t i) const {
     const auto dims = dim_axes_of(bound.inputs[i]);
     return Operand{Buffer{Buffer::Kind::input, static_cast<std::uint32_t>(i)}, 0,
-                   axis_strides(bound, dims, inputs[i].strides), axes_of(dims), input_dtype};
+                   axis_strides(bound, dims, inputs[i].strides), axes_of(dims), inputs[i].dtype};
+}
+
+Operand PlanBuilder::converted(const Operand& operand, DType dtype, const std::string& why) {
+    if (operand.dtype == dtype) return operand;
+    const Operand converted = temporary(operand.axes, dtype);
+    copy(Access{operand.buffer, operand.offset, layout_of(operand.axes, operand)},
+         Access{converted.buffer, converted.offset, layout_of(operand.axes, converted)},
+         fmt::format("convert {} to {}: {}", name_of(operand.dtype), name_of(dtype), why));
+    return converted;
 }
 
 Operand PlanBuilder::output(std::size_t k) const {
@@ -361,7 +368,7 @@ void move_to_output(PlanBuilder& b, const Operand& source, std::uint32_t k, cons
 namespace {
 
 void plan_reduce(PlanBuilder& b) {
-    const Operand in = b.input(0);
+    Operand in = b.input(0);
     if (b.size_of_axes(b.bound.reduced) == 1 && b.output_dtype == b.input_dtype) {  // moves data at most
         move_to_output(b, in, 0,
                        b.bound.reduced.empty() ? std::string("reduce over no axis (as einops, a rearrange)")
@@ -376,6 +383,11 @@ void plan_reduce(PlanBuilder& b) {
     Layout dst = b.layout_of(axes, out);  // reduced axes are absent from the output: stride 0
     if (b.options.require_view)
         throw Error(ErrorKind::pattern, "reduce can't be a view of its input").help("it computes new values");
+    // mean of integers or bool: numpy sums them as f64 and divides.
+    if (info_of(b.bound.reduction).result == ResultRule::floating)
+        in = b.converted(
+            in, b.output_dtype,
+            fmt::format("numpy's {} of {} values", name_of(b.bound.reduction), name_of(in.dtype)));
     b.reduce(b.bound.reduction, Access{in.buffer, 0, b.layout_of(axes, in)},
              Access{out.buffer, 0, std::move(dst)},
              fmt::format("{} over {}", name_of(b.bound.reduction), b.axis_names(b.bound.reduced)));

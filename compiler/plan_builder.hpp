@@ -26,11 +26,13 @@ public:
     const Bound& bound;
     std::span<const TensorSpec> inputs;
     const PlanOptions& options;
-    DType input_dtype = DType::f32;
+    DType input_dtype = DType::f32;  // what the inputs are computed in: their promoted dtype
     DType output_dtype = DType::f32;
     Plan plan;
 
-    Operand input(std::size_t i) const;
+    Operand input(std::size_t i) const;  // in its own dtype
+    // `operand` in `dtype`: itself, or a temporary it is converted into by a copy (`why` says why).
+    Operand converted(const Operand& operand, DType dtype, const std::string& why);
     Operand output(std::size_t k) const;  // where output k is written (its planned strides)
     // A new row-major temporary over `axes` (in that order).
     Operand temporary(const std::vector<AxisId>& axes, DType dtype);

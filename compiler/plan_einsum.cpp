@@ -373,7 +373,9 @@ void plan_einsum(PlanBuilder& b) {
             .help("it computes new values");
 
     std::vector<Operand> operands;
-    for (std::size_t i = 0; i < b.bound.inputs.size(); ++i) operands.push_back(b.input(i));
+    for (std::size_t i = 0; i < b.bound.inputs.size(); ++i)
+        operands.push_back(b.converted(b.input(i), b.input_dtype,
+                                       fmt::format("operand {}, for numpy's promotion of the operands", i)));
 
     // Axes needed by anything but operand `i`: the output's and the other operands'.
     const auto needed_besides = [&](std::size_t i) {

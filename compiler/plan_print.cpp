@@ -176,12 +176,25 @@ std::string_view name_of(PathSearch search) {
     return "";
 }
 
+// The dtype the call computes in: its inputs' promoted dtype (f32 for a call without inputs).
+DType call_dtype(const Plan& plan) {
+    std::vector<DType> dtypes;
+    for (const TensorSpec& input : plan.inputs) dtypes.push_back(input.dtype);
+    return dtypes.empty() ? DType::f32 : promote_types(dtypes);
+}
+
 }  // namespace
 
 std::string print_plan(const Plan& plan, const Schedule& schedule, const DeviceModel& device) {
-    const DType dtype = plan.inputs.empty() ? DType::f32 : plan.inputs.front().dtype;
-    std::string out = fmt::format("plan ({}, {} step{})\n", name_of(dtype), plan.steps.size(),
-                                  plan.steps.size() == 1 ? "" : "s");
+    const DType dtype = call_dtype(plan);
+    std::string dtypes(name_of(dtype));
+    if (std::ranges::any_of(plan.inputs, [&](const TensorSpec& input) { return input.dtype != dtype; })) {
+        std::vector<std::string_view> names;
+        for (const TensorSpec& input : plan.inputs) names.push_back(name_of(input.dtype));
+        dtypes = fmt::format("{} promoted to {}", fmt::join(names, " "), name_of(dtype));
+    }
+    std::string out =
+        fmt::format("plan ({}, {} step{})\n", dtypes, plan.steps.size(), plan.steps.size() == 1 ? "" : "s");
     if (plan.path) {
         const ContractionPath& path = *plan.path;
         std::vector<std::string> pairs;
@@ -215,7 +228,11 @@ std::string print_plan(const Plan& plan, const Schedule& schedule, const DeviceM
                        format_flops(total.flops), format_bytes(total.bytes_read),
                        format_bytes(total.bytes_written), format_bytes(total.workspace_bytes),
                        total.intensity());
-    out += fmt::format("bound: {}\n", describe_bound(total, device, dtype));
+    // (the ridge of the dtype the FLOPs are done in: a mean of i8 computes in f64)
+    const auto heaviest = std::ranges::max_element(
+        plan.steps, [](const PlanStep& a, const PlanStep& b) { return a.cost.flops < b.cost.flops; });
+    const DType flops_dtype = heaviest == plan.steps.end() ? dtype : compute_dtype(plan, heaviest->step);
+    out += fmt::format("bound: {}\n", describe_bound(total, device, flops_dtype));
     double seconds = 0;
     for (const PlanStep& step : plan.steps)
         seconds += step_seconds(step.cost, device, compute_dtype(plan, step.step));
@@ -384,7 +401,7 @@ std::string json_quoted(std::string_view text) {
 }
 
 std::string plan_to_json(const Plan& plan, const Schedule& schedule, const DeviceModel& device) {
-    const DType dtype = plan.inputs.empty() ? DType::f32 : plan.inputs.front().dtype;
+    const DType dtype = call_dtype(plan);
     Json json;
     json.open('{')
         .key("op")

@@ -38,7 +38,7 @@ enum class ResultRule : std::uint8_t {
     same,           // the input's (max, min)
     wide_integers,  // floats keep theirs; integers and bool give i64 (sum, prod)
     boolean,        // bool (any, all)
-    floating,       // the input's; integers and bool are refused (mean)
+    floating,       // floats keep theirs; integers and bool give f64 (mean: numpy's; einops refuses)
 };
 
 // The gradient of the reduction with respect to its input.
@@ -101,8 +101,8 @@ constexpr const ReductionInfo& info_of(Reduction op) {
 // says which do not, with the error).
 constexpr DType reduced_dtype(Reduction op, DType input) {
     switch (info_of(op).result) {
-    case ResultRule::same:
-    case ResultRule::floating: return input;
+    case ResultRule::same: return input;
+    case ResultRule::floating: return is_floating(input) ? input : DType::f64;
     case ResultRule::wide_integers: return is_floating(input) ? input : DType::i64;
     case ResultRule::boolean: return DType::boolean;
     }

@@ -35,6 +35,12 @@ Gradient Gradient::bind(const Expression& call, std::span<const TensorView> inpu
     // Whether there is a gradient at all comes first: what the output gradients should be is moot without.
     const std::vector<TensorSpec>& forward_inputs = forward.plan().inputs;
     check_differentiable(forward.bound().op, forward_inputs.empty() ? DType::f32 : forward_inputs[0].dtype);
+    for (const TensorSpec& input : forward_inputs)
+        if (input.dtype != forward_inputs[0].dtype)
+            throw Error(ErrorKind::unsupported,
+                        fmt::format("gradients of operands of mixed dtypes ({} and {}) are not supported",
+                                    name_of(forward_inputs[0].dtype), name_of(input.dtype)))
+                .help("convert the operands to one dtype first");
     const std::vector<TensorSpec>& outputs = forward.plan().outputs;
     const TensorView first = inputs.empty() ? TensorView{} : inputs[0];
     if (!output_gradients.empty() && output_gradients.size() != outputs.size())

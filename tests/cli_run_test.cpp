@@ -89,6 +89,8 @@ TEST_CASE("run: results written as .npy files equal the reference, on the CPU an
     const Tensor x = reference::make_tensor(DType::f32, {2, 3, 4}, counting(24));
     const Tensor w = reference::make_tensor(DType::f32, {4, 5}, counting(20));
     const Tensor packed = reference::make_tensor(DType::bf16, {2, 9}, counting(18));
+    const Tensor counts = reference::make_tensor(DType::i64, {4, 5}, counting(20));
+    const Tensor pixels = reference::make_tensor(DType::i8, {2, 3, 4}, counting(24));
     std::vector<std::string> backends{"cpu"};
     if (gpu_usable()) backends.emplace_back("cuda");
     for (const std::string& backend : backends) {
@@ -101,6 +103,11 @@ TEST_CASE("run: results written as .npy files equal the reference, on the CPU an
         check_run(dir, backend, Call{Op::einsum, "a b c, c d -> a d b", Reduction::none, {}, false, {}},
                   {x, w}, 1);
         check_run(dir, backend, Call{Op::unpack, "a *", Reduction::none, {}, false, {{4}, {5}}}, {packed}, 2);
+        // f32 with i64: f64 (numpy's promotion); the mean of i8: f64
+        check_run(dir, backend, Call{Op::einsum, "a b c, c d -> a d b", Reduction::none, {}, false, {}},
+                  {x, counts}, 1);
+        check_run(dir, backend, Call{Op::reduce, "a b c -> a c", Reduction::mean, {}, false, {}}, {pixels},
+                  1);
     }
     if (backends.size() == 1) MESSAGE("no usable GPU: einc run --backend cuda was not run");
 }

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -30,10 +31,14 @@ using namespace einc;
 
 namespace {
 
-void check_executor(Op op, DType dtype, int cases, unsigned seed) {
+// `dtype`: the inputs' dtype; none: each input's drawn from numeric_dtypes and bool.
+void check_executor(Op op, std::optional<DType> dtype, int cases, unsigned seed) {
+    static constexpr DType mixed[] = {DType::f64, DType::f32, DType::f16, DType::bf16,
+                                      DType::i8,  DType::i32, DType::i64, DType::boolean};
     std::mt19937 rng(seed);
     for (int i = 0; i < cases; ++i) {
-        const testing::RandomCase c = testing::random_case(rng, op, dtype);
+        const testing::RandomCase c =
+            dtype ? testing::random_case(rng, op, *dtype) : testing::random_mixed_case(rng, op, mixed);
         CAPTURE(c.describe());
         try {
             const auto [bound, planned] = testing::bind_and_plan(c.call, c.inputs);
@@ -154,6 +159,12 @@ TEST_CASE("cpu executor: reduce, numeric dtypes and bool") {
 TEST_CASE("cpu executor: einsum, numeric dtypes") {
     unsigned seed = 400;
     for (const DType dtype : numeric_dtypes) check_executor(Op::einsum, dtype, 250, seed++);
+}
+
+TEST_CASE("cpu executor: einsum and pack of operands of mixed dtypes, promoted as numpy") {
+    check_executor(Op::einsum, std::nullopt, 300, 450);
+    check_executor(Op::pack, std::nullopt, 150, 451);
+    check_executor(Op::rearrange, std::nullopt, 50, 452);  // one operand: nothing to promote
 }
 
 TEST_CASE("cpu executor: pack and unpack, every dtype") {

@@ -26,12 +26,45 @@ TEST_CASE("result dtypes follow numpy, as einops does") {
     CHECK(result_dtype(Op::reduce, Reduction::max, DType::i32) == DType::i32);
     CHECK(result_dtype(Op::reduce, Reduction::any, DType::f32) == DType::boolean);
     CHECK(result_dtype(Op::rearrange, Reduction::none, DType::f8e4m3) == DType::f8e4m3);
-    CHECK_THROWS_WITH_AS(result_dtype(Op::reduce, Reduction::mean, DType::i32),
-                         doctest::Contains("mean of i32 values is not defined"), Error);
+    // numpy's mean of integers and bool is f64 (einops refuses it; einc follows numpy).
+    CHECK(result_dtype(Op::reduce, Reduction::mean, DType::i32) == DType::f64);
+    CHECK(result_dtype(Op::reduce, Reduction::mean, DType::boolean) == DType::f64);
+    CHECK(result_dtype(Op::reduce, Reduction::mean, DType::f16) == DType::f16);
     CHECK_THROWS_AS(result_dtype(Op::einsum, Reduction::none, DType::boolean), Error);
     // einops runs a reduce that reduces nothing as a rearrange: the dtype stays, even for mean.
     CHECK(result_dtype(Op::reduce, Reduction::sum, DType::i32, /*reduces_an_axis=*/false) == DType::i32);
     CHECK(result_dtype(Op::reduce, Reduction::mean, DType::i8, /*reduces_an_axis=*/false) == DType::i8);
+}
+
+TEST_CASE("operands of mixed dtypes promote as numpy.result_type does (bf16 with f16: f32, as torch)") {
+    // numpy 2.4: numpy.result_type(a, b) for every pair of the dtypes numpy has, written out by hand
+    // (bf16 after torch.promote_types, as numpy has none; fp8 mixes with nothing in einc).
+    using enum DType;
+    struct Pair {
+        DType a, b, promoted;
+    };
+    const Pair table[] = {
+        {f64, f32, f64},  {f64, f16, f64},       {f64, bf16, f64},    {f64, i8, f64},   {f64, i32, f64},
+        {f64, i64, f64},  {f64, boolean, f64},   {f32, f16, f32},     {f32, bf16, f32}, {f32, i8, f32},
+        {f32, i32, f64},  {f32, i64, f64},       {f32, boolean, f32}, {f16, bf16, f32}, {f16, i8, f16},
+        {f16, i32, f64},  {f16, i64, f64},       {f16, boolean, f16}, {bf16, i8, bf16}, {bf16, i32, f64},
+        {bf16, i64, f64}, {bf16, boolean, bf16}, {i8, i32, i32},      {i8, i64, i64},   {i8, boolean, i8},
+        {i32, i64, i64},  {i32, boolean, i32},   {i64, boolean, i64},
+    };
+    for (const Pair& pair : table) {
+        CAPTURE(name_of(pair.a));
+        CAPTURE(name_of(pair.b));
+        CHECK(promote_types(pair.a, pair.b) == pair.promoted);
+        CHECK(promote_types(pair.b, pair.a) == pair.promoted);
+    }
+    for (const DType dtype : all_dtypes) CHECK(promote_types(dtype, dtype) == dtype);
+    const DType three[] = {i8, boolean, f16};
+    CHECK(promote_types(three) == f16);
+    const DType four[] = {i8, f16, i32, f32};
+    CHECK(promote_types(four) == f64);
+    CHECK_THROWS_WITH_AS(promote_types(f8e4m3, f32), doctest::Contains("fp8 mixes with no other dtype"),
+                         Error);
+    CHECK_THROWS_AS(promote_types(f8e4m3, f8e5m2), Error);
 }
 
 TEST_CASE("f16: exact values, rounding to nearest even, subnormals, overflow") {

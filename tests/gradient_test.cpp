@@ -650,6 +650,11 @@ TEST_CASE("gradient is refused where there is none: reduce any/all, parse_shape,
         CHECK_THROWS_WITH_AS(gradient(call_of(Op::rearrange, "a b -> b a"), {i.view()}),
                              doctest::Contains("floating dtypes"), Error);
     }
+    // Operands of mixed dtypes: the forward call promotes them, the gradients are refused (for now).
+    const Tensor f = make_tensor(DType::f32, {2, 3}, {1, 0, 2, 0, 3, 1}),
+                 d = make_tensor(DType::f64, {2, 3}, {1, 0, 2, 0, 3, 1});
+    CHECK_THROWS_WITH_AS(gradient(einsum_call("a b, a b -> a"), {f.view(), d.view()}),
+                         doctest::Contains("gradients of operands of mixed dtypes (f32 and f64)"), Error);
     const Tensor b = make_tensor(DType::boolean, {2, 3}, {1, 0, 1, 0, 1, 1});
     CHECK_THROWS_WITH_AS(gradient(call_of(Op::rearrange, "a b -> b a"), {b.view()}),
                          doctest::Contains("floating dtypes"), Error);

@@ -534,6 +534,54 @@ TEST_CASE("plan table: step kinds, FLOPs and bytes of each call") {
     for (const Row& row : table) check_row(row);
 }
 
+TEST_CASE("plan table: operands of mixed dtypes - a converting copy each, or none for pack") {
+    const auto planned = [](Op op, Reduction reduction, std::string pattern, std::vector<TensorSpec> specs) {
+        std::vector<Shape> shapes;
+        for (const TensorSpec& spec : specs) shapes.push_back(spec.shape);
+        return plan(bind(Call{op, std::move(pattern), reduction, {}, false, {}}, shapes), specs);
+    };
+    const auto row_major = [](DType dtype, Shape shape) {
+        return TensorSpec{dtype, shape, row_major_strides(shape)};
+    };
+    // f32 with i64 gives f64 (numpy): both operands are converted, then one f64 GEMM.
+    const Plan gemm = planned(Op::einsum, Reduction::none, "i k, k j -> i j",
+                              {row_major(F32, {64, 32}), row_major(DType::i64, {32, 48})});
+    CHECK(step_kinds(gemm) == "copy copy gemm");
+    CHECK(gemm.outputs[0].dtype == F64);
+    CHECK(gemm.steps[0].why == "convert f32 to f64: operand 0, for numpy's promotion of the operands");
+    CHECK(gemm.steps[1].why == "convert i64 to f64: operand 1, for numpy's promotion of the operands");
+    CHECK(gemm.total.flops == 2. * 64 * 48 * 32);
+    CHECK(gemm.total.bytes_read == 4. * 64 * 32 + 8. * 32 * 48 + 8. * (64 * 32 + 32 * 48));
+    CHECK(gemm.total.bytes_written == 8. * 64 * 32 + 8. * 32 * 48 + 8. * 64 * 48);
+    CHECK(gemm.total.workspace_bytes == 8. * (64 * 32 + 32 * 48));
+    // An operand already in the promoted dtype is read as it is: i8 with i32 converts only the i8.
+    const Plan ints = planned(Op::einsum, Reduction::none, "i k, k j -> i j",
+                              {row_major(I8, {64, 32}), row_major(I32, {32, 48})});
+    CHECK(step_kinds(ints) == "copy gemm");
+    CHECK(ints.outputs[0].dtype == I32);
+    // pack converts as it copies: i32 and f32 parts into an f64 result, no temporary.
+    const Plan pack =
+        planned(Op::pack, Reduction::none, "a *", {row_major(I32, {4, 2}), row_major(F32, {4, 3})});
+    CHECK(step_kinds(pack) == "copy copy");
+    CHECK(pack.outputs[0].dtype == F64);
+    CHECK(pack.total.bytes_read == 4. * 8 + 4. * 12);
+    CHECK(pack.total.bytes_written == 8. * 20);
+    CHECK(pack.total.workspace_bytes == 0);
+    // mean of i32: converted to f64 first (numpy's), then an f64 mean - one FLOP a term, one an output.
+    const Plan mean = planned(Op::reduce, Reduction::mean, "a b -> a", {row_major(I32, {8, 16})});
+    CHECK(step_kinds(mean) == "copy reduce");
+    CHECK(mean.outputs[0].dtype == F64);
+    CHECK(mean.steps[0].why == "convert i32 to f64: numpy's mean of i32 values");
+    CHECK(mean.total.flops == 128. + 8);
+    CHECK(mean.total.bytes_read == 4. * 128 + 8. * 128);
+    CHECK(mean.total.bytes_written == 8. * 128 + 8. * 8);
+    CHECK(mean.total.workspace_bytes == 8. * 128);
+    // fp8 mixes with nothing.
+    CHECK_THROWS_WITH_AS(
+        planned(Op::pack, Reduction::none, "a *", {row_major(DType::f8e4m3, {4, 2}), row_major(F32, {4, 3})}),
+        doctest::Contains("fp8 mixes with no other dtype"), Error);
+}
+
 TEST_CASE("plan table: the cost model's standard figures") {
     // x @ w, B=16384 D=32768 K=8192
     const Plan linear = plan_of({"einsum", "b d, d k -> b k", {}, BF16, {"16384x32768", "32768x8192"}});

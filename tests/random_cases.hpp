@@ -23,8 +23,10 @@ struct RandomCase {
     std::string describe() const;    // the call, the shapes and strides: printed when a check fails
 };
 
-// A random valid call of `op` on inputs of `dtype` (mean only for floating dtypes, einsum only numeric).
+// A random valid call of `op` on inputs of `dtype` (einsum only numeric).
 RandomCase random_case(std::mt19937& rng, Op op, DType dtype);
+// Likewise, each input of a dtype drawn from `dtypes` (the same small integers in each: exact in all).
+RandomCase random_mixed_case(std::mt19937& rng, Op op, std::span<const DType> dtypes);
 
 // A call bound to the inputs' shapes and planned for their layouts (throws einc::Error as bind and plan do).
 struct Planned {

@@ -139,18 +139,24 @@ Tensor einsum(const Bound& bound, std::span<const TensorView> inputs, DType resu
 
 // pack: input i fills positions [offsets[i], offsets[i] + its part's length) of the concatenated dim,
 // at offset + the row-major flattening of its part axes; the other dims match one to one.
-Tensor pack(const Bound& bound, std::span<const TensorView> inputs) {
+// Inputs of another dtype than the result's are converted (numpy.concatenate's promotion).
+Tensor pack(const Bound& bound, std::span<const TensorView> inputs, DType result_type) {
     const Concat& concat = *bound.concat;
     const BoundOperand& output = bound.outputs.front();
     EINC_ASSERT(concat.parts.size() == inputs.size() && output.dims[concat.dim].axes.empty());
-    Tensor result = Tensor::empty(inputs.front().dtype, output.shape());
+    Tensor result = Tensor::empty(result_type, output.shape());
     AxisValues values(bound.axes.size());
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         for_each_combination(bound, axes_of(bound.inputs[i]), values, [&] {
             Shape packed = indices_of(bound, output, values);
             packed[concat.dim] = concat.offsets[i] + flat_index(bound, concat.parts[i], values);
-            copy_element(element_at(result, packed),
-                         element_at(inputs[i], indices_of(bound, bound.inputs[i], values)), inputs[i].dtype);
+            const std::byte* element = element_at(inputs[i], indices_of(bound, bound.inputs[i], values));
+            if (inputs[i].dtype == result_type)
+                copy_element(element_at(result, packed), element, result_type);
+            else if (is_floating(result_type))
+                store(element_at(result, packed), result_type, load_real(element, inputs[i].dtype));
+            else
+                store(element_at(result, packed), result_type, load_integer(element, inputs[i].dtype));
         });
     }
     return result;
@@ -200,10 +206,6 @@ void check_inputs(const Bound& bound, std::span<const TensorView> inputs) {
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         const std::string what = fmt::format("input {}", i);
         check_readable(inputs[i], what);
-        if (inputs[i].dtype != inputs.front().dtype)
-            throw Error(ErrorKind::usage,
-                        fmt::format("input {} is {} but input 0 is {}: all inputs must share one dtype", i,
-                                    name_of(inputs[i].dtype), name_of(inputs.front().dtype)));
         const Shape expected = bound.inputs[i].shape();
         if (inputs[i].shape != expected)
             throw Error(ErrorKind::shape,
@@ -230,10 +232,12 @@ std::vector<Tensor> evaluate(const Bound& bound, std::span<const TensorView> inp
     check_inputs(bound, inputs);
     if (bound.op == Op::parse_shape) return {};
     EINC_ASSERT(!inputs.empty());
-    const DType input_type = inputs.front().dtype;
+    std::vector<DType> dtypes;
+    for (const TensorView& input : inputs) dtypes.push_back(input.dtype);
+    const DType input_type = promote_types(dtypes);  // (its rule is tested against numpy's table)
     const DType result_type = result_dtype(bound.op, bound.reduction, input_type, !bound.reduced.empty());
-    // Integers and bool accumulate in int64, floats in double.
-    const bool real = is_floating(input_type);
+    // Integers and bool accumulate in int64, floats (and means, as numpy's) in double.
+    const bool real = is_floating(input_type) || is_floating(result_type);
     switch (bound.op) {
     case Op::rearrange:
     case Op::repeat: return {move_data(bound, inputs.front())};
@@ -244,7 +248,7 @@ std::vector<Tensor> evaluate(const Bound& bound, std::span<const TensorView> inp
     case Op::einsum:
         return {real ? einsum<double>(bound, inputs, result_type)
                      : einsum<std::int64_t>(bound, inputs, result_type)};
-    case Op::pack: return {pack(bound, inputs)};
+    case Op::pack: return {pack(bound, inputs, result_type)};
     case Op::unpack: return unpack(bound, inputs.front());
     case Op::parse_shape: break;
     }

@@ -8,7 +8,9 @@
 //   - rearrange, repeat, pack, unpack copy each element's bytes, so every dtype moves bit-exactly;
 //   - reduce folds the reduced axes; integers and bool accumulate in int64 (wrapping), floats in double;
 //   - einsum sums, over the reduced axes, the product of every operand's element, in the same precision;
-//   - results are rounded once, to nearest, to result_dtype(op, reduction, input dtype).
+//   - results are rounded once, to nearest, to result_dtype(op, reduction, input dtype), where the input
+//     dtype is the operands' promoted one (promote_types: numpy's result_type); pack converts each part.
+//   - mean of integers and bool: in double, as numpy (einops refuses it; einc follows numpy).
 #pragma once
 
 #include <span>
@@ -20,9 +22,9 @@
 
 namespace einc::reference {
 
-// Evaluates `bound` on `inputs` (CPU memory, any strides incl. 0 and negative; all of one dtype).
-// Returns the outputs, row-major, of dtype result_dtype(bound.op, bound.reduction, inputs[0].dtype,
-// !bound.reduced.empty());
+// Evaluates `bound` on `inputs` (CPU memory, any strides incl. 0 and negative; any dtypes).
+// Returns the outputs, row-major, of dtype result_dtype(bound.op, bound.reduction, promote_types(the
+// inputs' dtypes), !bound.reduced.empty());
 // none for parse_shape. Throws einc::Error when the inputs do not match the bound expression, and for
 // max/min over an empty set.
 std::vector<Tensor> evaluate(const Bound& bound, std::span<const TensorView> inputs);
