@@ -150,10 +150,11 @@ public:
             std::uint32_t index;  // in finished[its level]
             Bits<Words> result;
         };
-        // A bucket's keys and subsets apart: a scan finds where the keys pass the cap by bisection,
-        // then picks the subsets disjoint from a without a branch (a branch a subset, often mispredicted,
-        // cost more than the rest of the scan).
-        struct Bucket {
+        // A level's buckets one after the other (bucket i from start[i]), keys and subsets apart: a scan
+        // finds where the keys pass the cap by bisection, then picks the subsets disjoint from a without
+        // a branch (a branch a subset, often mispredicted, cost more than the rest of the scan).
+        struct Buckets {
+            std::vector<std::uint32_t> start;
             std::vector<double> key;
             std::vector<std::uint32_t> mask;
             std::vector<Probe> probe;
@@ -161,8 +162,8 @@ public:
         const std::size_t bucket_bits = std::min<std::size_t>(n_, 6);
         const std::uint32_t bucket_mask = (std::uint32_t{1} << bucket_bits) - 1;
         std::vector<std::vector<Finished>> finished(n_ + 1);
-        std::vector<std::vector<Bucket>> buckets(n_ + 1, std::vector<Bucket>(std::size_t{bucket_mask} + 1));
-        std::vector<std::uint32_t> picked;                    // a bucket's subsets disjoint from a
+        std::vector<Buckets> buckets(n_ + 1);
+        std::vector<std::uint32_t> picked, next;  // a bucket's subsets disjoint from a; where each goes
         std::vector<std::pair<double, std::uint32_t>> order;  // a level's (key, subset), sorted
         std::vector<double> least_reduced(n_ + 1, infinity), least_key(n_ + 1, infinity);  // by level
         std::vector<std::uint32_t> touched;
@@ -212,11 +213,14 @@ public:
                     order.emplace_back(subset_[mask].cost + result_size(mask) - charges.of[mask], mask);
                 std::sort(order.begin(), order.end());
                 finished[m - 1].clear();
-                for (Bucket& bucket : buckets[m - 1]) {
-                    bucket.key.clear();
-                    bucket.mask.clear();
-                    bucket.probe.clear();
-                }
+                Buckets& into = buckets[m - 1];
+                into.start.assign(std::size_t{bucket_mask} + 2, 0);
+                for (const auto& [key, mask] : order) ++into.start[(mask & bucket_mask) + 1];
+                for (std::size_t i = 1; i < into.start.size(); ++i) into.start[i] += into.start[i - 1];
+                next.assign(into.start.begin(), into.start.end() - 1);
+                into.key.resize(order.size());
+                into.mask.resize(order.size());
+                into.probe.resize(order.size());
                 picked.resize(std::max(picked.size(), order.size()));
                 least_reduced[m - 1] = least_key[m - 1] = infinity;
                 for (const auto& [key, mask] : order) {
@@ -225,11 +229,11 @@ public:
                     const Finished f{
                         mask,           key,          subset.cost, charge, subset.cost - charge, subset.size,
                         subset.largest, subset.result};
-                    Bucket& bucket = buckets[m - 1][mask & bucket_mask];
-                    bucket.key.push_back(key);
-                    bucket.mask.push_back(mask);
-                    bucket.probe.push_back(
-                        {f.reduced, f.size, static_cast<std::uint32_t>(finished[m - 1].size()), f.result});
+                    const std::uint32_t at = next[mask & bucket_mask]++;  // (in order of key within a bucket)
+                    into.key[at] = key;
+                    into.mask[at] = mask;
+                    into.probe[at] = {f.reduced, f.size, static_cast<std::uint32_t>(finished[m - 1].size()),
+                                      f.result};
                     finished[m - 1].push_back(f);
                     least_reduced[m - 1] = std::min(least_reduced[m - 1], f.reduced);
                     least_key[m - 1] = std::min(least_key[m - 1], key);
@@ -257,22 +261,24 @@ public:
                         const std::uint32_t free = bucket_mask & ~barred;
                         const double key_limit = cap * (1 + 1e-12) - a.reduced - charges.all;
                         for (std::uint32_t low = free;; low = (low - 1) & free) {
-                            const Bucket& bucket = buckets[need][low];
+                            const Buckets& level_need = buckets[need];
+                            const std::size_t first = level_need.start[low], stop = level_need.start[low + 1];
                             const std::size_t end = static_cast<std::size_t>(
-                                std::upper_bound(bucket.key.begin(), bucket.key.end(), key_limit) -
-                                bucket.key.begin());
-                            looked += end;
-                            if (end < bucket.key.size()) {
+                                std::upper_bound(level_need.key.begin() + first,
+                                                 level_need.key.begin() + stop, key_limit) -
+                                level_need.key.begin());
+                            looked += end - first;
+                            if (end < stop) {
                                 ++looked;
-                                rejected = std::min(rejected, a.reduced + bucket.key[end] + charges.all);
+                                rejected = std::min(rejected, a.reduced + level_need.key[end] + charges.all);
                             }
                             std::size_t count = 0;
-                            for (std::size_t j = 0; j < end; ++j) {
+                            for (std::size_t j = first; j < end; ++j) {
                                 picked[count] = static_cast<std::uint32_t>(j);
-                                count += (bucket.mask[j] & barred) == 0;
+                                count += (level_need.mask[j] & barred) == 0;
                             }
                             for (std::size_t j = 0; j < count; ++j) {
-                                const Probe& b = bucket.probe[picked[j]];
+                                const Probe& b = level_need.probe[picked[j]];
                                 ++work;
                                 // What the operands in neither are charged and what a and b cost, then
                                 // the pair's least: it writes the larger of them, and reads every axis of
