@@ -98,7 +98,7 @@ public:
     SubsetSearch(const Network& network, const Groups& groups)
         : n_(network.operands.size()), full_((std::uint32_t{1} << n_) - 1), sizes_(groups.size),
           max_intermediate_(network.max_intermediate), axes_of_(std::size_t{full_} + 1),
-          result_(std::size_t{full_} + 1), size_(std::size_t{full_} + 1, -1) {
+          subset_(std::size_t{full_} + 1) {
         Bits<Words> output;
         for (const std::size_t g : groups.of_output) output.set(g);
         for (std::size_t i = 0; i < n_; ++i) {
@@ -109,12 +109,20 @@ public:
         for (std::uint32_t mask = 1; mask <= full_; ++mask)
             axes_of_[mask] = axes_of_[mask & (mask - 1)] | axes_of_[mask & (~mask + 1)];
         output_ = output;
+        // The products of every byte's groups, a table per byte of the words the groups take.
+        const std::size_t bytes = (sizes_.size() + 7) / 8;
+        product_of_byte_.assign(bytes, {});
+        for (std::size_t byte = 0; byte < bytes; ++byte)
+            for (std::size_t bits = 0; bits < 256; ++bits) {
+                double n = 1;
+                for (std::size_t bit = 0; bit < 8; ++bit)
+                    if (bits >> bit & 1 && byte * 8 + bit < sizes_.size()) n *= sizes_[byte * 8 + bit];
+                product_of_byte_[byte][bits] = n;
+            }
     }
 
     DpResult cheapest(double upper_bound, std::size_t work_budget) {
-        cost_.assign(std::size_t{full_} + 1, infinity);
-        largest_.assign(std::size_t{full_} + 1, 0);
-        left_.assign(std::size_t{full_} + 1, 0);
+        for (Subset& subset : subset_) subset.cost = infinity;
         // No order costs less than its largest operand or its output: some contraction reads or writes it.
         double cap = std::max(1.0, result_size(full_));
         for (std::size_t i = 0; i < n_; ++i) cap = std::max(cap, result_size(std::uint32_t{1} << i));
@@ -128,54 +136,107 @@ public:
         // the order's own count does.
         const auto over = [&](double bound) { return bound > cap * (1 + 1e-12); };
         std::vector<std::vector<std::uint32_t>> level(n_ + 1);
-        // Each finished level again, with what a scan reads beside each subset (one pass through memory,
-        // not a lookup by subset for each of the pairs looked at), in order of `key` = cost + size -
-        // charge, whole and in buckets by the subset's lowest operands.
+        // Each finished level again, in order of `key` = cost + size - charge, with what a scan reads
+        // beside each subset (one pass through memory, not a lookup by subset for each of the pairs looked
+        // at): whole, and in buckets by the subset's lowest operands with only what bounds a pair (most
+        // pairs end there) and an index to the rest.
         struct Finished {
             std::uint32_t mask;
-            double key, cost, reduced, size, largest;  // reduced: cost - charge
+            double key, cost, charge, reduced, size, largest;  // reduced: cost - charge
             Bits<Words> result;
+        };
+        struct Probe {
+            double reduced, size;
+            std::uint32_t index;  // in finished[its level]
+            Bits<Words> result;
+        };
+        // A level's buckets one after the other (bucket i from start[i]), keys and subsets apart: a scan
+        // finds where the keys pass the cap by bisection, then picks the subsets disjoint from a without
+        // a branch (a branch a subset, often mispredicted, cost more than the rest of the scan).
+        struct Buckets {
+            std::vector<std::uint32_t> start;
+            std::vector<double> key;
+            std::vector<std::uint32_t> mask;
+            std::vector<Probe> probe;
         };
         const std::size_t bucket_bits = std::min<std::size_t>(n_, 6);
         const std::uint32_t bucket_mask = (std::uint32_t{1} << bucket_bits) - 1;
         std::vector<std::vector<Finished>> finished(n_ + 1);
-        std::vector<std::vector<std::vector<Finished>>> buckets(
-            n_ + 1, std::vector<std::vector<Finished>>(std::size_t{bucket_mask} + 1));
+        std::vector<Buckets> buckets(n_ + 1);
+        std::vector<std::uint32_t> picked, next;  // a bucket's subsets disjoint from a; where each goes
+        std::vector<std::pair<double, std::uint32_t>> order;  // a level's (key, subset), sorted
         std::vector<double> least_reduced(n_ + 1, infinity), least_key(n_ + 1, infinity);  // by level
         std::vector<std::uint32_t> touched;
         for (;;) {
             cap = std::min(cap, known);
-            for (const std::uint32_t mask : touched) cost_[mask] = infinity;
+            for (const std::uint32_t mask : touched) subset_[mask].cost = infinity;
             touched.clear();
             for (auto& masks : level) masks.clear();
             for (std::size_t i = 0; i < n_; ++i) {
                 level[1].push_back(std::uint32_t{1} << i);
-                cost_[std::uint32_t{1} << i] = 0;
+                subset_[std::uint32_t{1} << i].cost = 0;
             }
             std::size_t looked = 0;
             double rejected = infinity;  // the least bound of an order over the cap
+            // a and b (of m operands together) into s, at the cost of a and b and their contraction,
+            // whose every axis is read (`joined` elements) and written once, twice if some are summed.
+            const auto join = [&](const Finished& a, const Finished& b, double joined, std::size_t m) {
+                const std::uint32_t s = a.mask | b.mask;
+                const double size = result_size(s);
+                if (s != full_ && size > max_intermediate_) return;
+                Subset& into = subset_[s];
+                const double total =
+                    a.cost + b.cost + joined * ((a.result | b.result) == into.result ? 1 : 2);
+                // (Charges are sums of halves of integers: exact, in any order, below 2^52.)
+                const double rest = charges.all - a.charge - b.charge;
+                if (over(total + rest)) {
+                    rejected = std::min(rejected, total + rest);
+                    return;
+                }
+                const double largest = std::max({a.largest, b.largest, size});
+                if (std::isinf(into.cost)) {
+                    level[m].push_back(s);
+                    touched.push_back(s);
+                } else if (!(total < into.cost || (total == into.cost && largest < into.largest)))
+                    return;
+                into.cost = total;
+                into.largest = largest;
+                into.left = a.mask;
+            };
             // An order through subsets a and b costs at least a.cost + b.cost + the larger of their
             // results (their contraction writes it, reading the axes of both) + the charges of the
             // operands in neither. Split as (a.cost - a.charge) + (b.cost + b.size - b.charge) + all
             // charges, it lets a scan of a level in order of key stop at the first subset that cannot fit.
-            const auto key = [&](std::uint32_t mask) {
-                return cost_[mask] + result_size(mask) - charges.of[mask];
-            };
             for (std::size_t m = 2; m <= n_; ++m) {
-                std::sort(level[m - 1].begin(), level[m - 1].end(), [&](std::uint32_t x, std::uint32_t y) {
-                    return key(x) < key(y) || (key(x) == key(y) && x < y);
-                });
+                order.clear();
+                for (const std::uint32_t mask : level[m - 1])
+                    order.emplace_back(subset_[mask].cost + result_size(mask) - charges.of[mask], mask);
+                std::sort(order.begin(), order.end());
                 finished[m - 1].clear();
-                for (auto& bucket : buckets[m - 1]) bucket.clear();
+                Buckets& into = buckets[m - 1];
+                into.start.assign(std::size_t{bucket_mask} + 2, 0);
+                for (const auto& [key, mask] : order) ++into.start[(mask & bucket_mask) + 1];
+                for (std::size_t i = 1; i < into.start.size(); ++i) into.start[i] += into.start[i - 1];
+                next.assign(into.start.begin(), into.start.end() - 1);
+                into.key.resize(order.size());
+                into.mask.resize(order.size());
+                into.probe.resize(order.size());
+                picked.resize(std::max(picked.size(), order.size()));
                 least_reduced[m - 1] = least_key[m - 1] = infinity;
-                for (const std::uint32_t mask : level[m - 1]) {
+                for (const auto& [key, mask] : order) {
+                    const Subset& subset = subset_[mask];
+                    const double charge = charges.of[mask];
                     const Finished f{
-                        mask,        key(mask),      cost_[mask],  cost_[mask] - charges.of[mask],
-                        size_[mask], largest_[mask], result_[mask]};
+                        mask,           key,          subset.cost, charge, subset.cost - charge, subset.size,
+                        subset.largest, subset.result};
+                    const std::uint32_t at = next[mask & bucket_mask]++;  // (in order of key within a bucket)
+                    into.key[at] = key;
+                    into.mask[at] = mask;
+                    into.probe[at] = {f.reduced, f.size, static_cast<std::uint32_t>(finished[m - 1].size()),
+                                      f.result};
                     finished[m - 1].push_back(f);
-                    buckets[m - 1][mask & bucket_mask].push_back(f);
                     least_reduced[m - 1] = std::min(least_reduced[m - 1], f.reduced);
-                    least_key[m - 1] = std::min(least_key[m - 1], f.key);
+                    least_key[m - 1] = std::min(least_key[m - 1], key);
                 }
                 for (std::size_t k = 1; k <= m / 2; ++k) {
                     const std::size_t need = m - k;
@@ -185,54 +246,55 @@ public:
                             rejected = std::min(rejected, a_bound);
                             break;
                         }
-                        const auto consider = [&](const Finished& b) {
-                            ++work;
-                            const double reads = a.cost + b.cost;
-                            const std::uint32_t s = a.mask | b.mask;
-                            const double rest = charges.of[full_ & ~s];
-                            const double at_least = reads + std::max(a.size, b.size) + rest;
-                            if (over(at_least)) {
-                                rejected = std::min(rejected, at_least);
-                                return;
-                            }
-                            const double size = result_size(s);
-                            if (s != full_ && size > max_intermediate_) return;
-                            const Bits<Words> all = a.result | b.result;
-                            const double flops = a.size * b.size / (a.result & b.result).product(sizes_) *
-                                                 (all == result_[s] ? 1 : 2);
-                            const double total = reads + flops;
-                            if (over(total + rest)) {
-                                rejected = std::min(rejected, total + rest);
-                                return;
-                            }
-                            const double largest = std::max({a.largest, b.largest, size});
-                            if (std::isinf(cost_[s])) {
-                                level[m].push_back(s);
-                                touched.push_back(s);
-                            } else if (!(total < cost_[s] || (total == cost_[s] && largest < largest_[s])))
-                                return;
-                            cost_[s] = total;
-                            largest_[s] = largest;
-                            left_[s] = a.mask;
-                        };
-                        // Only the buckets of subsets disjoint from a in their lowest operands, each in
-                        // order of key: a scan stops at the first subset that cannot fit (cheaper, on
-                        // every network tried, than enumerating the subsets of the other operands, where
-                        // most have no order within the cap).
                         if (over(a.reduced + least_key[need] + charges.all)) {
                             rejected = std::min(rejected, a.reduced + least_key[need] + charges.all);
                             continue;  // (the level is in order of key, not of reduced: no break)
                         }
-                        const std::uint32_t free = bucket_mask & ~a.mask;
+                        // b's operands are none of a's, and when the halves are of a size, none up to
+                        // a's lowest either (the half with the lowest operand is a: each pair once).
+                        const std::uint32_t lowest = a.mask & (~a.mask + 1);
+                        const std::uint32_t barred = a.mask | (need == k ? (lowest << 1) - 1 : 0);
+                        // Only the buckets of subsets disjoint from a in their lowest operands, each in
+                        // order of key: a scan stops at the first subset that cannot fit (cheaper, on
+                        // every network tried, than enumerating the subsets of the other operands, where
+                        // most have no order within the cap).
+                        const std::uint32_t free = bucket_mask & ~barred;
+                        const double key_limit = cap * (1 + 1e-12) - a.reduced - charges.all;
                         for (std::uint32_t low = free;; low = (low - 1) & free) {
-                            for (const Finished& b : buckets[need][low]) {
+                            const Buckets& level_need = buckets[need];
+                            const std::size_t first = level_need.start[low], stop = level_need.start[low + 1];
+                            const std::size_t end = static_cast<std::size_t>(
+                                std::upper_bound(level_need.key.begin() + first,
+                                                 level_need.key.begin() + stop, key_limit) -
+                                level_need.key.begin());
+                            looked += end - first;
+                            if (end < stop) {
                                 ++looked;
-                                const double bound = a.reduced + b.key + charges.all;
-                                if (over(bound)) {
-                                    rejected = std::min(rejected, bound);
-                                    break;
+                                rejected = std::min(rejected, a.reduced + level_need.key[end] + charges.all);
+                            }
+                            std::size_t count = 0;
+                            for (std::size_t j = first; j < end; ++j) {
+                                picked[count] = static_cast<std::uint32_t>(j);
+                                count += (level_need.mask[j] & barred) == 0;
+                            }
+                            for (std::size_t j = 0; j < count; ++j) {
+                                const Probe& b = level_need.probe[picked[j]];
+                                ++work;
+                                // What the operands in neither are charged and what a and b cost, then
+                                // the pair's least: it writes the larger of them, and reads every axis of
+                                // both, once if none is summed - all from the bucket, before the rest of
+                                // b or s's own entry are read (misses in memory, mostly).
+                                const double base = a.reduced + b.reduced + charges.all;
+                                if (over(base + a.size)) {
+                                    rejected = std::min(rejected, base + a.size);
+                                    continue;
                                 }
-                                if (!(a.mask & b.mask) && (need != k || b.mask > a.mask)) consider(b);
+                                const double joined = a.size * b.size / product(a.result & b.result);
+                                if (over(base + joined)) {
+                                    rejected = std::min(rejected, base + joined);
+                                    continue;
+                                }
+                                join(a, finished[need][b.index], joined, m);
                             }
                             if (low == 0) break;
                         }
@@ -242,7 +304,7 @@ public:
                     }
                 }
             }
-            if (!std::isinf(cost_[full_])) break;
+            if (!std::isinf(subset_[full_].cost)) break;
             if (std::isinf(rejected) || cap >= known) return {DpOutcome::none_fits, {}};
             cap = std::max(rejected, cap * cap_growth);
         }
@@ -299,18 +361,30 @@ private:
     // The axes (groups) of the tensor a subset contracts to, and its size: a single operand keeps every
     // axis it has (own axes are summed by its first contraction, as evaluate() counts them).
     double result_size(std::uint32_t mask) {
-        if (size_[mask] < 0) {
-            result_[mask] = std::popcount(mask) == 1 ? axes_of_[mask]
+        Subset& subset = subset_[mask];
+        if (subset.size < 0) {
+            subset.result = std::popcount(mask) == 1 ? axes_of_[mask]
                                                      : axes_of_[mask] & (output_ | axes_of_[full_ & ~mask]);
-            size_[mask] = result_[mask].product(sizes_);
+            subset.size = product(subset.result);
         }
-        return size_[mask];
+        return subset.size;
+    }
+
+    // The product of the sizes of the groups set, a byte of them at a time (two lookups for 16 groups).
+    double product(const Bits<Words>& groups) const {
+        double n = 1;
+        for (std::size_t w = 0; w < Words; ++w) {
+            std::size_t byte = w * 8;
+            for (std::uint64_t bits = groups.word[w]; bits != 0; bits >>= 8, ++byte)
+                n *= product_of_byte_[byte][bits & 255];
+        }
+        return n;
     }
 
     std::size_t emit(std::uint32_t mask, SsaPath& path) const {
         if (std::popcount(mask) == 1) return static_cast<std::size_t>(std::countr_zero(mask));
-        const std::size_t left = emit(left_[mask], path);
-        const std::size_t right = emit(mask & ~left_[mask], path);
+        const std::size_t left = emit(subset_[mask].left, path);
+        const std::size_t right = emit(mask & ~subset_[mask].left, path);
         path.emplace_back(left, right);
         return n_ + path.size() - 1;
     }
@@ -321,10 +395,15 @@ private:
     double max_intermediate_;
     Bits<Words> output_;
     std::vector<Bits<Words>> axes_of_;  // by subset: every axis its operands hold
-    std::vector<Bits<Words>> result_;   // by subset, once result_size() computed it
-    std::vector<double> size_;          // -1: not computed yet
-    std::vector<double> cost_, largest_;
-    std::vector<std::uint32_t> left_;  // the split of the cheapest order
+    std::vector<std::array<double, 256>> product_of_byte_;
+    // By subset, what a pair that makes it reads and writes, together: one miss in memory, not several.
+    struct Subset {
+        Bits<Words> result;  // the axes of its tensor, once result_size() computed them
+        double size = -1;    // -1: not computed yet
+        double cost = infinity, largest = 0;
+        std::uint32_t left = 0;  // the split of the cheapest order
+    };
+    std::vector<Subset> subset_;
 };
 
 // Runs `f` on the search with as few words as the network's axis groups need.

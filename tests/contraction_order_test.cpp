@@ -435,6 +435,71 @@ TEST_CASE("13 to 16 operands, stars and vectors: the optimum of a plain subset D
     }
 }
 
+TEST_CASE("10 to 16 operands, 48 random networks: the DP's optimum is the plain subset DP's") {
+    // What the DP's pruning and its scan (buckets bisected by key, pairs of equal halves once, bounds
+    // from the buckets before a subset's own entry) must not change, on networks of every kind the
+    // generator makes (hyperedges, batch axes, open axes), and on three kinds where outer products pay or
+    // pruning is delicate: two vectors beside a tensor that holds both axes (contracting them first
+    // spares a pass over it), a star with vectors among its leaves, vectors on the output's axes.
+    std::mt19937 rng(3217);
+    std::vector<Network> cases;
+    for (int trial = 0; trial < 48; ++trial) {
+        const std::size_t n = 10 + static_cast<std::size_t>(trial) % 7;
+        Network net = random_network(rng, n, n / 4 + static_cast<std::size_t>(trial % 3), 2 + trial % 6);
+        const auto new_axis = [&](std::int64_t size) {
+            net.sizes.push_back(size);
+            return static_cast<AxisId>(net.sizes.size() - 1);
+        };
+        switch (trial % 4) {
+        case 0: {  // vectors x (p) and y (q) beside a tensor that holds p and q, p in the output
+            const AxisId p = new_axis(2 + trial % 3), q = new_axis(3);
+            net.operands[0] = {p};
+            net.operands[1] = {q};
+            net.operands[2].push_back(p);
+            net.operands[2].push_back(q);
+            std::sort(net.operands[2].begin(), net.operands[2].end());
+            net.output.push_back(p);
+            break;
+        }
+        case 1: {  // a star around an output axis, three of its leaves vectors, one on the output
+            net = Network{{}, {}, {}};
+            const AxisId hub = new_axis(4 + trial % 5);
+            net.output = {hub};
+            for (std::size_t i = 0; i < n; ++i) {
+                const AxisId leaf =
+                    new_axis(2 + static_cast<std::int64_t>((i * 3 + static_cast<std::size_t>(trial)) % 5));
+                net.operands.push_back(i < 3 ? Axes{leaf} : Axes{hub, leaf});
+                if (i == 1) net.output.push_back(leaf);
+            }
+            break;
+        }
+        case 2:  // vectors on axes of their own, in the output: outer products only
+            for (std::size_t i = 0; i < 2; ++i) {
+                net.operands[i] = {new_axis(2 + static_cast<std::int64_t>(i))};
+                net.output.push_back(net.operands[i][0]);
+            }
+            break;
+        default: break;  // the generator's network as it is
+        }
+        std::sort(net.output.begin(), net.output.end());
+        cases.push_back(std::move(net));
+    }
+    testing::sanitizer_sample(cases);
+    std::size_t by_dp = 0;
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        const Network& net = cases[i];
+        CAPTURE(i);
+        CAPTURE(net.operands.size());
+        const ContractionPath path = order_of(net);
+        REQUIRE(path.pairs.size() == net.operands.size() - 1);
+        CHECK(count(net, path.pairs).flops == doctest::Approx(path.optimized_flops));
+        if (path.search != PathSearch::dynamic_programming) continue;  // (over the DP's budget)
+        ++by_dp;
+        CHECK(path.optimized_flops == doctest::Approx(subset_optimum_by_masks(net)).epsilon(1e-12));
+    }
+    CHECK(by_dp * 10 >= cases.size() * 9);  // the DP answers nearly all of them
+}
+
 TEST_CASE("outer products are in the search: two vectors before a large tensor") {
     // x (i), y (j), T (i j k) with k large, and a chain of 7 matrices on k (9 operands): x y first costs
     // |i||j| and spares a pass over T.
