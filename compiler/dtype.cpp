@@ -112,11 +112,11 @@ DType promote_types(std::span<const DType> dtypes) {
 DType result_dtype(Op op, Reduction reduction, DType input, bool reduces_an_axis) {
     const bool fp8 = input == DType::f8e4m3 || input == DType::f8e5m2;
     if (op == Op::einsum) {
-        if (input == DType::boolean || fp8)
+        if (fp8)
             throw Error(ErrorKind::unsupported,
                         fmt::format("einsum on {} operands is not supported", name_of(input)))
-                .help("einsum takes f64, f32, f16, bf16, i8, i32 or i64 operands");
-        return input;
+                .help("einsum takes f64, f32, f16, bf16, i8, i32, i64 or bool operands");
+        return input;  // bool: an or of ands, as numpy
     }
     if (op != Op::reduce || !reduces_an_axis) return input;
     if (fp8)

@@ -38,7 +38,7 @@ DType promote_types(std::span<const DType> dtypes);
 // The dtype of the result of `op` on operands of dtype `input` (the operands' promoted dtype):
 //   data movement keeps it; sum and prod of integers and bool give i64 (numpy), any/all give bool,
 //   max/min keep it, mean gives f64 for integers and bool (numpy; einops refuses it); einsum keeps it
-//   and needs a numeric one.
+//   (bool: true where any product of trues is, as numpy) and refuses fp8.
 // A reduce that reduces no axis is a rearrange, as einops runs it: it keeps the dtype, whatever the
 // reduction. Throws einc::Error when the operation does not apply to the dtype.
 DType result_dtype(Op op, Reduction reduction, DType input, bool reduces_an_axis = true);

@@ -241,6 +241,12 @@ GemmChoice possible_gemm(const PlanBuilder& b, const Groups& groups, const Opera
     return std::move(possible[b.options.choices->choose(possible.size())]);
 }
 
+// The dtype einsum's steps compute in: the result's, but i64 for bool (numpy's bool einsum is an or of
+// ands: a count of true products, nonzero, which the last step's conversion to bool gives).
+DType einsum_dtype(const PlanBuilder& b) {
+    return b.output_dtype == DType::boolean ? DType::i64 : b.output_dtype;
+}
+
 // ---- the contraction of two operands --------------------------------------------------------------
 
 // Contracts `a` and `x` into `destination` (the output) or, when absent, into a new temporary holding
@@ -279,7 +285,7 @@ Operand contract_pair(PlanBuilder& b, const Operand& a, const Operand& x, const 
         Axes result_axes;
         for (const AxisId axis : all)
             if (contains(kept, axis)) result_axes.push_back(axis);
-        const Operand dst = to_output ? *destination : b.temporary(result_axes, b.output_dtype);
+        const Operand dst = to_output ? *destination : b.temporary(result_axes, einsum_dtype(b));
         std::string why = fmt::format("{} -> {}: elementwise product", what, label(dst));
         if (gemm_choice)
             why += fmt::format(", summed over {} (vector-shaped: one pass instead of copies for a GEMM)",
@@ -316,7 +322,7 @@ Operand contract_pair(PlanBuilder& b, const Operand& a, const Operand& x, const 
 
     const Axes c_axes = concat({&g.batch, &g.m, &g.n});
     const bool through_temporary = !choice.c;
-    const Operand c = !through_temporary ? *destination : b.temporary(c_axes, b.output_dtype);
+    const Operand c = !through_temporary ? *destination : b.temporary(c_axes, einsum_dtype(b));
     if (through_temporary) choice.c = blas_matrix(c, *matrix_modes(b, c, g, g.m, g.n));
     EINC_ASSERT(choice.c.has_value());
 
@@ -351,7 +357,7 @@ Operand reduce_own_axes(PlanBuilder& b, const Operand& x, const Axes& needed, bo
     if (own.empty()) return x;
     Operand reduced = x;
     if (b.size_of_axes(own) != 1) {
-        const Operand dst = to_output ? b.output(0) : b.temporary(kept, b.output_dtype);
+        const Operand dst = to_output ? b.output(0) : b.temporary(kept, einsum_dtype(b));
         Axes axes = to_output ? output_axes(b.bound) : kept;
         axes.insert(axes.end(), own.begin(), own.end());
         b.reduce(Reduction::sum, Access{x.buffer, x.offset, b.layout_of(axes, x)},
@@ -372,10 +378,16 @@ void plan_einsum(PlanBuilder& b) {
         throw Error(ErrorKind::pattern, "einsum of several operands can't be a view")
             .help("it computes new values");
 
+    // Where the steps compute in another dtype than the result's (bool), the result is written by a
+    // last conversion, not by the step that computes it.
+    const bool into_output = einsum_dtype(b) == b.output_dtype;
     std::vector<Operand> operands;
     for (std::size_t i = 0; i < b.bound.inputs.size(); ++i)
-        operands.push_back(b.converted(b.input(i), b.input_dtype,
-                                       fmt::format("operand {}, for numpy's promotion of the operands", i)));
+        operands.push_back(
+            b.converted(b.input(i), einsum_dtype(b),
+                        b.input(i).dtype == b.input_dtype
+                            ? fmt::format("operand {}: bool einsum counts true products", i)
+                            : fmt::format("operand {}, for numpy's promotion of the operands", i)));
 
     // Axes needed by anything but operand `i`: the output's and the other operands'.
     const auto needed_besides = [&](std::size_t i) {
@@ -389,7 +401,7 @@ void plan_einsum(PlanBuilder& b) {
         if (b.options.require_view && b.size_of_axes(b.bound.reduced) != 1)
             throw Error(ErrorKind::pattern, "einsum can't be a view of its input")
                 .help(fmt::format("it sums over {}", b.axis_names(b.bound.reduced)));
-        const Operand reduced = reduce_own_axes(b, operands[0], out_axes, /*to_output=*/true);
+        const Operand reduced = reduce_own_axes(b, operands[0], out_axes, into_output);
         if (reduced.buffer.kind != Buffer::Kind::output)
             move_to_output(b, reduced, 0, "einsum of one operand");
         return;
@@ -408,7 +420,7 @@ void plan_einsum(PlanBuilder& b) {
                                    [&](std::size_t pairs) { return b.options.choices->choose(pairs); })
                 : contraction_order(sets, out_axes, sizes,
                                     {.max_intermediate_bytes = b.options.max_intermediate_bytes,
-                                     .element_bytes = size_of(b.output_dtype)});
+                                     .element_bytes = size_of(einsum_dtype(b))});
     }
     const std::vector<std::pair<std::size_t, std::size_t>> pairs =
         b.plan.path ? b.plan.path->pairs : std::vector<std::pair<std::size_t, std::size_t>>{{0, 1}};
@@ -424,8 +436,9 @@ void plan_einsum(PlanBuilder& b) {
         needed_by_x.insert(needed_by_x.end(), a.axes.begin(), a.axes.end());
         const Operand a_reduced = reduce_own_axes(b, a, needed_by_a, false);
         const Operand x_reduced = reduce_own_axes(b, x, needed_by_x, false);
-        operands.push_back(contract_pair(b, a_reduced, x_reduced, kept, /*to_output=*/operands.empty()));
+        operands.push_back(contract_pair(b, a_reduced, x_reduced, kept, into_output && operands.empty()));
     }
+    if (!into_output) move_to_output(b, operands.front(), 0, "bool einsum: true where any product is");
 }
 
 }  // namespace einc::detail

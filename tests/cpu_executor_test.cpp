@@ -156,9 +156,10 @@ TEST_CASE("cpu executor: reduce, numeric dtypes and bool") {
     check_executor(Op::reduce, DType::boolean, 200, seed++);
 }
 
-TEST_CASE("cpu executor: einsum, numeric dtypes") {
+TEST_CASE("cpu executor: einsum, numeric dtypes and bool") {
     unsigned seed = 400;
     for (const DType dtype : numeric_dtypes) check_executor(Op::einsum, dtype, 250, seed++);
+    check_executor(Op::einsum, DType::boolean, 250, seed++);  // an or of ands, as numpy
 }
 
 TEST_CASE("cpu executor: einsum and pack of operands of mixed dtypes, promoted as numpy") {

@@ -128,13 +128,17 @@ std::vector<testing::RandomCase> cases() {
         {Op::rearrange, {DType::f32, DType::bf16, DType::i8, DType::f64, DType::f8e4m3}},
         {Op::repeat, {DType::f32, DType::i64, DType::f16}},
         {Op::reduce, {DType::f32, DType::f16, DType::i32, DType::boolean, DType::f64}},
-        {Op::einsum, {DType::f32, DType::i32, DType::bf16}},
+        {Op::einsum, {DType::f32, DType::i32, DType::bf16, DType::boolean}},
         {Op::pack, {DType::f32}},
         {Op::unpack, {DType::i8}},
     };
     for (const auto& [op, dtypes] : mix)
         for (const DType dtype : dtypes)
             for (int i = 0; i < 15; ++i) all.push_back(testing::random_case(rng, op, dtype));
+    // Operands of mixed dtypes, promoted as numpy: converting copies, then the promoted dtype's kernels.
+    const DType mixed[] = {DType::f64, DType::f32, DType::bf16, DType::i8, DType::i32, DType::boolean};
+    for (const Op op : {Op::einsum, Op::pack})
+        for (int i = 0; i < 15; ++i) all.push_back(testing::random_mixed_case(rng, op, mixed));
     return all;
 }
 

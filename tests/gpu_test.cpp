@@ -244,14 +244,19 @@ TEST_CASE("gpu: random calls of every operation and dtype, on strided device mem
         {Op::reduce,
          {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i8, DType::i32, DType::i64,
           DType::boolean}},
-        {Op::einsum, {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i32}},
+        {Op::einsum, {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i32, DType::boolean}},
         {Op::pack, {DType::f32, DType::i8}},
         {Op::unpack, {DType::bf16}},
     };
+    const DType promoted[] = {DType::f64, DType::f32, DType::f16,    DType::bf16,
+                              DType::i8,  DType::i64, DType::boolean};
     for (const auto& [op, dtypes] : mix)
         for (const DType dtype : dtypes)
             for (int i = 0; i < 40; ++i) {
-                const testing::RandomCase c = testing::random_case(rng, op, dtype);
+                // (pack and einsum: every other case of operands of mixed dtypes)
+                const testing::RandomCase c = (op == Op::einsum || op == Op::pack) && i % 2 == 1
+                                                  ? testing::random_mixed_case(rng, op, promoted)
+                                                  : testing::random_case(rng, op, dtype);
                 CAPTURE(c.describe());
                 try {
                     std::vector<Shape> shapes;

@@ -325,18 +325,12 @@ Planned bind_and_plan(const Call& call, std::span<const TensorView> inputs, cons
 
 RandomCase random_mixed_case(std::mt19937& rng, Op op, std::span<const DType> dtypes) {
     RandomCase c = random_case(rng, op, DType::i8);
-    std::vector<DType> drawn;
-    for (std::size_t i = 0; i < c.inputs.size(); ++i)
-        drawn.push_back(
-            dtypes[static_cast<std::size_t>(uniform(rng, 0, static_cast<int>(dtypes.size()) - 1))]);
-    // (einsum refuses bool operands: every one bool would be a bool einsum)
-    if (op == Op::einsum && std::ranges::all_of(drawn, [](DType d) { return d == DType::boolean; }))
-        drawn.front() = DType::i8;
-    for (std::size_t i = 0; i < c.inputs.size(); ++i) {
-        if (drawn[i] == c.inputs[i].dtype) continue;
-        c.storage.push_back(
-            reference::make_tensor(drawn[i], c.inputs[i].shape, reference::values_of(c.inputs[i])));
-        c.inputs[i] = c.storage.back().view();
+    for (TensorView& input : c.inputs) {
+        const DType dtype =
+            dtypes[static_cast<std::size_t>(uniform(rng, 0, static_cast<int>(dtypes.size()) - 1))];
+        if (dtype == input.dtype) continue;
+        c.storage.push_back(reference::make_tensor(dtype, input.shape, reference::values_of(input)));
+        input = c.storage.back().view();
     }
     return c;
 }

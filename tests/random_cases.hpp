@@ -23,7 +23,7 @@ struct RandomCase {
     std::string describe() const;    // the call, the shapes and strides: printed when a check fails
 };
 
-// A random valid call of `op` on inputs of `dtype` (einsum only numeric).
+// A random valid call of `op` on inputs of `dtype` (einsum not of fp8).
 RandomCase random_case(std::mt19937& rng, Op op, DType dtype);
 // Likewise, each input of a dtype drawn from `dtypes` (the same small integers in each: exact in all).
 RandomCase random_mixed_case(std::mt19937& rng, Op op, std::span<const DType> dtypes);
