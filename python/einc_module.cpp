@@ -62,13 +62,19 @@ einc::DType dtype_of(nb::dlpack::dtype dtype) {
         if (code == Code::Int && dtype.bits == 64) return einc::DType::i64;
         if (code == Code::Bool && dtype.bits == 8) return einc::DType::boolean;
     }
-    const char* kind = code == Code::UInt ? "uint" : code == Code::Complex ? "complex" : "type code ";
-    throw einc::Error(einc::ErrorKind::usage,
-                      code == Code::UInt || code == Code::Complex
-                          ? fmt::format("einc does not take {}{} tensors", kind, dtype.bits)
-                          : fmt::format("einc does not take this dtype ({}{}, {} bits)", kind,
-                                        static_cast<int>(dtype.code), dtype.bits))
-        .help("float64 float32 float16 bfloat16 int8 int32 int64 bool");
+    const char* kind = code == Code::Int       ? "int"
+                       : code == Code::UInt    ? "uint"
+                       : code == Code::Float   ? "float"
+                       : code == Code::Bfloat  ? "bfloat"
+                       : code == Code::Complex ? "complex"
+                       : code == Code::Bool    ? "bool"
+                                               : nullptr;
+    std::string name =
+        kind ? fmt::format("{}{}", kind, dtype.bits)
+             : fmt::format("DLPack type code {}, {}-bit", static_cast<int>(dtype.code), dtype.bits);
+    if (dtype.lanes != 1) name += fmt::format(" x {} lanes", dtype.lanes);
+    throw einc::Error(einc::ErrorKind::usage, fmt::format("einc does not take {} tensors", name))
+        .help("einc takes float64 float32 float16 bfloat16 int8 int32 int64 bool");
 }
 
 nb::dlpack::dtype dlpack_of(einc::DType dtype) {
@@ -283,8 +289,10 @@ Call rearrange_call(nb::handle tensor, std::string pattern, const nb::kwargs& ax
     return call;
 }
 
+// (einops' reduce also takes "rearrange", for a call that reduces no axis: its rearrange runs that way.)
 Call reduce_call(nb::handle tensor, std::string pattern, const std::string& reduction,
                  const nb::kwargs& axes_lengths) {
+    if (reduction == "rearrange") return rearrange_call(tensor, std::move(pattern), axes_lengths);
     Call call{einc::Op::reduce,
               std::move(pattern),
               reduction_named(reduction),

@@ -102,6 +102,26 @@ def test_a_dtype_einc_does_not_take_is_an_einc_error():
         einc.rearrange(np.zeros((2, 3), dtype=np.uint8), "a b -> b a")
 
 
+# Differences from einops (docs/python.md), each asserted so that the list stays true.
+def test_differences_from_einops_are_einc_errors():
+    with pytest.raises(einc.EincError, match="mean of i32 values is not defined"):
+        einc.reduce(np.ones((2, 3), dtype=np.int32), "a b -> a", "mean")  # numpy gives float64
+    with pytest.raises(einc.EincError, match="must share one dtype"):
+        einc.einsum(np.ones((2, 3), dtype=np.float32), np.ones((3, 2)), "a b, b c -> a c")  # numpy promotes
+    with pytest.raises(TypeError):
+        einc.reduce(np.ones((2, 3)), "a b -> a", np.sum)  # reductions by name only
+
+
+def test_a_full_reduction_is_a_0_dim_array_not_a_numpy_scalar():
+    y = einc.reduce(np.ones((2, 3)), "a b ->", "sum")
+    assert type(y) is np.ndarray and y.shape == () and y == 6
+
+
+def test_reduce_takes_rearrange_as_einops_does():
+    x = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(einc.reduce(x, "a b -> b a", "rearrange"), x.T)
+
+
 def test_einsum_takes_the_pattern_last():
     a, b = np.ones((2, 3)), np.ones((3, 4))
     np.testing.assert_array_equal(einc.einsum(a, b, "i k, k j -> i j"), a @ b)
