@@ -124,10 +124,16 @@ Operand operand_of(nb::handle object) {
     } else if (nb::try_cast(object, operand.array, /*convert=*/false)) {
         operand.read_only = true;
     } else {
+        const std::string type = nb::cast<std::string>(
+            nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(object.ptr()))).attr("__qualname__"));
+        // (torch refuses __dlpack__ for a tensor that requires grad: einc does not record autograd yet.)
         throw nb::type_error(
-            fmt::format("einc takes numpy arrays and tensors with __dlpack__, not {}",
-                        nb::cast<std::string>(
-                            nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(object.ptr()))).attr("__name__")))
+            (nb::hasattr(object, "__dlpack__")
+                 ? fmt::format(
+                       "einc could not read this {} through __dlpack__ (a torch tensor that requires grad "
+                       "must be detached: einc does not record gradients yet)",
+                       type)
+                 : fmt::format("einc takes numpy arrays and tensors with __dlpack__, not {}", type))
                 .c_str());
     }
     const nb::ndarray<nb::ro>& array = operand.array;
