@@ -22,6 +22,7 @@
 #include "grammar/diagnostic.hpp"
 #include "runtime/api.hpp"
 #include "runtime/dims.hpp"
+#include "runtime/gradient.hpp"
 
 namespace nb = nanobind;
 
@@ -392,6 +393,30 @@ nb::dict dict_of(const einc::AxisSizes& sizes) {
     return result;
 }
 
+// The gradients of a call's inputs given its outputs' (einc::gradient, bound at each call): the backward
+// a torch.autograd.Function would run.
+nb::list backward(nb::handle output_gradients, const std::string& op, const nb::args& args,
+                  const nb::kwargs& axes_lengths) {
+    const Call call = call_of(op, args, axes_lengths);
+    if (call.operands.is_list && call.op != einc::Op::pack)
+        throw einc::Error(einc::ErrorKind::unsupported,
+                          fmt::format("backward of {} of a list of tensors", op))
+            .help("stack the list into one tensor first");
+    const Operands gradients = operands_of(output_gradients, "backward");
+    const einc::Call forward{call.op, call.pattern, call.reduction, call.sizes, false, call.packed_shapes};
+    std::vector<einc::TensorView> inputs, output_views;
+    for (const einc::Input& input : call.operands.inputs) inputs.push_back(input.view());
+    for (const einc::Input& gradient : gradients.inputs) output_views.push_back(gradient.view());
+    std::vector<einc::Tensor> results;
+    {
+        nb::gil_scoped_release unlocked;
+        results = einc::gradient(forward, inputs, output_views).run(call.operands.inputs, gradients.inputs);
+    }
+    nb::list python_results;
+    for (const einc::Tensor& result : results) python_results.append(to_python(result, gradients));
+    return python_results;
+}
+
 }  // namespace
 
 NB_MODULE(einc, m) {
@@ -479,6 +504,11 @@ NB_MODULE(einc, m) {
         },
         nb::arg("op"), nb::arg("args"), nb::arg("axes_lengths"),
         "explain's plan as a dict, as `einc explain --json` prints it");
+
+    m.def("backward", &backward, nb::arg("output_gradients"), nb::arg("op"), nb::arg("args"),
+          nb::arg("axes_lengths"),
+          "The gradients of a call's inputs, given its outputs' (a tensor, or a list for unpack): "
+          "backward(dy, 'einsum', x, w, pattern)");
 
     // jaxtyping's named dimensions, enforced: the first check of a name binds its length.
     nb::class_<einc::dims>(m, "dims", "Shape checks: d.check(x, 'batch seq hidden'); d['hidden']")
