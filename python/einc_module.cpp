@@ -224,8 +224,8 @@ nb::object exported(const einc::Tensor& result, nb::handle owner, Framework fram
 }
 
 // A result as the operands' library's tensor. A fresh result owns its memory (through a capsule); a view
-// is owned by the Python tensor it views, and is read-only where that tensor is, or where it repeats an
-// element (a stride of 0), as numpy's broadcast_to is.
+// is owned by the Python tensor it views, and on numpy is read-only where that tensor is, or where it
+// repeats an element (a stride of 0), as numpy's broadcast_to is.
 nb::object to_python(const einc::Tensor& result, const Operands& operands) {
     nb::object owner;
     bool read_only = false;
@@ -242,8 +242,11 @@ nb::object to_python(const einc::Tensor& result, const Operands& operands) {
     }
     for (std::size_t d = 0; d < result.view().rank(); ++d)
         read_only = read_only || (result.view().strides[d] == 0 && result.view().shape[d] > 1);
-    return read_only ? exported<nb::ro>(result, owner, operands.framework)
-                     : exported<>(result, owner, operands.framework);
+    // (numpy's flag only: torch has none - its expand() is a stride-0 view too - and may refuse a
+    // read-only DLPack tensor.)
+    return read_only && operands.framework == Framework::numpy
+               ? exported<nb::ro>(result, owner, operands.framework)
+               : exported<>(result, owner, operands.framework);
 }
 
 // One call as einc's plan cache keys it, with its operands.
