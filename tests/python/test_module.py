@@ -2,7 +2,6 @@
 einc plans a view, einc's errors as einc.EincError, the GIL released, explain and dims."""
 
 import gc
-import json
 import sys
 import threading
 import time
@@ -133,8 +132,9 @@ def test_explain_prints_the_plan_and_its_json_form():
     text = einc.explain("einsum", q, q, "b i d, b j d -> b i j")
     assert "gemm" in text and "total:" in text
     plan = einc.explain_json("rearrange", q, "b i d -> b d i")
-    assert json.loads(json.dumps(plan)) == plan
-    assert "view" in json.dumps(plan)
+    assert plan["op"] == "rearrange" and plan["dtype"] == "f32"
+    assert plan["inputs"][0]["shape"] == [2, 8, 4] and plan["outputs"][0]["shape"] == [2, 4, 8]
+    assert [step["kind"] for step in plan["steps"]] == ["view"]
 
 
 def test_dims_enforces_named_dimensions():
