@@ -379,15 +379,19 @@ void plan_einsum(PlanBuilder& b) {
             .help("it computes new values");
 
     // Where the steps compute in another dtype than the result's (bool), the result is written by a
-    // last conversion, not by the step that computes it.
-    const bool into_output = einsum_dtype(b) == b.output_dtype;
+    // last conversion, not by the step that computes it; one operand that sums nothing only moves.
+    const bool only_moves = b.bound.inputs.size() == 1 && b.size_of_axes(b.bound.reduced) == 1;
+    const DType dtype = only_moves ? b.output_dtype : einsum_dtype(b);
+    const bool into_output = dtype == b.output_dtype;
     std::vector<Operand> operands;
-    for (std::size_t i = 0; i < b.bound.inputs.size(); ++i)
+    for (std::size_t i = 0; i < b.bound.inputs.size(); ++i) {
+        const Operand input = b.input(i);
         operands.push_back(
-            b.converted(b.input(i), einsum_dtype(b),
-                        b.input(i).dtype == b.input_dtype
+            b.converted(input, dtype,
+                        input.dtype == b.input_dtype
                             ? fmt::format("operand {}: bool einsum counts true products", i)
                             : fmt::format("operand {}, for numpy's promotion of the operands", i)));
+    }
 
     // Axes needed by anything but operand `i`: the output's and the other operands'.
     const auto needed_besides = [&](std::size_t i) {
