@@ -233,15 +233,7 @@ CallArgs parse_call_args(std::span<const std::string> args) {
         if (positional.size() < 3 || looks_like_operand)
             throw UsageError(
                 "missing the reduction: reduce <pattern> <sum|mean|max|min|prod|any|all> <operand>");
-        const auto reduction = reduction_named(positional[2]);
-        if (!reduction) {
-            const auto suggestion = closest_reduction(positional[2]);
-            throw Error(ErrorKind::usage, fmt::format("unknown reduction '{}'", positional[2]))
-                .help(suggestion ? fmt::format("did you mean '{}'? (sum, mean, max, min, prod, any, all)",
-                                               *suggestion)
-                                 : std::string("one of sum, mean, max, min, prod, any, all"));
-        }
-        parsed.call.reduction = *reduction;
+        parsed.call.reduction = reduction_or_error(positional[2]);
         next = 3;
     }
     for (std::size_t i = next; i < positional.size(); ++i)

@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "compiler/reduction.hpp"
+#include "grammar/diagnostic.hpp"
 
 namespace einc {
 namespace {
@@ -70,6 +71,15 @@ std::optional<std::string_view> closest_reduction(std::string_view name) {
     if (!best && (name == "maximum" || name == "amax")) best = "max";
     if (!best && (name == "minimum" || name == "amin")) best = "min";
     return best;
+}
+
+Reduction reduction_or_error(std::string_view name) {
+    if (const auto reduction = reduction_named(name)) return *reduction;
+    const auto suggestion = closest_reduction(name);
+    throw Error(ErrorKind::usage, fmt::format("unknown reduction '{}'", name))
+        .help(suggestion
+                  ? fmt::format("did you mean '{}'? (sum, mean, max, min, prod, any, all)", *suggestion)
+                  : std::string("one of sum, mean, max, min, prod, any, all"));
 }
 
 std::string format_shape(const Shape& shape) {

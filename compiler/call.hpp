@@ -22,6 +22,8 @@ std::optional<Reduction> reduction_named(std::string_view name);  // "sum" ... "
 std::vector<std::string_view> all_reduction_names();
 // The reduction a misspelt name most likely meant (`maen` -> `mean`, `average` -> nothing).
 std::optional<std::string_view> closest_reduction(std::string_view name);
+// The reduction named `name`; else throws einc::Error (usage) that suggests the closest name.
+Reduction reduction_or_error(std::string_view name);
 
 // `2x3x10`; a 0-dim shape prints as `scalar`.
 std::string format_shape(const Shape& shape);

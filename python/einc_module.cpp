@@ -15,6 +15,7 @@
 #include <nanobind/stl/string.h>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -157,7 +158,7 @@ Operand operand_of(nb::handle object) {
 }
 
 // One tensor, or a list or tuple of tensors stacked along a new first axis, as einops takes them.
-Operands operands_of(nb::handle tensor_or_list, const char* op) {
+Operands operands_of(nb::handle tensor_or_list, std::string_view op) {
     Operands result;
     result.is_list = nb::isinstance<nb::list>(tensor_or_list) || nb::isinstance<nb::tuple>(tensor_or_list);
     if (!result.is_list) {
@@ -269,15 +270,6 @@ struct Call {
     }
 };
 
-einc::Reduction reduction_named(const std::string& name) {
-    if (const auto reduction = einc::reduction_named(name)) return *reduction;
-    const auto suggestion = einc::closest_reduction(name);
-    throw einc::Error(einc::ErrorKind::usage, fmt::format("unknown reduction '{}'", name))
-        .help(suggestion
-                  ? fmt::format("did you mean '{}'? (sum, mean, max, min, prod, any, all)", *suggestion)
-                  : std::string("one of sum, mean, max, min, prod, any, all"));
-}
-
 std::vector<einc::Shape> shapes_of(nb::handle packed_shapes) {
     std::vector<einc::Shape> shapes;
     for (nb::handle shape : packed_shapes) {
@@ -288,40 +280,30 @@ std::vector<einc::Shape> shapes_of(nb::handle packed_shapes) {
 }
 
 // The calls, each from its Python arguments as einops takes them.
-Call rearrange_call(nb::handle tensor, std::string pattern, const nb::kwargs& axes_lengths) {
-    Call call{einc::Op::rearrange,
-              std::move(pattern),
-              einc::Reduction::none,
-              sizes_of(axes_lengths),
-              {},
-              operands_of(tensor, "rearrange")};
+// rearrange, reduce, repeat: one tensor, or a list of them stacked into one.
+Call single_call(einc::Op op, einc::Reduction reduction, nb::handle tensor, std::string pattern,
+                 const nb::kwargs& axes_lengths) {
+    Call call{op,        std::move(pattern),
+              reduction, sizes_of(axes_lengths),
+              {},        operands_of(tensor, einc::name_of(op))};
     stack(call.operands);
     return call;
+}
+
+Call rearrange_call(nb::handle tensor, std::string pattern, const nb::kwargs& axes_lengths) {
+    return single_call(einc::Op::rearrange, einc::Reduction::none, tensor, std::move(pattern), axes_lengths);
 }
 
 // (einops' reduce also takes "rearrange", for a call that reduces no axis: its rearrange runs that way.)
 Call reduce_call(nb::handle tensor, std::string pattern, const std::string& reduction,
                  const nb::kwargs& axes_lengths) {
     if (reduction == "rearrange") return rearrange_call(tensor, std::move(pattern), axes_lengths);
-    Call call{einc::Op::reduce,
-              std::move(pattern),
-              reduction_named(reduction),
-              sizes_of(axes_lengths),
-              {},
-              operands_of(tensor, "reduce")};
-    stack(call.operands);
-    return call;
+    return single_call(einc::Op::reduce, einc::reduction_or_error(reduction), tensor, std::move(pattern),
+                       axes_lengths);
 }
 
 Call repeat_call(nb::handle tensor, std::string pattern, const nb::kwargs& axes_lengths) {
-    Call call{einc::Op::repeat,
-              std::move(pattern),
-              einc::Reduction::none,
-              sizes_of(axes_lengths),
-              {},
-              operands_of(tensor, "repeat")};
-    stack(call.operands);
-    return call;
+    return single_call(einc::Op::repeat, einc::Reduction::none, tensor, std::move(pattern), axes_lengths);
 }
 
 // einsum(*tensors, pattern): the pattern comes last, as in einops.

@@ -66,15 +66,7 @@ Tensor reduce(const Input& x, std::string_view pattern, Reduction reduction, con
 
 Tensor reduce(const Input& x, std::string_view pattern, std::string_view reduction, const AxisSizes& sizes,
               const Options& options) {
-    const auto named = reduction_named(reduction);
-    if (!named) {
-        const auto suggestion = closest_reduction(reduction);
-        throw Error(ErrorKind::usage, fmt::format("unknown reduction '{}'", reduction))
-            .help(suggestion
-                      ? fmt::format("did you mean '{}'? (sum, mean, max, min, prod, any, all)", *suggestion)
-                      : std::string("one of sum, mean, max, min, prod, any, all"));
-    }
-    return reduce(x, pattern, *named, sizes, options);
+    return reduce(x, pattern, reduction_or_error(reduction), sizes, options);
 }
 
 Tensor repeat(const Input& x, std::string_view pattern, const AxisSizes& sizes, const Options& options) {
