@@ -40,6 +40,12 @@ void check_executor(Op op, std::optional<DType> dtype, int cases, unsigned seed)
         const testing::RandomCase c =
             dtype ? testing::random_case(rng, op, *dtype) : testing::random_mixed_case(rng, op, mixed);
         CAPTURE(c.describe());
+        REQUIRE(c.storage.size() == c.inputs.size());  // input k lives in storage k (gpu_test copies it so)
+        for (std::size_t k = 0; k < c.inputs.size(); ++k) {
+            const auto* base = static_cast<const std::byte*>(c.storage[k].data());
+            const auto* data = static_cast<const std::byte*>(c.inputs[k].data);
+            CHECK((data >= base && data < base + c.storage[k].nbytes()));
+        }
         try {
             const auto [bound, planned] = testing::bind_and_plan(c.call, c.inputs);
             const std::vector<Tensor> expected = reference::evaluate(bound, c.inputs);

@@ -325,12 +325,13 @@ Planned bind_and_plan(const Call& call, std::span<const TensorView> inputs, cons
 
 RandomCase random_mixed_case(std::mt19937& rng, Op op, std::span<const DType> dtypes) {
     RandomCase c = random_case(rng, op, DType::i8);
-    for (TensorView& input : c.inputs) {
+    for (std::size_t k = 0; k < c.inputs.size(); ++k) {
         const DType dtype =
             dtypes[static_cast<std::size_t>(uniform(rng, 0, static_cast<int>(dtypes.size()) - 1))];
-        if (dtype == input.dtype) continue;
-        c.storage.push_back(reference::make_tensor(dtype, input.shape, reference::values_of(input)));
-        input = c.storage.back().view();
+        if (dtype == c.inputs[k].dtype) continue;
+        // (replacing storage k: input k lives in storage k, which tests that copy it rely on)
+        c.storage[k] = reference::make_tensor(dtype, c.inputs[k].shape, reference::values_of(c.inputs[k]));
+        c.inputs[k] = c.storage[k].view();
     }
     return c;
 }

@@ -18,7 +18,7 @@ namespace einc::testing {
 struct RandomCase {
     Call call;
     DType dtype = DType::f32;
-    std::vector<Tensor> storage;     // the buffers the inputs live in
+    std::vector<Tensor> storage;     // the buffers the inputs live in: input k in storage k
     std::vector<TensorView> inputs;  // views into them, possibly non-contiguous
     std::string describe() const;    // the call, the shapes and strides: printed when a check fails
 };
