@@ -52,8 +52,21 @@ void fill_random(const Tensor& tensor, unsigned seed) {
         case DType::f8e4m3: static_cast<std::uint8_t*>(data)[i] = f32_to_f8e4m3(real(rng)); break;
         case DType::f8e5m2: static_cast<std::uint8_t*>(data)[i] = f32_to_f8e5m2(real(rng)); break;
         case DType::i8: static_cast<std::int8_t*>(data)[i] = static_cast<std::int8_t>(integer(rng)); break;
+        case DType::i16: static_cast<std::int16_t*>(data)[i] = static_cast<std::int16_t>(integer(rng)); break;
         case DType::i32: static_cast<std::int32_t*>(data)[i] = integer(rng); break;
         case DType::i64: static_cast<std::int64_t*>(data)[i] = integer(rng); break;
+        case DType::u8:
+            static_cast<std::uint8_t*>(data)[i] = static_cast<std::uint8_t>(integer(rng) + 8);
+            break;
+        case DType::u16:
+            static_cast<std::uint16_t*>(data)[i] = static_cast<std::uint16_t>(integer(rng) + 8);
+            break;
+        case DType::u32:
+            static_cast<std::uint32_t*>(data)[i] = static_cast<std::uint32_t>(integer(rng) + 8);
+            break;
+        case DType::u64:
+            static_cast<std::uint64_t*>(data)[i] = static_cast<std::uint64_t>(integer(rng) + 8);
+            break;
         case DType::boolean: static_cast<std::uint8_t*>(data)[i] = integer(rng) > 0; break;
         }
     }

@@ -48,6 +48,10 @@ EINC_FN float einc_bf16_to_f32(einc_u16 b) { return __uint_as_float(((unsigned)b
 EINC_FN einc_u16 einc_f32_to_bf16(float f) { einc_u16 b; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(f)); return b; }
 EINC_FN float einc_inf_f32() { return __int_as_float(0x7f800000); }
 EINC_FN double einc_inf_f64() { return __longlong_as_double(0x7ff0000000000000ll); }
+EINC_FN einc_u64 einc_to_u64(double x) { return x >= 9223372036854775808.0 ? (einc_u64)x : (einc_u64)(einc_i64)x; }
+EINC_FN einc_u64 einc_to_u64(float x) { return einc_to_u64((double)x); }
+EINC_FN einc_u64 einc_to_u64(einc_i64 x) { return (einc_u64)x; }
+EINC_FN einc_u64 einc_to_u64(einc_u64 x) { return x; }
 #endif
 )";
 
@@ -96,8 +100,13 @@ std::string storage(DType d) {
     case DType::f8e5m2:
     case DType::boolean: return "einc_u8";
     case DType::i8: return "einc_i8";
+    case DType::i16: return "short";
     case DType::i32: return "int";
     case DType::i64: return "einc_i64";
+    case DType::u8: return "einc_u8";
+    case DType::u16: return "einc_u16";
+    case DType::u32: return "unsigned";
+    case DType::u64: return "einc_u64";
     }
     EINC_ASSERT(false);
 }
@@ -105,7 +114,15 @@ std::string storage(DType d) {
 std::string compute(DType d) {
     if (d == DType::f64) return "double";
     if (is_floating(d)) return "float";
+    if (d == DType::u64) return "einc_u64";
     return "einc_i64";
+}
+
+// `value` (of any compute type) as d's compute type: a cast, but into u64 through einc_to_u64, which
+// converts negative floats by wrapping as the CPU does (numpy's astype on x86), where a cast saturates.
+std::string as_compute(DType d, const std::string& value) {
+    if (d == DType::u64) return fmt::format("einc_to_u64({})", value);
+    return fmt::format("({}){}", compute(d), value);
 }
 
 // Every access to global memory goes through EINC_LD / EINC_ST, and to shared memory through EINC_LDS /
@@ -121,7 +138,11 @@ std::string load(DType d, const std::string& pointer) {
     case DType::bf16: return fmt::format("einc_bf16_to_f32(EINC_LD({}))", pointer);
     case DType::boolean: return fmt::format("(einc_i64)(EINC_LD({}) != 0)", pointer);
     case DType::i8:
-    case DType::i32: return fmt::format("(einc_i64)(EINC_LD({}))", pointer);
+    case DType::i16:
+    case DType::i32:
+    case DType::u8:
+    case DType::u16:
+    case DType::u32: return fmt::format("(einc_i64)(EINC_LD({}))", pointer);
     default: return fmt::format("(EINC_LD({}))", pointer);
     }
 }
@@ -140,6 +161,14 @@ std::string store(DType d, const std::string& pointer, const std::string& value)
 std::string identity(Reduction op, DType acc) {
     const bool floating = is_floating(acc);
     const std::string inf = acc == DType::f64 ? "einc_inf_f64()" : "einc_inf_f32()";
+    if (acc == DType::u64) {
+        switch (info_of(op).identity) {
+        case Identity::zero:
+        case Identity::lowest: return "(einc_u64)0";
+        case Identity::one: return "(einc_u64)1";
+        case Identity::highest: return "(einc_u64)0xffffffffffffffffull";
+        }
+    }
     switch (info_of(op).identity) {
     case Identity::zero: return floating ? "0" : "(einc_i64)0";
     case Identity::one: return floating ? "1" : "(einc_i64)1";
@@ -188,6 +217,11 @@ std::string vector_element(DType d, int i, const std::string& v) {
     case DType::f16: return fmt::format("einc_f16_to_f32((einc_u16){})", part());
     case DType::bf16: return fmt::format("einc_bf16_to_f32((einc_u16){})", part());
     case DType::i8: return fmt::format("(einc_i64)(einc_i8){}", part());
+    case DType::i16: return fmt::format("(einc_i64)(short){}", part());
+    case DType::u8: return fmt::format("(einc_i64)(einc_u8){}", part());
+    case DType::u16: return fmt::format("(einc_i64)(einc_u16){}", part());
+    case DType::u32: return fmt::format("(einc_i64){}", word(i));
+    case DType::u64: return wide();
     case DType::boolean: return fmt::format("(einc_i64)(({} & 0xffu) != 0)", part());
     case DType::f8e4m3:
     case DType::f8e5m2: break;  // (no arithmetic on a GPU: the schedule refuses them)
@@ -331,11 +365,11 @@ struct Text {
         } else {
             const std::vector<std::string> offsets{"o1", "o2"};
             const std::string value = s.sources.size() == 1 ? load(s.sources[0], "src0 + o1") : term(offsets);
-            body += "        " +
-                    (s.epilogue.identity() ? store(s.destination, "dst + o0",
-                                                   fmt::format("({}){}", compute(s.destination), value))
-                                           : store_result(fmt::format("({}){}", acc(), value))) +
-                    "\n";
+            body +=
+                "        " +
+                (s.epilogue.identity() ? store(s.destination, "dst + o0", as_compute(s.destination, value))
+                                       : store_result(fmt::format("({}){}", acc(), value))) +
+                "\n";
         }
         body += fmt::format("        EINC_BATCH({});\n    }}\n",
                             s.reduced_rank > 0 ? item_loop_unroll : copy_loop_unroll);
@@ -443,7 +477,7 @@ struct Text {
         if (moves_bits())
             stored = "EINC_ST(dst + o0[k], v[k]);";
         else if (s.epilogue.identity())
-            stored = store(s.destination, "dst + o0[k]", fmt::format("({})v[k]", compute(s.destination)));
+            stored = store(s.destination, "dst + o0[k]", as_compute(s.destination, "v[k]"));
         else
             stored = store_result("v[k]", "o0[k]");
         body += fmt::format(

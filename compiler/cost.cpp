@@ -131,9 +131,14 @@ double peak_flops(const DeviceModel& device, DType dtype, bool allow_tf32) {
     case DType::f8e4m3:
     case DType::f8e5m2: return device.peak_fp8;
     case DType::i8:
+    case DType::u8:
     case DType::boolean: return device.peak_i8;
+    case DType::i16:
+    case DType::u16:
     case DType::i32:
-    case DType::i64: return device.peak_f32;
+    case DType::u32:
+    case DType::i64:
+    case DType::u64: return device.peak_f32;
     }
     return device.peak_f32;
 }

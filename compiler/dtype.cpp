@@ -1,5 +1,6 @@
 #include "compiler/dtype.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <iterator>
 
@@ -26,9 +27,13 @@ constexpr DTypeInfo info[] = {
     {"i32", 4, "int32"},
     {"i64", 8, "int64"},
     {"bool", 1, "bool_"},
+    {"i16", 2, "int16"},
+    {"u8", 1, "uint8"},
+    {"u16", 2, "uint16"},
+    {"u32", 4, "uint32"},
+    {"u64", 8, "uint64"},
 };
-static_assert(std::size(info) == static_cast<std::size_t>(DType::boolean) + 1,
-              "one entry per DType, in order");
+static_assert(std::size(info) == static_cast<std::size_t>(DType::u64) + 1, "one entry per DType, in order");
 static_assert(std::size(all_dtypes) == std::size(info), "all_dtypes lists every DType");
 
 const DTypeInfo& info_of(DType dtype) {
@@ -61,8 +66,13 @@ int value_bits(DType dtype) {
     switch (dtype) {
     case DType::boolean: return 1;
     case DType::i8: return 7;
+    case DType::i16: return 15;
     case DType::i32: return 31;
     case DType::i64: return 63;
+    case DType::u8: return 8;
+    case DType::u16: return 16;
+    case DType::u32: return 32;
+    case DType::u64: return 64;
     case DType::f16: return 11;
     case DType::bf16: return 8;
     case DType::f32: return 24;
@@ -88,7 +98,13 @@ DType promote_types(DType a, DType b) {
             .help("convert them to one dtype first");
     if (a == DType::boolean) return b;
     if (b == DType::boolean) return a;
-    if (is_integer(a) && is_integer(b)) return value_bits(a) > value_bits(b) ? a : b;
+    if (is_integer(a) && is_integer(b)) {
+        if (is_unsigned(a) == is_unsigned(b)) return value_bits(a) > value_bits(b) ? a : b;
+        const int bits = std::max(value_bits(a), value_bits(b));
+        for (const DType candidate : {DType::i8, DType::i16, DType::i32, DType::i64})
+            if (value_bits(candidate) >= bits) return candidate;
+        return DType::f64;  // u64 with a signed integer: no integer holds both
+    }
     if (is_floating(a) && is_floating(b)) {
         if (value_bits(a) != value_bits(b) && size_of(a) == size_of(b)) return DType::f32;  // f16, bf16
         return size_of(a) > size_of(b) ? a : b;
@@ -115,7 +131,7 @@ DType result_dtype(Op op, Reduction reduction, DType input, bool reduces_an_axis
         if (fp8)
             throw Error(ErrorKind::unsupported,
                         fmt::format("einsum on {} operands is not supported", name_of(input)))
-                .help("einsum takes f64, f32, f16, bf16, i8, i32, i64 or bool operands");
+                .help("einsum takes floats of 16 bits or more, integers or bool");
         return input;  // bool: an or of ands, as numpy
     }
     if (op != Op::reduce || !reduces_an_axis) return input;

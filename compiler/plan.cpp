@@ -383,14 +383,24 @@ void plan_reduce(PlanBuilder& b) {
     Layout dst = b.layout_of(axes, out);  // reduced axes are absent from the output: stride 0
     if (b.options.require_view)
         throw Error(ErrorKind::pattern, "reduce can't be a view of its input").help("it computes new values");
-    // mean of integers or bool: numpy sums them as f64 and divides.
-    if (info_of(b.bound.reduction).result == ResultRule::floating)
+    // mean of integers or bool: numpy sums them as f64 and divides. Integers no kernel is built for are
+    // computed in a wider one (arithmetic_dtype), the result converted back where it is not already the
+    // output's dtype (max of u8 gives u8; sum of u8 gives u64, computed in i64: the same bits).
+    const Reduction op = b.bound.reduction;
+    if (info_of(op).result == ResultRule::floating)
+        in = b.converted(in, b.output_dtype,
+                         fmt::format("numpy's {} of {} values", name_of(op), name_of(in.dtype)));
+    else
         in = b.converted(
-            in, b.output_dtype,
-            fmt::format("numpy's {} of {} values", name_of(b.bound.reduction), name_of(in.dtype)));
-    b.reduce(b.bound.reduction, Access{in.buffer, 0, b.layout_of(axes, in)},
-             Access{out.buffer, 0, std::move(dst)},
-             fmt::format("{} over {}", name_of(b.bound.reduction), b.axis_names(b.bound.reduced)));
+            in, arithmetic_dtype(in.dtype),
+            fmt::format("einc computes {} in {}", name_of(in.dtype), name_of(arithmetic_dtype(in.dtype))));
+    const DType computed = reduced_dtype(op, in.dtype);
+    const Operand result = computed == b.output_dtype ? out : b.temporary(out.axes, computed);
+    if (result.buffer.kind != Buffer::Kind::output) dst = b.layout_of(axes, result);
+    b.reduce(op, Access{in.buffer, 0, b.layout_of(axes, in)}, Access{result.buffer, 0, std::move(dst)},
+             fmt::format("{} over {}", name_of(op), b.axis_names(b.bound.reduced)));
+    if (result.buffer.kind != Buffer::Kind::output)
+        move_to_output(b, result, 0, fmt::format("{} to {}", name_of(computed), name_of(b.output_dtype)));
 }
 
 // The strides of a part's axes within the concatenated dim of stride `stride`: row-major, as a group

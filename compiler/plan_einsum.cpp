@@ -242,9 +242,10 @@ GemmChoice possible_gemm(const PlanBuilder& b, const Groups& groups, const Opera
 }
 
 // The dtype einsum's steps compute in: the result's, but i64 for bool (numpy's bool einsum is an or of
-// ands: a count of true products, nonzero, which the last step's conversion to bool gives).
+// ands: a count of true products, nonzero, which the last step's conversion to bool gives) and the wider
+// integer for the integers no kernel is built for (arithmetic_dtype: u8 in i32, wrapping to u8 as numpy).
 DType einsum_dtype(const PlanBuilder& b) {
-    return b.output_dtype == DType::boolean ? DType::i64 : b.output_dtype;
+    return b.output_dtype == DType::boolean ? DType::i64 : arithmetic_dtype(b.output_dtype);
 }
 
 // ---- the contraction of two operands --------------------------------------------------------------
@@ -386,11 +387,12 @@ void plan_einsum(PlanBuilder& b) {
     std::vector<Operand> operands;
     for (std::size_t i = 0; i < b.bound.inputs.size(); ++i) {
         const Operand input = b.input(i);
-        operands.push_back(
-            b.converted(input, dtype,
-                        input.dtype == b.input_dtype
-                            ? fmt::format("operand {}: bool einsum counts true products", i)
-                            : fmt::format("operand {}, for numpy's promotion of the operands", i)));
+        operands.push_back(b.converted(
+            input, dtype,
+            input.dtype != b.input_dtype ? fmt::format("operand {}, for numpy's promotion of the operands", i)
+            : input.dtype == DType::boolean ? fmt::format("operand {}: bool einsum counts true products", i)
+                                            : fmt::format("operand {}: einc computes {} in {}", i,
+                                                          name_of(input.dtype), name_of(dtype))));
     }
 
     // Axes needed by anything but operand `i`: the output's and the other operands'.

@@ -36,7 +36,7 @@ enum class Identity : std::uint8_t {
 // The result's dtype, from the input's (numpy's rules, which einops inherits).
 enum class ResultRule : std::uint8_t {
     same,           // the input's (max, min)
-    wide_integers,  // floats keep theirs; integers and bool give i64 (sum, prod)
+    wide_integers,  // floats keep theirs; signed integers and bool give i64, unsigned u64 (sum, prod)
     boolean,        // bool (any, all)
     floating,       // floats keep theirs; integers and bool give f64 (mean: numpy's; einops refuses)
 };
@@ -103,7 +103,8 @@ constexpr DType reduced_dtype(Reduction op, DType input) {
     switch (info_of(op).result) {
     case ResultRule::same: return input;
     case ResultRule::floating: return is_floating(input) ? input : DType::f64;
-    case ResultRule::wide_integers: return is_floating(input) ? input : DType::i64;
+    case ResultRule::wide_integers:
+        return is_floating(input) ? input : is_unsigned(input) ? DType::u64 : DType::i64;
     case ResultRule::boolean: return DType::boolean;
     }
     return input;  // (unreachable: the switch is exhaustive)

@@ -60,8 +60,13 @@ einc::DType dtype_of(nb::dlpack::dtype dtype) {
         if (code == Code::Float && dtype.bits == 16) return einc::DType::f16;
         if (code == Code::Bfloat && dtype.bits == 16) return einc::DType::bf16;
         if (code == Code::Int && dtype.bits == 8) return einc::DType::i8;
+        if (code == Code::Int && dtype.bits == 16) return einc::DType::i16;
         if (code == Code::Int && dtype.bits == 32) return einc::DType::i32;
         if (code == Code::Int && dtype.bits == 64) return einc::DType::i64;
+        if (code == Code::UInt && dtype.bits == 8) return einc::DType::u8;
+        if (code == Code::UInt && dtype.bits == 16) return einc::DType::u16;
+        if (code == Code::UInt && dtype.bits == 32) return einc::DType::u32;
+        if (code == Code::UInt && dtype.bits == 64) return einc::DType::u64;
         if (code == Code::Bool && dtype.bits == 8) return einc::DType::boolean;
     }
     const char* kind = code == Code::Int       ? "int"
@@ -76,7 +81,8 @@ einc::DType dtype_of(nb::dlpack::dtype dtype) {
              : fmt::format("DLPack type code {}, {}-bit", static_cast<int>(dtype.code), dtype.bits);
     if (dtype.lanes != 1) name += fmt::format(" x {} lanes", dtype.lanes);
     throw einc::Error(einc::ErrorKind::usage, fmt::format("einc does not take {} tensors", name))
-        .help("einc takes float64 float32 float16 bfloat16 int8 int32 int64 bool");
+        .help("einc takes float64 float32 float16 bfloat16 int8 int16 int32 int64 uint8 uint16 uint32 uint64 "
+              "bool");
 }
 
 nb::dlpack::dtype dlpack_of(einc::DType dtype) {
@@ -92,8 +98,13 @@ nb::dlpack::dtype dlpack_of(einc::DType dtype) {
     case einc::DType::f8e4m3: return of(Code::Float8_E4M3FN, 8);
     case einc::DType::f8e5m2: return of(Code::Float8_E5M2, 8);
     case einc::DType::i8: return of(Code::Int, 8);
+    case einc::DType::i16: return of(Code::Int, 16);
     case einc::DType::i32: return of(Code::Int, 32);
     case einc::DType::i64: return of(Code::Int, 64);
+    case einc::DType::u8: return of(Code::UInt, 8);
+    case einc::DType::u16: return of(Code::UInt, 16);
+    case einc::DType::u32: return of(Code::UInt, 32);
+    case einc::DType::u64: return of(Code::UInt, 64);
     case einc::DType::boolean: return of(Code::Bool, 8);
     }
     throw std::logic_error("unknown dtype");

@@ -19,12 +19,17 @@ DType dtype_of(DLDataType type) {
     if (code == kDLFloat && type.bits == 16) return DType::f16;
     if (code == kDLBfloat && type.bits == 16) return DType::bf16;
     if (code == kDLInt && type.bits == 8) return DType::i8;
+    if (code == kDLInt && type.bits == 16) return DType::i16;
     if (code == kDLInt && type.bits == 32) return DType::i32;
     if (code == kDLInt && type.bits == 64) return DType::i64;
+    if (code == kDLUInt && type.bits == 8) return DType::u8;
+    if (code == kDLUInt && type.bits == 16) return DType::u16;
+    if (code == kDLUInt && type.bits == 32) return DType::u32;
+    if (code == kDLUInt && type.bits == 64) return DType::u64;
     if (code == dl_bool && type.bits == 8) return DType::boolean;
     throw Error(ErrorKind::unsupported,
                 fmt::format("DLPack dtype (code {}, {} bits) is not one einc takes", code, type.bits))
-        .help("einc takes float 64/32/16, bfloat 16, int 8/32/64 and bool");
+        .help("einc takes float 64/32/16, bfloat 16, int 8/16/32/64, uint 8/16/32/64 and bool");
 }
 
 DLDataType dl_type_of(DType dtype) {
@@ -34,8 +39,13 @@ DLDataType dl_type_of(DType dtype) {
     case DType::f16: return {kDLFloat, 16, 1};
     case DType::bf16: return {kDLBfloat, 16, 1};
     case DType::i8: return {kDLInt, 8, 1};
+    case DType::i16: return {kDLInt, 16, 1};
     case DType::i32: return {kDLInt, 32, 1};
     case DType::i64: return {kDLInt, 64, 1};
+    case DType::u8: return {kDLUInt, 8, 1};
+    case DType::u16: return {kDLUInt, 16, 1};
+    case DType::u32: return {kDLUInt, 32, 1};
+    case DType::u64: return {kDLUInt, 64, 1};
     case DType::boolean: return {dl_bool, 8, 1};
     case DType::f8e4m3:
     case DType::f8e5m2: break;

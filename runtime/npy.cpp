@@ -70,9 +70,10 @@ struct Header {
     Shape shape;
 };
 
-constexpr std::string_view supported_dtypes =
-    "einc reads '<f8' '<f4' '<f2' '|i1' '<i4' '<i8' '|b1', '<V2' (bf16) and '|V1' (fp8 e4m3), "
-    "in either byte order";
+constexpr std::string_view supported_dtypes = "einc reads '<f8' '<f4' '<f2' '|i1' '<i2' '<i4' '<i8' '|u1' "
+                                              "'<u2' '<u4' '<u8' '|b1', '<V2' (bf16) and '|V1' "
+                                              "(fp8 e4m3), "
+                                              "in either byte order";
 
 Descr parse_descr(std::string_view text, std::string_view name) {
     std::string_view code = text;
@@ -88,9 +89,11 @@ Descr parse_descr(std::string_view text, std::string_view name) {
         std::string_view code;
         DType dtype;
     };
-    static constexpr Known known[] = {{"f8", DType::f64},     {"f4", DType::f32},  {"f2", DType::f16},
-                                      {"i1", DType::i8},      {"i4", DType::i32},  {"i8", DType::i64},
-                                      {"b1", DType::boolean}, {"V2", DType::bf16}, {"V1", DType::f8e4m3}};
+    static constexpr Known known[] = {{"f8", DType::f64},  {"f4", DType::f32},   {"f2", DType::f16},
+                                      {"i1", DType::i8},   {"i2", DType::i16},   {"i4", DType::i32},
+                                      {"i8", DType::i64},  {"u1", DType::u8},    {"u2", DType::u16},
+                                      {"u4", DType::u32},  {"u8", DType::u64},   {"b1", DType::boolean},
+                                      {"V2", DType::bf16}, {"V1", DType::f8e4m3}};
     for (const Known& k : known)
         if (code == k.code) {
             const bool big =
@@ -379,8 +382,13 @@ std::string descr_of(DType dtype) {
     case DType::f8e4m3:
     case DType::f8e5m2: return "|V1";
     case DType::i8: return "|i1";
+    case DType::i16: return order + "i2";
     case DType::i32: return order + "i4";
     case DType::i64: return order + "i8";
+    case DType::u8: return "|u1";
+    case DType::u16: return order + "u2";
+    case DType::u32: return order + "u4";
+    case DType::u64: return order + "u8";
     case DType::boolean: return "|b1";
     }
     EINC_ASSERT(false);

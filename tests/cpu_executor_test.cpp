@@ -34,7 +34,8 @@ namespace {
 // `dtype`: the inputs' dtype; none: each input's drawn from numeric_dtypes and bool.
 void check_executor(Op op, std::optional<DType> dtype, int cases, unsigned seed) {
     static constexpr DType mixed[] = {DType::f64, DType::f32, DType::f16, DType::bf16,
-                                      DType::i8,  DType::i32, DType::i64, DType::boolean};
+                                      DType::i8,  DType::i16, DType::i32, DType::i64,
+                                      DType::u8,  DType::u32, DType::u64, DType::boolean};
     std::mt19937 rng(seed);
     for (int i = 0; i < cases; ++i) {
         const testing::RandomCase c =
@@ -166,6 +167,20 @@ TEST_CASE("cpu executor: einsum, numeric dtypes and bool") {
     unsigned seed = 400;
     for (const DType dtype : numeric_dtypes) check_executor(Op::einsum, dtype, 250, seed++);
     check_executor(Op::einsum, DType::boolean, 250, seed++);  // an or of ands, as numpy
+}
+
+// i16 u8 u16 u32 are converted to a wider integer for arithmetic (arithmetic_dtype) and back; u64 has
+// kernels of its own (it compares unsigned). Random values -3..3 stored wrap to large unsigned ones.
+TEST_CASE("cpu executor: the 16-bit and unsigned integers, every op") {
+    unsigned seed = 600;
+    for (const DType dtype : {DType::i16, DType::u8, DType::u16, DType::u32, DType::u64}) {
+        check_executor(Op::rearrange, dtype, 40, seed++);
+        check_executor(Op::repeat, dtype, 30, seed++);
+        check_executor(Op::reduce, dtype, 120, seed++);
+        check_executor(Op::einsum, dtype, 120, seed++);
+        check_executor(Op::pack, dtype, 20, seed++);
+        check_executor(Op::unpack, dtype, 20, seed++);
+    }
 }
 
 TEST_CASE("cpu executor: einsum and pack of operands of mixed dtypes, promoted as numpy") {

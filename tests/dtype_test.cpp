@@ -16,6 +16,11 @@ TEST_CASE("dtype names and sizes") {
     CHECK(name_of(DType::boolean) == "bool");
     CHECK(dtype_named("float32") == DType::f32);
     CHECK(dtype_named("bf16") == DType::bf16);
+    CHECK(dtype_named("uint8") == DType::u8);
+    CHECK(dtype_named("u64") == DType::u64);
+    CHECK(dtype_named("int16") == DType::i16);
+    CHECK(size_of(DType::u16) == 2);
+    CHECK(name_of(DType::u32) == "u32");
     CHECK_FALSE(dtype_named("f33").has_value());
 }
 
@@ -24,6 +29,12 @@ TEST_CASE("result dtypes follow numpy, as einops does") {
     CHECK(result_dtype(Op::reduce, Reduction::sum, DType::boolean) == DType::i64);
     CHECK(result_dtype(Op::reduce, Reduction::sum, DType::bf16) == DType::bf16);
     CHECK(result_dtype(Op::reduce, Reduction::max, DType::i32) == DType::i32);
+    CHECK(result_dtype(Op::reduce, Reduction::sum, DType::u8) == DType::u64);  // numpy's, unsigned
+    CHECK(result_dtype(Op::reduce, Reduction::prod, DType::u32) == DType::u64);
+    CHECK(result_dtype(Op::reduce, Reduction::sum, DType::i16) == DType::i64);
+    CHECK(result_dtype(Op::reduce, Reduction::max, DType::u16) == DType::u16);
+    CHECK(result_dtype(Op::reduce, Reduction::mean, DType::u8) == DType::f64);
+    CHECK(result_dtype(Op::einsum, Reduction::none, DType::u8) == DType::u8);  // wraps, as numpy's
     CHECK(result_dtype(Op::reduce, Reduction::any, DType::f32) == DType::boolean);
     CHECK(result_dtype(Op::rearrange, Reduction::none, DType::f8e4m3) == DType::f8e4m3);
     // numpy's mean of integers and bool is f64 (einops refuses it; einc follows numpy).
@@ -45,12 +56,86 @@ TEST_CASE("operands of mixed dtypes promote as numpy.result_type does (bf16 with
         DType a, b, promoted;
     };
     const Pair table[] = {
-        {f64, f32, f64},  {f64, f16, f64},       {f64, bf16, f64},    {f64, i8, f64},   {f64, i32, f64},
-        {f64, i64, f64},  {f64, boolean, f64},   {f32, f16, f32},     {f32, bf16, f32}, {f32, i8, f32},
-        {f32, i32, f64},  {f32, i64, f64},       {f32, boolean, f32}, {f16, bf16, f32}, {f16, i8, f16},
-        {f16, i32, f64},  {f16, i64, f64},       {f16, boolean, f16}, {bf16, i8, bf16}, {bf16, i32, f64},
-        {bf16, i64, f64}, {bf16, boolean, bf16}, {i8, i32, i32},      {i8, i64, i64},   {i8, boolean, i8},
-        {i32, i64, i64},  {i32, boolean, i32},   {i64, boolean, i64},
+        {f64, f32, f64},
+        {f64, f16, f64},
+        {f64, bf16, f64},
+        {f64, i8, f64},
+        {f64, i32, f64},
+        {f64, i64, f64},
+        {f64, boolean, f64},
+        {f32, f16, f32},
+        {f32, bf16, f32},
+        {f32, i8, f32},
+        {f32, i32, f64},
+        {f32, i64, f64},
+        {f32, boolean, f32},
+        {f16, bf16, f32},
+        {f16, i8, f16},
+        {f16, i32, f64},
+        {f16, i64, f64},
+        {f16, boolean, f16},
+        {bf16, i8, bf16},
+        {bf16, i32, f64},
+        {bf16, i64, f64},
+        {bf16, boolean, bf16},
+        {i8, i32, i32},
+        {i8, i64, i64},
+        {i8, boolean, i8},
+        {i32, i64, i64},
+        {i32, boolean, i32},
+        {i64, boolean, i64},
+        // the 16-bit and unsigned integers (numpy 2.4, printed by numpy.result_type)
+        {i16, f64, f64},
+        {i16, f32, f32},
+        {i16, f16, f32},
+        {i16, i8, i16},
+        {i16, i32, i32},
+        {i16, i64, i64},
+        {i16, u8, i16},
+        {i16, u16, i32},
+        {i16, u32, i64},
+        {i16, u64, f64},
+        {i16, boolean, i16},
+        {u8, f64, f64},
+        {u8, f32, f32},
+        {u8, f16, f16},
+        {u8, i8, i16},
+        {u8, i32, i32},
+        {u8, i64, i64},
+        {u8, u16, u16},
+        {u8, u32, u32},
+        {u8, u64, u64},
+        {u8, boolean, u8},
+        {u16, f64, f64},
+        {u16, f32, f32},
+        {u16, f16, f32},
+        {u16, i8, i32},
+        {u16, i32, i32},
+        {u16, i64, i64},
+        {u16, u32, u32},
+        {u16, u64, u64},
+        {u16, boolean, u16},
+        {u32, f64, f64},
+        {u32, f32, f64},
+        {u32, f16, f64},
+        {u32, i8, i64},
+        {u32, i32, i64},
+        {u32, i64, i64},
+        {u32, u64, u64},
+        {u32, boolean, u32},
+        {u64, f64, f64},
+        {u64, f32, f64},
+        {u64, f16, f64},
+        {u64, i8, f64},
+        {u64, i32, f64},
+        {u64, i64, f64},
+        {u64, boolean, u64},
+        // bf16 with them: the float whose significand holds the integer, as with f16 (torch agrees on u8)
+        {bf16, u8, bf16},
+        {bf16, i16, f32},
+        {bf16, u16, f32},
+        {bf16, u32, f64},
+        {bf16, u64, f64},
     };
     for (const Pair& pair : table) {
         CAPTURE(name_of(pair.a));

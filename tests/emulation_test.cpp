@@ -127,8 +127,8 @@ std::vector<testing::RandomCase> cases() {
     const std::pair<Op, std::vector<DType>> mix[] = {
         {Op::rearrange, {DType::f32, DType::bf16, DType::i8, DType::f64, DType::f8e4m3}},
         {Op::repeat, {DType::f32, DType::i64, DType::f16}},
-        {Op::reduce, {DType::f32, DType::f16, DType::i32, DType::boolean, DType::f64}},
-        {Op::einsum, {DType::f32, DType::i32, DType::bf16, DType::boolean}},
+        {Op::reduce, {DType::f32, DType::f16, DType::i32, DType::boolean, DType::f64, DType::u8, DType::u64}},
+        {Op::einsum, {DType::f32, DType::i32, DType::bf16, DType::boolean, DType::u16, DType::u64}},
         {Op::pack, {DType::f32}},
         {Op::unpack, {DType::i8}},
     };
@@ -136,7 +136,8 @@ std::vector<testing::RandomCase> cases() {
         for (const DType dtype : dtypes)
             for (int i = 0; i < 15; ++i) all.push_back(testing::random_case(rng, op, dtype));
     // Operands of mixed dtypes, promoted as numpy: converting copies, then the promoted dtype's kernels.
-    const DType mixed[] = {DType::f64, DType::f32, DType::bf16, DType::i8, DType::i32, DType::boolean};
+    const DType mixed[] = {DType::f64, DType::f32, DType::bf16, DType::i8,
+                           DType::i32, DType::u8,  DType::u64,  DType::boolean};
     for (const Op op : {Op::einsum, Op::pack})
         for (int i = 0; i < 15; ++i) all.push_back(testing::random_mixed_case(rng, op, mixed));
     return all;

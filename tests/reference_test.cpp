@@ -428,13 +428,19 @@ TEST_CASE("reference: NaN payloads, signed zeros and fp8 encodings survive data 
 TEST_CASE("reference helpers: make_tensor converts, values_of reads every dtype") {
     for (const DType dtype : all_dtypes) {
         CAPTURE(name_of(dtype));
-        const std::string expected = dtype == DType::boolean ? "4: 1 1 0 1"   // v != 0
+        const std::string expected = dtype == DType::boolean ? "4: 1 1 0 1"    // v != 0
+                                     : dtype == DType::u8    ? "4: 1 254 0 0"  // truncated, wrapped
+                                     : dtype == DType::u16   ? "4: 1 65534 0 0"
+                                     : dtype == DType::u32   ? "4: 1 4294967294 0 0"
+                                     : dtype == DType::u64   ? "4: 1 1.8446744073709552e+19 0 0"
                                      : is_integer(dtype)     ? "4: 1 -2 0 0"  // truncated
                                                              : "4: 1 -2 0 0.5";
         CHECK(contents(make_tensor(dtype, {4}, {1, -2, 0, 0.5})) == expected);
     }
     CHECK(contents(make_tensor(DType::i8, {2}, {200, -129})) == "2: -56 127");  // wraps
-    CHECK(contents(make_tensor(DType::i32, {1}, {2.75})) == "1: 2");            // truncates
+    CHECK(raw_elements<std::uint64_t>(make_tensor(DType::u64, {2}, {0x1p63, -1})) ==
+          std::vector<std::uint64_t>{std::uint64_t{1} << 63, ~std::uint64_t{0}});  // past int64; wraps
+    CHECK(contents(make_tensor(DType::i32, {1}, {2.75})) == "1: 2");               // truncates
     CHECK(raw_elements<std::uint16_t>(make_tensor(DType::bf16, {1}, {1 + 0x1p-8})) ==
           std::vector<std::uint16_t>{0x3F80});  // tie: to even (down)
     CHECK(raw_elements<std::uint16_t>(make_tensor(DType::f16, {1}, {1 + 3 * 0x1p-11})) ==

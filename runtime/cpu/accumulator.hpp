@@ -11,12 +11,13 @@
 namespace einc::cpu {
 
 // f64 double, f32 float, i64 a 64-bit integer: unsigned where the fold wraps (sums and products, modulo
-// 2^64 as numpy's int64 arithmetic; signed overflow is undefined in C++), signed where it compares.
+// 2^64 as numpy's int64 arithmetic; signed overflow is undefined in C++), signed where it compares; u64
+// unsigned.
 template <DType Accumulator, bool Wraps>
-using accumulator_t =
-    std::conditional_t<Accumulator == DType::f64, double,
-                       std::conditional_t<Accumulator == DType::f32, float,
-                                          std::conditional_t<Wraps, std::uint64_t, std::int64_t>>>;
+using accumulator_t = std::conditional_t<
+    Accumulator == DType::f64, double,
+    std::conditional_t<Accumulator == DType::f32, float,
+                       std::conditional_t<Wraps || Accumulator == DType::u64, std::uint64_t, std::int64_t>>>;
 
 // Whether folds of `op` wrap (Reduction::none: products and conversions, which do).
 constexpr bool folds_wrap(Reduction op) {
@@ -42,8 +43,8 @@ template <typename F>
 void with_any_accumulator(DType accumulator, Reduction op, F&& f) {
     if (accumulator == DType::f64) return f(double{});
     if (accumulator == DType::f32) return f(float{});
-    EINC_ASSERT(accumulator == DType::i64);  // (accumulator_dtype gives no other)
-    if (folds_wrap(op)) return f(std::uint64_t{});
+    EINC_ASSERT(accumulator == DType::i64 || accumulator == DType::u64);  // (accumulator_dtype: no other)
+    if (folds_wrap(op) || accumulator == DType::u64) return f(std::uint64_t{});
     f(std::int64_t{});
 }
 

@@ -336,8 +336,9 @@ void contract_any(const Strategy& strategy, DType accumulator, const Epilogue& e
     EINC_ASSERT(src.dtype == src1.dtype && dst.dtype == src.dtype);
     dispatch(src.dtype, [&](auto in) {
         constexpr DType I = decltype(in)::value;
-        if constexpr (I == DType::f8e4m3 || I == DType::f8e5m2 || I == DType::boolean) {
-            EINC_ASSERT(false);  // the plan refuses einsum of these (result_dtype)
+        if constexpr (I == DType::f8e4m3 || I == DType::f8e5m2 || I == DType::boolean ||
+                      !computed_natively<I>) {
+            EINC_ASSERT(false);  // the plan refuses einsum of these (result_dtype) or converts them
         } else {
             with_accumulator<Reduction::sum, I>(accumulator, [&](auto a) {
                 contract_typed<I, decltype(a)>(strategy, epilogue, dst, src, src1, scratch);

@@ -488,26 +488,40 @@ void move_by_size(const strategy::Move& move, const Data& dst, const Data& src) 
          });
 }
 
-template <DType From, DType To>
-EINC_KERNEL void convert_run(std::byte* dst, const std::byte* src, std::int64_t count,
-                             std::int64_t dst_stride, std::int64_t src_stride) {
-    using S = storage_t<From>;
-    using D = storage_t<To>;
-    for (std::int64_t i = 0; i < count; ++i) {
-        const auto value = Element<From>::load(load_at<S>(src + i * src_stride));
-        store_at<D>(dst + i * dst_stride, Element<To>::store(convert<compute_t<To>>(value)));
-    }
+// A conversion runs a chunk at a time through the source's compute type (double, float, int64 or
+// uint64): loaded by one loop per source dtype, then converted and stored by one per destination dtype
+// and compute type - not one loop per pair of the 15 dtypes, which tripled this file's build time. The
+// chunk stays in L1; the conversion is bound by memory, not by the second pass.
+template <DType From>
+EINC_KERNEL void load_computed(compute_t<From>* out, const std::byte* src, std::int64_t count,
+                               std::int64_t stride) {
+    for (std::int64_t i = 0; i < count; ++i)
+        out[i] = Element<From>::load(load_at<storage_t<From>>(src + i * stride));
 }
 
-template <DType From, DType To>
+template <DType To, typename V>
+EINC_KERNEL void store_converted(std::byte* dst, const V* values, std::int64_t count, std::int64_t stride) {
+    for (std::int64_t i = 0; i < count; ++i)
+        store_at<storage_t<To>>(dst + i * stride, Element<To>::store(convert<compute_t<To>>(values[i])));
+}
+
 void convert_copy(const strategy::Convert& convert, const Data& dst, const Data& src) {
-    using S = storage_t<From>;
-    using D = storage_t<To>;
-    const Nest<2> nest =
-        make_nest<2>({&convert.dst, &convert.src}, {dst.base, src.base}, {sizeof(D), sizeof(S)});
+    const Nest<2> nest = make_nest<2>({&convert.dst, &convert.src}, {dst.base, src.base},
+                                      {size_of(dst.dtype), size_of(src.dtype)});
     walk(nest, convert.split,
-         [](std::array<std::byte*, 2> p, std::int64_t count, const std::array<std::int64_t, 2>& stride) {
-             convert_run<From, To>(p[0], p[1], count, stride[0], stride[1]);
+         [&](std::array<std::byte*, 2> p, std::int64_t count, const std::array<std::int64_t, 2>& stride) {
+             dispatch(src.dtype, [&](auto from) {
+                 using V = compute_t<decltype(from)::value>;
+                 constexpr std::int64_t chunk = 256;
+                 V values[chunk];
+                 for (std::int64_t i0 = 0; i0 < count; i0 += chunk) {
+                     const std::int64_t n = std::min(chunk, count - i0);
+                     load_computed<decltype(from)::value>(values, p[1] + i0 * stride[1], n, stride[1]);
+                     dispatch(dst.dtype, [&](auto to) {
+                         store_converted<decltype(to)::value>(p[0] + i0 * stride[0], values, n, stride[0]);
+                     });
+                 }
+             });
          });
 }
 
@@ -581,11 +595,7 @@ void convert_elements(const strategy::Convert& convert, DType accumulator, const
     if (!epilogue.identity())
         return with_any_accumulator(accumulator, Reduction::none,
                                     [&](auto a) { scaled_copy<decltype(a)>(convert, epilogue, dst, src); });
-    dispatch(src.dtype, [&](auto from) {
-        dispatch(dst.dtype, [&](auto to) {
-            convert_copy<decltype(from)::value, decltype(to)::value>(convert, dst, src);
-        });
-    });
+    convert_copy(convert, dst, src);
 }
 
 }  // namespace einc::cpu::EINC_CPU_ISA

@@ -30,7 +30,9 @@ struct bool_t {
 };
 
 // storage: the bytes in memory; compute: what arithmetic happens in (f16/bf16/fp8 in float, integers
-// and bool in int64); load/store convert between them (store rounds to nearest, wraps integers).
+// and bool in int64, u64 in uint64); load/store convert between them (store rounds to nearest, wraps
+// integers). Only the dtypes that are their own arithmetic_dtype() reach the arithmetic kernels; the
+// others (i16, u8, u16, u32) are moved and converted.
 template <DType D>
 struct Element;
 template <>
@@ -83,6 +85,13 @@ struct Element<DType::i8> {
     static storage store(compute x) { return static_cast<storage>(static_cast<std::uint64_t>(x)); }
 };
 template <>
+struct Element<DType::i16> {
+    using storage = std::int16_t;
+    using compute = std::int64_t;
+    static compute load(storage x) { return x; }
+    static storage store(compute x) { return static_cast<storage>(static_cast<std::uint64_t>(x)); }
+};
+template <>
 struct Element<DType::i32> {
     using storage = std::int32_t;
     using compute = std::int64_t;
@@ -93,6 +102,34 @@ template <>
 struct Element<DType::i64> {
     using storage = std::int64_t;
     using compute = std::int64_t;
+    static compute load(storage x) { return x; }
+    static storage store(compute x) { return x; }
+};
+template <>
+struct Element<DType::u8> {
+    using storage = std::uint8_t;
+    using compute = std::int64_t;
+    static compute load(storage x) { return x; }
+    static storage store(compute x) { return static_cast<storage>(static_cast<std::uint64_t>(x)); }
+};
+template <>
+struct Element<DType::u16> {
+    using storage = std::uint16_t;
+    using compute = std::int64_t;
+    static compute load(storage x) { return x; }
+    static storage store(compute x) { return static_cast<storage>(static_cast<std::uint64_t>(x)); }
+};
+template <>
+struct Element<DType::u32> {
+    using storage = std::uint32_t;
+    using compute = std::int64_t;
+    static compute load(storage x) { return x; }
+    static storage store(compute x) { return static_cast<storage>(static_cast<std::uint64_t>(x)); }
+};
+template <>
+struct Element<DType::u64> {  // (computed unsigned: values past 2^63 compare and convert as numpy's)
+    using storage = std::uint64_t;
+    using compute = std::uint64_t;
     static compute load(storage x) { return x; }
     static storage store(compute x) { return x; }
 };
@@ -125,8 +162,13 @@ decltype(auto) dispatch(DType dtype, F&& f) {
     case DType::f8e4m3: return f(DTypeTag<DType::f8e4m3>{});
     case DType::f8e5m2: return f(DTypeTag<DType::f8e5m2>{});
     case DType::i8: return f(DTypeTag<DType::i8>{});
+    case DType::i16: return f(DTypeTag<DType::i16>{});
     case DType::i32: return f(DTypeTag<DType::i32>{});
     case DType::i64: return f(DTypeTag<DType::i64>{});
+    case DType::u8: return f(DTypeTag<DType::u8>{});
+    case DType::u16: return f(DTypeTag<DType::u16>{});
+    case DType::u32: return f(DTypeTag<DType::u32>{});
+    case DType::u64: return f(DTypeTag<DType::u64>{});
     case DType::boolean: return f(DTypeTag<DType::boolean>{});
     }
     EINC_ASSERT(false);
@@ -144,15 +186,25 @@ inline void store_at(std::byte* p, T value) {
     std::memcpy(p, &value, sizeof value);
 }
 
-// A value converted between compute types (float <-> int64 <-> double), as numpy's astype would.
+// A value converted between compute types (float <-> int64 <-> uint64 <-> double), as numpy's astype
+// would: floats truncate toward zero, negative ones into u64 through i64 (wrapping); NaN gives 0, and a
+// float no 64-bit integer holds 0x8000000000000000 (x86's "integer indefinite"), not undefined behaviour.
 template <typename To, typename From>
 inline To convert(From x) {
     if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
         if (!(x == x)) return 0;  // NaN
-        return static_cast<To>(x);
+        constexpr auto indefinite = static_cast<To>(std::uint64_t{1} << 63);
+        if (x >= From(-0x1p63) && x < From(0x1p63)) return static_cast<To>(static_cast<std::int64_t>(x));
+        if constexpr (std::is_unsigned_v<To>)
+            if (x >= From(0x1p63) && x < From(0x1p64)) return static_cast<To>(x);
+        return indefinite;
     } else {
         return static_cast<To>(x);
     }
 }
+
+// Whether the arithmetic kernels are built for dtype D (the others are converted to arithmetic_dtype).
+template <DType D>
+constexpr bool computed_natively = arithmetic_dtype(D) == D;
 
 }  // namespace einc::cpu

@@ -256,8 +256,9 @@ void gemm(const strategy::PackedGemm& packed, DType dtype, DType accumulator, co
     const auto size = static_cast<std::int64_t>(size_of(dtype));
     dispatch(dtype, [&](auto tag) {
         constexpr DType D = decltype(tag)::value;
-        if constexpr (D == DType::f8e4m3 || D == DType::f8e5m2 || D == DType::boolean) {
-            EINC_ASSERT(false);  // the plan refuses einsum of these (result_dtype)
+        if constexpr (D == DType::f8e4m3 || D == DType::f8e5m2 || D == DType::boolean ||
+                      !computed_natively<D>) {
+            EINC_ASSERT(false);  // the plan refuses einsum of these (result_dtype) or converts them
         } else {
             with_accumulator<Reduction::none, D>(accumulator, [&](auto t) {
                 for (std::int64_t o = 0; o < g.outer; ++o)  // a strided-batched GEMM per outer index

@@ -214,6 +214,19 @@ inline float einc_f32_of(unsigned bits) {
     std::memcpy(&f, &bits, 4);
     return f;
 }
+// Negative floats into u64 wrap through i64, as the CPU kernels convert them (codegen.cpp's prelude).
+inline einc_u64 einc_to_u64(double x) {
+    return x >= 9223372036854775808.0 ? (einc_u64)x : (einc_u64)(einc_i64)x;
+}
+inline einc_u64 einc_to_u64(float x) {
+    return einc_to_u64((double)x);
+}
+inline einc_u64 einc_to_u64(einc_i64 x) {
+    return (einc_u64)x;
+}
+inline einc_u64 einc_to_u64(einc_u64 x) {
+    return x;
+}
 inline double einc_f64_of(einc_u64 bits) {
     double d;
     std::memcpy(&d, &bits, 8);

@@ -11,7 +11,8 @@ einc = pytest.importorskip("einc", reason="the einc module is not built (pip ins
 
 CASES = 150  # per operation
 NAMES = "abcdefgh"
-DTYPES = ["float64", "float32", "float16", "int8", "int32", "int64", "bool"]
+DTYPES = ["float64", "float32", "float16", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+          "uint64", "bool"]
 ORDERS = ["C", "F", "sliced", "reversed", "transposed"]
 
 
@@ -30,6 +31,8 @@ def array(rng, shape, dtype, order):
         values = np_rng.random(shape) < 0.5
     elif dtype.startswith("int"):
         values = np_rng.integers(-5, 6, size=shape)  # small: products and sums stay exact in int8
+    elif dtype.startswith("uint"):
+        values = np_rng.integers(0, 256, size=shape)  # sums and products wrap: numpy's result all the same
     else:
         values = np_rng.standard_normal(shape)
     return np.asarray(values, dtype=dtype, order=order)
@@ -103,10 +106,10 @@ def test_rearrange_list(seed):
 
 
 def reductions_for(dtype):
-    """What einops (numpy) and einc both reduce this dtype with (einc's mean needs a floating dtype)."""
+    """What einops (numpy) and einc both reduce this dtype with (einops refuses a mean of integers)."""
     if dtype == "bool":
         return ["max", "min", "any", "all", "sum"]
-    if dtype.startswith("int"):
+    if dtype.startswith("int") or dtype.startswith("uint"):
         return ["sum", "max", "min", "prod"]
     return ["sum", "mean", "max", "min", "prod"]
 

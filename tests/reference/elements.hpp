@@ -52,7 +52,7 @@ inline void copy_element(std::byte* to, const std::byte* from, DType dtype) {
     std::memcpy(to, from, size_of(dtype));
 }
 
-// Any element as a double; exact for every dtype but i64 beyond 2^53.
+// Any element as a double; exact for every dtype but 64-bit integers beyond 2^53.
 inline double load_real(const std::byte* element, DType dtype) {
     switch (dtype) {
     case DType::f64: return load_bytes<double>(element);
@@ -62,19 +62,29 @@ inline double load_real(const std::byte* element, DType dtype) {
     case DType::f8e4m3: return f8e4m3_to_f32(load_bytes<std::uint8_t>(element));
     case DType::f8e5m2: return f8e5m2_to_f32(load_bytes<std::uint8_t>(element));
     case DType::i8: return load_bytes<std::int8_t>(element);
+    case DType::i16: return load_bytes<std::int16_t>(element);
     case DType::i32: return load_bytes<std::int32_t>(element);
     case DType::i64: return static_cast<double>(load_bytes<std::int64_t>(element));
+    case DType::u8: return load_bytes<std::uint8_t>(element);
+    case DType::u16: return load_bytes<std::uint16_t>(element);
+    case DType::u32: return load_bytes<std::uint32_t>(element);
+    case DType::u64: return static_cast<double>(load_bytes<std::uint64_t>(element));
     case DType::boolean: return load_bytes<std::uint8_t>(element) != 0 ? 1.0 : 0.0;
     }
     EINC_ASSERT(false);
 }
 
-// An integer or bool element as int64 (bool: any nonzero byte is true).
+// An integer or bool element as int64 (bool: any nonzero byte is true; u64: its bits).
 inline std::int64_t load_integer(const std::byte* element, DType dtype) {
     switch (dtype) {
     case DType::i8: return load_bytes<std::int8_t>(element);
+    case DType::i16: return load_bytes<std::int16_t>(element);
     case DType::i32: return load_bytes<std::int32_t>(element);
     case DType::i64: return load_bytes<std::int64_t>(element);
+    case DType::u8: return load_bytes<std::uint8_t>(element);
+    case DType::u16: return load_bytes<std::uint16_t>(element);
+    case DType::u32: return load_bytes<std::uint32_t>(element);
+    case DType::u64: return static_cast<std::int64_t>(load_bytes<std::uint64_t>(element));
     case DType::boolean: return load_bytes<std::uint8_t>(element) != 0 ? 1 : 0;
     default: break;
     }
@@ -94,7 +104,8 @@ inline float round_to_odd(double value) {
 
 inline void store_integer(std::byte* element, DType dtype, std::int64_t value);
 
-// Stores a double, rounded to nearest. Integer dtypes truncate and wrap; the value must lie in int64.
+// Stores a double, rounded to nearest. Integer dtypes truncate and wrap; the value must lie in int64 (or
+// for u64, in [-2^63, 2^64)).
 inline void store_real(std::byte* element, DType dtype, double value) {
     switch (dtype) {
     case DType::f64: store_bytes(element, value); return;
@@ -104,9 +115,20 @@ inline void store_real(std::byte* element, DType dtype, double value) {
     case DType::f8e4m3: store_bytes(element, f32_to_f8e4m3(round_to_odd(value))); return;
     case DType::f8e5m2: store_bytes(element, f32_to_f8e5m2(round_to_odd(value))); return;
     case DType::boolean: store_bytes(element, static_cast<std::uint8_t>(value != 0.0)); return;
+    case DType::u64:
+        if (value >= 0x1p63) {
+            EINC_ASSERT(value < 0x1p64);
+            store_bytes(element, static_cast<std::uint64_t>(value));
+            return;
+        }
+        [[fallthrough]];
     case DType::i8:
+    case DType::i16:
     case DType::i32:
-    case DType::i64: {
+    case DType::i64:
+    case DType::u8:
+    case DType::u16:
+    case DType::u32: {
         // 2^63 is exactly representable; anything at or past it (or NaN) has no int64 value.
         EINC_ASSERT(value >= -0x1p63 && value < 0x1p63);
         store_integer(element, dtype, static_cast<std::int64_t>(value));
@@ -120,15 +142,21 @@ inline void store_real(std::byte* element, DType dtype, double value) {
 inline void store_integer(std::byte* element, DType dtype, std::int64_t value) {
     switch (dtype) {
     case DType::i8: store_bytes(element, static_cast<std::int8_t>(value)); return;
+    case DType::i16: store_bytes(element, static_cast<std::int16_t>(value)); return;
     case DType::i32: store_bytes(element, static_cast<std::int32_t>(value)); return;
     case DType::i64: store_bytes(element, value); return;
+    case DType::u8: store_bytes(element, static_cast<std::uint8_t>(value)); return;
+    case DType::u16: store_bytes(element, static_cast<std::uint16_t>(value)); return;
+    case DType::u32: store_bytes(element, static_cast<std::uint32_t>(value)); return;
+    case DType::u64: store_bytes(element, static_cast<std::uint64_t>(value)); return;
     case DType::boolean: store_bytes(element, static_cast<std::uint8_t>(value != 0)); return;
     default: store_real(element, dtype, static_cast<double>(value)); return;
     }
 }
 
 // ------------------------------------------------------------------------------------------------
-// Arithmetic in the two accumulator types: int64 (integers and bool) and double (floats)
+// Arithmetic in the accumulator types: int64 (integers and bool), uint64 (u64: it compares unsigned)
+// and double (floats)
 // ------------------------------------------------------------------------------------------------
 
 template <typename T>
@@ -136,7 +164,7 @@ T load(const std::byte* element, DType dtype) {
     if constexpr (std::is_same_v<T, double>)
         return load_real(element, dtype);
     else
-        return load_integer(element, dtype);
+        return static_cast<T>(load_integer(element, dtype));
 }
 
 inline void store(std::byte* element, DType dtype, double value) {
@@ -145,6 +173,12 @@ inline void store(std::byte* element, DType dtype, double value) {
 inline void store(std::byte* element, DType dtype, std::int64_t value) {
     store_integer(element, dtype, value);
 }
+inline void store(std::byte* element, DType dtype, std::uint64_t value) {
+    if (is_floating(dtype))
+        store_real(element, dtype, static_cast<double>(value));
+    else
+        store_integer(element, dtype, static_cast<std::int64_t>(value));
+}
 
 // Integers wrap around as two's complement, without the undefined behaviour of signed overflow.
 inline std::int64_t add(std::int64_t a, std::int64_t b) {
@@ -152,6 +186,12 @@ inline std::int64_t add(std::int64_t a, std::int64_t b) {
 }
 inline std::int64_t multiply(std::int64_t a, std::int64_t b) {
     return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
+}
+inline std::uint64_t add(std::uint64_t a, std::uint64_t b) {
+    return a + b;
+}
+inline std::uint64_t multiply(std::uint64_t a, std::uint64_t b) {
+    return a * b;
 }
 inline double add(double a, double b) {
     return a + b;
@@ -164,6 +204,9 @@ inline bool is_nan(double value) {
     return std::isnan(value);
 }
 inline bool is_nan(std::int64_t) {
+    return false;
+}
+inline bool is_nan(std::uint64_t) {
     return false;
 }
 

@@ -135,8 +135,13 @@ void run_route(const Memory& m, const Route& r) {
     }
 }
 
-bool integral(DType dtype) {
-    return !is_floating(dtype);
+// Calls f(T{}) with the type a step on elements of `dtype` computes in: double for floats, uint64 for u64
+// (it compares unsigned), int64 for the other integers and bool.
+template <typename F>
+void with_value_type(DType dtype, F&& f) {
+    if (is_floating(dtype)) return f(double{});
+    if (dtype == DType::u64) return f(std::uint64_t{});
+    f(std::int64_t{});
 }
 
 }  // namespace
@@ -158,47 +163,39 @@ PlanRun run_plan(const Plan& plan, std::span<const TensorView> inputs) {
 
     for (const PlanStep& planned : plan.steps) {
         const Step& step = planned.step;
-        std::visit(Overloaded{
-                       [&](const View& view) {
-                           const TensorView& source = m.of(view.source.buffer);
-                           run.outputs[view.output] =
-                               TensorView{m.element(view.source.buffer, view.source.offset), source.dtype,
-                                          plan.outputs[view.output].shape, view.source.layout.strides()};
-                       },
-                       [&](const Copy& copy) {
-                           const DType from = m.dtype(copy.src.buffer), to = m.dtype(copy.dst.buffer);
-                           for_each_index(copy.dst.layout, [&](const std::vector<std::int64_t>& i) {
-                               std::byte* dst = m.element(copy.dst, i);
-                               const std::byte* src = m.element(copy.src, i);
-                               if (from == to)
-                                   copy_element(dst, src, from);
-                               else if (integral(from))
-                                   store(dst, to, load_integer(src, from));
-                               else
-                                   store(dst, to, load_real(src, from));
-                           });
-                       },
-                       [&](const Reduce& reduce) {
-                           if (integral(m.dtype(reduce.src.buffer)))
-                               run_reduce<std::int64_t>(m, reduce);
-                           else
-                               run_reduce<double>(m, reduce);
-                       },
-                       [&](const Contract& contract) {
-                           if (integral(m.dtype(contract.srcs.front().buffer)))
-                               run_contract<std::int64_t>(m, contract);
-                           else
-                               run_contract<double>(m, contract);
-                       },
-                       [&](const Route& route) { run_route(m, route); },
-                       [&](const Gemm& gemm) {
-                           if (integral(m.dtype(gemm.a.buffer)))
-                               run_gemm<std::int64_t>(m, gemm);
-                           else
-                               run_gemm<double>(m, gemm);
-                       },
-                   },
-                   step);
+        std::visit(
+            Overloaded{
+                [&](const View& view) {
+                    const TensorView& source = m.of(view.source.buffer);
+                    run.outputs[view.output] =
+                        TensorView{m.element(view.source.buffer, view.source.offset), source.dtype,
+                                   plan.outputs[view.output].shape, view.source.layout.strides()};
+                },
+                [&](const Copy& copy) {
+                    const DType from = m.dtype(copy.src.buffer), to = m.dtype(copy.dst.buffer);
+                    for_each_index(copy.dst.layout, [&](const std::vector<std::int64_t>& i) {
+                        std::byte* dst = m.element(copy.dst, i);
+                        const std::byte* src = m.element(copy.src, i);
+                        if (from == to)
+                            copy_element(dst, src, from);
+                        else
+                            with_value_type(from, [&]<typename T>(T) { store(dst, to, load<T>(src, from)); });
+                    });
+                },
+                [&](const Reduce& reduce) {
+                    with_value_type(m.dtype(reduce.src.buffer),
+                                    [&]<typename T>(T) { run_reduce<T>(m, reduce); });
+                },
+                [&](const Contract& contract) {
+                    with_value_type(m.dtype(contract.srcs.front().buffer),
+                                    [&]<typename T>(T) { run_contract<T>(m, contract); });
+                },
+                [&](const Route& route) { run_route(m, route); },
+                [&](const Gemm& gemm) {
+                    with_value_type(m.dtype(gemm.a.buffer), [&]<typename T>(T) { run_gemm<T>(m, gemm); });
+                },
+            },
+            step);
     }
     run.storage.insert(run.storage.end(), temporaries.begin(), temporaries.end());
     return run;

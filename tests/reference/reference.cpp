@@ -236,18 +236,22 @@ std::vector<Tensor> evaluate(const Bound& bound, std::span<const TensorView> inp
     for (const TensorView& input : inputs) dtypes.push_back(input.dtype);
     const DType input_type = promote_types(dtypes);  // (its rule is tested against numpy's table)
     const DType result_type = result_dtype(bound.op, bound.reduction, input_type, !bound.reduced.empty());
-    // Integers and bool accumulate in int64, floats (and means, as numpy's) in double.
+    // Integers and bool accumulate in int64 (u64 in uint64: it compares unsigned), floats (and means, as
+    // numpy's) in double.
     const bool real = is_floating(input_type) || is_floating(result_type);
+    const bool unsigned64 = !real && input_type == DType::u64;
     switch (bound.op) {
     case Op::rearrange:
     case Op::repeat: return {move_data(bound, inputs.front())};
     case Op::reduce:
         if (bound.reduced.empty()) return {move_data(bound, inputs.front())};  // einops: nothing to reduce
-        return {real ? reduce<double>(bound, inputs.front(), result_type)
-                     : reduce<std::int64_t>(bound, inputs.front(), result_type)};
+        return {real         ? reduce<double>(bound, inputs.front(), result_type)
+                : unsigned64 ? reduce<std::uint64_t>(bound, inputs.front(), result_type)
+                             : reduce<std::int64_t>(bound, inputs.front(), result_type)};
     case Op::einsum:
-        return {real ? einsum<double>(bound, inputs, result_type)
-                     : einsum<std::int64_t>(bound, inputs, result_type)};
+        return {real         ? einsum<double>(bound, inputs, result_type)
+                : unsigned64 ? einsum<std::uint64_t>(bound, inputs, result_type)
+                             : einsum<std::int64_t>(bound, inputs, result_type)};
     case Op::pack: return {pack(bound, inputs, result_type)};
     case Op::unpack: return unpack(bound, inputs.front());
     case Op::parse_shape: break;
@@ -263,7 +267,8 @@ Tensor make_tensor(DType dtype, const Shape& shape, const std::vector<double>& v
                                 format_shape(shape), tensor.numel(), values.size()));
     const std::size_t element_size = size_of(dtype);
     for (std::size_t k = 0; k < values.size(); ++k) {
-        if (is_integer(dtype) && !(values[k] >= -0x1p63 && values[k] < 0x1p63))
+        if (is_integer(dtype) &&
+            !(values[k] >= -0x1p63 && values[k] < (dtype == DType::u64 ? 0x1p64 : 0x1p63)))
             throw Error(ErrorKind::usage,
                         fmt::format("{} is not an integer value for {}", values[k], name_of(dtype)));
         store_real(static_cast<std::byte*>(tensor.data()) + k * element_size, dtype, values[k]);
