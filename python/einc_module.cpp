@@ -110,6 +110,10 @@ nb::dlpack::dtype dlpack_of(einc::DType dtype) {
     throw std::logic_error("unknown dtype");
 }
 
+// An operand that is a torch tensor requiring grad: the call is recorded by a torch.autograd.Function
+// instead (or_recorded), which runs einc on detached tensors.
+struct RecordsGradient {};
+
 // A Python tensor as einc reads it. `array` holds the DLPack import alive while einc runs.
 struct Operand {
     nb::handle object;
@@ -127,6 +131,8 @@ struct Operands {
 };
 
 Operand operand_of(nb::handle object) {
+    if (framework_of(object) == Framework::torch && nb::cast<bool>(object.attr("requires_grad")))
+        throw RecordsGradient{};
     Operand operand;
     operand.object = object;
     // Writable first: a view of a writable array is writable, as numpy's views are. Never converted: a
@@ -139,13 +145,9 @@ Operand operand_of(nb::handle object) {
     } else {
         const std::string type = nb::cast<std::string>(
             nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(object.ptr()))).attr("__qualname__"));
-        // (torch refuses __dlpack__ for a tensor that requires grad: einc does not record autograd yet.)
         throw nb::type_error(
             (nb::hasattr(object, "__dlpack__")
-                 ? fmt::format(
-                       "einc could not read this {} through __dlpack__ (a torch tensor that requires grad "
-                       "must be detached: einc does not record gradients yet)",
-                       type)
+                 ? fmt::format("einc could not read this {} through __dlpack__", type)
                  : fmt::format("einc takes numpy arrays and tensors with __dlpack__, not {}", type))
                 .c_str());
     }
@@ -261,6 +263,16 @@ nb::object to_python(const einc::Tensor& result, const Operands& operands) {
                : exported<>(result, owner, operands.framework);
 }
 
+// torch's current CUDA stream on the operands' device where they are CUDA torch tensors, so that einc's
+// kernels are ordered with the caller's torch work as a torch op's are; else null (the default stream).
+void* stream_of(const Operands& operands) {
+    if (operands.framework != Framework::torch || operands.inputs.empty()) return nullptr;
+    const einc::TensorView& view = operands.inputs.front().view();
+    if (view.device != einc::Device::cuda) return nullptr;
+    const nb::object stream = nb::module_::import_("torch.cuda").attr("current_stream")(view.device_index);
+    return reinterpret_cast<void*>(nb::cast<std::uintptr_t>(stream.attr("cuda_stream")));
+}
+
 // One call as einc's plan cache keys it, with its operands.
 struct Call {
     einc::Op op = einc::Op::rearrange;
@@ -276,8 +288,9 @@ struct Call {
         return einc::default_plan_cache().get(ref, operands.inputs, {});
     }
     std::vector<einc::Tensor> run() const {
+        void* stream = stream_of(operands);
         nb::gil_scoped_release unlocked;
-        return program().run(operands.inputs);
+        return program().run(operands.inputs, stream);
     }
 };
 
@@ -392,7 +405,7 @@ nb::dict dict_of(const einc::AxisSizes& sizes) {
 // The gradients of a call's inputs given its outputs' (einc::gradient, bound at each call): the backward
 // a torch.autograd.Function would run.
 nb::list backward(nb::handle output_gradients, const std::string& op, const nb::args& args,
-                  const nb::kwargs& axes_lengths) {
+                  const nb::kwargs& axes_lengths) try {
     const Call call = call_of(op, args, axes_lengths);
     if (call.operands.is_list && call.op != einc::Op::pack)
         throw einc::Error(einc::ErrorKind::unsupported,
@@ -404,13 +417,30 @@ nb::list backward(nb::handle output_gradients, const std::string& op, const nb::
     for (const einc::Input& input : call.operands.inputs) inputs.push_back(input.view());
     for (const einc::Input& gradient : gradients.inputs) output_views.push_back(gradient.view());
     std::vector<einc::Tensor> results;
+    void* stream = stream_of(gradients);
     {
         nb::gil_scoped_release unlocked;
-        results = einc::gradient(forward, inputs, output_views).run(call.operands.inputs, gradients.inputs);
+        results =
+            einc::gradient(forward, inputs, output_views).run(call.operands.inputs, gradients.inputs, stream);
     }
     nb::list python_results;
     for (const einc::Tensor& result : results) python_results.append(to_python(result, gradients));
     return python_results;
+} catch (const RecordsGradient&) {
+    throw einc::Error(einc::ErrorKind::unsupported, "backward of tensors that require grad")
+        .help("einc's gradients are not recorded by autograd themselves (no double backward): detach them");
+}
+
+// run(), or - where an operand requires grad - the call einc.<op>(*args(), **axes_lengths) recorded by
+// torch.autograd (_einc_torch.py). (`args` makes the arguments' tuple only then: nothing on the fast path.)
+template <typename Run, typename Args>
+nb::object or_recorded(const char* op, Run run, Args args, const nb::kwargs* axes_lengths = nullptr) {
+    try {
+        return run();
+    } catch (const RecordsGradient&) {
+        const nb::object record = nb::module_::import_("_einc_torch").attr("record");
+        return axes_lengths ? record(op, *args(), **(*axes_lengths)) : record(op, *args());
+    }
 }
 
 }  // namespace
@@ -422,52 +452,72 @@ NB_MODULE(einc, m) {
 
     m.def(
         "rearrange",
-        [](nb::handle tensor, std::string pattern, nb::kwargs axes_lengths) {
-            return single_result(rearrange_call(tensor, std::move(pattern), axes_lengths));
+        [](nb::handle tensor, const std::string& pattern, nb::kwargs axes_lengths) {
+            return or_recorded(
+                "rearrange", [&] { return single_result(rearrange_call(tensor, pattern, axes_lengths)); },
+                [&] { return nb::make_tuple(tensor, pattern); }, &axes_lengths);
         },
         nb::arg("tensor"), nb::arg("pattern"), nb::arg("axes_lengths"),
         "einops.rearrange: a view of the tensor where the plan is one, else a copy");
     m.def(
         "reduce",
-        [](nb::handle tensor, std::string pattern, const std::string& reduction, nb::kwargs axes_lengths) {
-            return single_result(reduce_call(tensor, std::move(pattern), reduction, axes_lengths));
+        [](nb::handle tensor, const std::string& pattern, const std::string& reduction,
+           nb::kwargs axes_lengths) {
+            return or_recorded(
+                "reduce",
+                [&] { return single_result(reduce_call(tensor, pattern, reduction, axes_lengths)); },
+                [&] { return nb::make_tuple(tensor, pattern, reduction); }, &axes_lengths);
         },
         nb::arg("tensor"), nb::arg("pattern"), nb::arg("reduction"), nb::arg("axes_lengths"),
         "einops.reduce with a reduction by name: sum, mean, max, min, prod, any, all");
     m.def(
         "repeat",
-        [](nb::handle tensor, std::string pattern, nb::kwargs axes_lengths) {
-            return single_result(repeat_call(tensor, std::move(pattern), axes_lengths));
+        [](nb::handle tensor, const std::string& pattern, nb::kwargs axes_lengths) {
+            return or_recorded(
+                "repeat", [&] { return single_result(repeat_call(tensor, pattern, axes_lengths)); },
+                [&] { return nb::make_tuple(tensor, pattern); }, &axes_lengths);
         },
         nb::arg("tensor"), nb::arg("pattern"), nb::arg("axes_lengths"), "einops.repeat");
     m.def(
         "einsum",
-        [](nb::args tensors_and_pattern) { return single_result(einsum_call(tensors_and_pattern)); },
+        [](nb::args tensors_and_pattern) {
+            return or_recorded(
+                "einsum", [&] { return single_result(einsum_call(tensors_and_pattern)); },
+                [&] { return tensors_and_pattern; });
+        },
         nb::arg("tensors_and_pattern"), "einops.einsum(*tensors, pattern): the pattern last");
     m.def(
         "pack",
-        [](nb::handle tensors, std::string pattern) {
-            const Call call = pack_call(tensors, std::move(pattern));
-            std::optional<einc::Program> program;
-            std::vector<einc::Tensor> packed;
-            {
-                nb::gil_scoped_release unlocked;
-                program = call.program();
-                packed = program->run(call.operands.inputs);
-            }
-            nb::list shapes;
-            for (const einc::Shape& shape : einc::packed_shapes(program->bound()))
-                shapes.append(shape_tuple(shape));
-            return nb::make_tuple(to_python(packed.front(), call.operands), shapes);
+        [](nb::handle tensors, const std::string& pattern) {
+            const auto run = [&] {
+                const Call call = pack_call(tensors, pattern);
+                std::optional<einc::Program> program;
+                std::vector<einc::Tensor> packed;
+                void* stream = stream_of(call.operands);
+                {
+                    nb::gil_scoped_release unlocked;
+                    program = call.program();
+                    packed = program->run(call.operands.inputs, stream);
+                }
+                nb::list shapes;
+                for (const einc::Shape& shape : einc::packed_shapes(program->bound()))
+                    shapes.append(shape_tuple(shape));
+                return nb::object(nb::make_tuple(to_python(packed.front(), call.operands), shapes));
+            };
+            return or_recorded("pack", run, [&] { return nb::make_tuple(tensors, pattern); });
         },
         nb::arg("tensors"), nb::arg("pattern"), "einops.pack: (packed tensor, packed_shapes)");
     m.def(
         "unpack",
-        [](nb::handle tensor, nb::handle packed_shapes, std::string pattern) {
-            const Call call = unpack_call(tensor, packed_shapes, std::move(pattern));
-            nb::list results;
-            for (const einc::Tensor& result : call.run()) results.append(to_python(result, call.operands));
-            return results;
+        [](nb::handle tensor, nb::handle packed_shapes, const std::string& pattern) {
+            const auto run = [&] {
+                const Call call = unpack_call(tensor, packed_shapes, pattern);
+                nb::list results;
+                for (const einc::Tensor& result : call.run())
+                    results.append(to_python(result, call.operands));
+                return nb::object(results);
+            };
+            return or_recorded("unpack", run, [&] { return nb::make_tuple(tensor, packed_shapes, pattern); });
         },
         nb::arg("tensor"), nb::arg("packed_shapes"), nb::arg("pattern"),
         "einops.unpack: a list of views of the tensor");

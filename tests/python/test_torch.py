@@ -40,3 +40,65 @@ def test_calls_match_einops(device, dtype):
 def test_a_list_of_tensors_is_stacked():
     xs = [torch.full((2, 3), float(i)) for i in range(3)]
     assert torch.equal(einc.rearrange(xs, "n a b -> a n b"), einops.rearrange(xs, "n a b -> a n b"))
+
+
+# Gradients: each call on tensors that require grad is recorded by a torch.autograd.Function whose
+# backward is einc's gradient program; gradcheck compares it with finite differences in f64.
+def f64(*shape, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=generator, dtype=torch.float64).requires_grad_()
+
+
+GRADIENT_CALLS = {
+    "rearrange": (lambda x: einc.rearrange(x, "a b c -> c (a b)"), (2, 3, 4)),
+    "rearrange a list": (lambda x: einc.rearrange([x, 2 * x], "n a b c -> a (n b) c"), (2, 3, 4)),
+    "repeat": (lambda x: einc.repeat(x, "a b c -> a r b c", r=3), (2, 3, 4)),
+    "einsum": (lambda x: einc.einsum(x, x[0], "a b c, b d -> a c d"), (2, 3, 4)),
+    "pack": (lambda x: einc.pack([x, x[:, :2]], "a * c")[0], (2, 3, 4)),
+    "unpack, one part unused": (lambda x: einc.unpack(x, [(1,), (2,)], "a * c")[1], (2, 3, 4)),
+}
+GRADIENT_CALLS.update({
+    f"reduce {reduction}": ((lambda reduction: lambda x: einc.reduce(x, "a b c -> a c", reduction))(reduction),
+                            (2, 3, 4))
+    for reduction in ["sum", "mean", "max", "min", "prod"]
+})
+
+
+@pytest.mark.parametrize("name", GRADIENT_CALLS)
+def test_gradcheck(name):
+    call, shape = GRADIENT_CALLS[name]
+    assert torch.autograd.gradcheck(call, (f64(*shape),))
+
+
+def test_gradients_reach_every_operand_that_requires_grad():
+    x, w, bias = f64(4, 3), f64(3, 5, seed=1), torch.randn(5, dtype=torch.float64)  # bias: no grad
+    y = einc.einsum(x, w, bias, "i k, k j, j -> i j")
+    torch.autograd.backward(y, torch.ones_like(y))
+    expected = [t.detach().clone().requires_grad_() for t in (x, w)]
+    torch.autograd.backward(torch.einsum("ik,kj,j->ij", *expected, bias), torch.ones(4, 5, dtype=torch.float64))
+    torch.testing.assert_close(x.grad, expected[0].grad)
+    torch.testing.assert_close(w.grad, expected[1].grad)
+    assert bias.grad is None
+
+
+def test_a_call_records_its_value_as_einops_computes_it():
+    x = f64(2, 6, 4)
+    y = einc.reduce(x, "b (h 2) c -> b h c", "max")
+    assert y.grad_fn is not None and y.requires_grad
+    torch.testing.assert_close(y, einops.reduce(x.detach(), "b (h 2) c -> b h c", "max"))
+
+
+def test_boolean_results_and_no_grad_record_nothing():
+    x = f64(2, 3)
+    assert not einc.reduce(x, "a b -> a", "any").requires_grad
+    with torch.no_grad():
+        y = einc.rearrange(x, "a b -> b a")
+    assert not y.requires_grad and torch.equal(y, x.detach().T)
+
+
+def test_einc_backward_is_not_itself_recorded():
+    x = f64(2, 3)
+    y = einc.reduce(x, "a b -> a", "sum")
+    (gradient,) = torch.autograd.grad(y, x, torch.ones(2, dtype=torch.float64, requires_grad=True),
+                                      create_graph=True)
+    assert not gradient.requires_grad  # einc's backward is not itself recorded
