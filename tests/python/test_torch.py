@@ -102,3 +102,35 @@ def test_einc_backward_is_not_itself_recorded():
     (gradient,) = torch.autograd.grad(y, x, torch.ones(2, dtype=torch.float64, requires_grad=True),
                                       create_graph=True)
     assert not gradient.requires_grad  # einc's backward is not itself recorded
+
+
+def test_tensors_are_read_from_their_attributes_with_any_strides_and_dtype():
+    x = torch.arange(60, dtype=torch.float32).reshape(3, 4, 5)
+    for tensor in (x.transpose(0, 2), x[:, ::2], x[1:, 1:, 2:], torch.arange(24, dtype=torch.uint8).reshape(2, 12),
+                   x.to(torch.int16), x > 30):
+        pattern = "a b c -> c a b" if tensor.dim() == 3 else "a b -> b a"
+        assert torch.equal(einc.rearrange(tensor, pattern), einops.rearrange(tensor, pattern))
+        assert torch.equal(einc.reduce(tensor, pattern.replace(" -> c a b", " -> a").replace(" -> b a", " -> a"),
+                                       "max"),
+                           einops.reduce(tensor, pattern.replace(" -> c a b", " -> a").replace(" -> b a", " -> a"),
+                                         "max"))
+
+
+def test_a_view_is_torch_s_own_view():
+    x = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4)[:, 1:]
+    y = einc.rearrange(x, "a b c -> c (a b)")  # not one stride: a copy
+    z = einc.rearrange(x, "a b c -> c a b")
+    assert z._base is x._base and z.data_ptr() == x.data_ptr() and torch.equal(z, x.permute(2, 0, 1))
+    x.add_(1)  # in place on the input: the view sees it, the copy does not
+    assert torch.equal(z, x.permute(2, 0, 1)) and not torch.equal(y, einops.rearrange(x, "a b c -> c (a b)"))
+
+
+def test_what_einc_cannot_read_is_a_clear_error():
+    with pytest.raises(einc.EincError, match="negation bit"):
+        einc.rearrange(torch.ones(2, 3)._neg_view(), "a b -> b a")
+    with pytest.raises(einc.EincError, match="complex64"):
+        einc.rearrange(torch.ones(2, 3, dtype=torch.complex64), "a b -> b a")
+    with pytest.raises(einc.EincError, match="strided"):
+        einc.rearrange(torch.ones(2, 3).to_sparse(), "a b -> b a")
+    with pytest.raises(einc.EincError, match="meta"):
+        einc.rearrange(torch.ones(2, 3, device="meta"), "a b -> b a")
