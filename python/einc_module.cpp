@@ -136,11 +136,13 @@ std::optional<einc::DType> torch_dtype(nb::handle dtype) {
     if (known.empty()) {
         const nb::object torch = nb::module_::import_("torch");
         const std::pair<const char*, einc::DType> names[] = {
-            {"float64", einc::DType::f64}, {"float32", einc::DType::f32}, {"float16", einc::DType::f16},
-            {"bfloat16", einc::DType::bf16}, {"int8", einc::DType::i8},   {"int16", einc::DType::i16},
-            {"int32", einc::DType::i32},     {"int64", einc::DType::i64}, {"uint8", einc::DType::u8},
-            {"uint16", einc::DType::u16},    {"uint32", einc::DType::u32}, {"uint64", einc::DType::u64},
-            {"bool", einc::DType::boolean},  {"float8_e4m3fn", einc::DType::f8e4m3},
+            {"float64", einc::DType::f64},       {"float32", einc::DType::f32},
+            {"float16", einc::DType::f16},       {"bfloat16", einc::DType::bf16},
+            {"int8", einc::DType::i8},           {"int16", einc::DType::i16},
+            {"int32", einc::DType::i32},         {"int64", einc::DType::i64},
+            {"uint8", einc::DType::u8},          {"uint16", einc::DType::u16},
+            {"uint32", einc::DType::u32},        {"uint64", einc::DType::u64},
+            {"bool", einc::DType::boolean},      {"float8_e4m3fn", einc::DType::f8e4m3},
             {"float8_e5m2", einc::DType::f8e5m2}};
         for (const auto& [name, dtype] : names)
             if (nb::hasattr(torch, name)) known.emplace_back(torch.attr(name), dtype);
