@@ -68,6 +68,14 @@ void fill_random(const Tensor& tensor, unsigned seed) {
             static_cast<std::uint64_t*>(data)[i] = static_cast<std::uint64_t>(integer(rng) + 8);
             break;
         case DType::boolean: static_cast<std::uint8_t*>(data)[i] = integer(rng) > 0; break;
+        case DType::c64:
+            static_cast<float*>(data)[2 * i] = real(rng);
+            static_cast<float*>(data)[2 * i + 1] = real(rng);
+            break;
+        case DType::c128:
+            static_cast<double*>(data)[2 * i] = real(rng);
+            static_cast<double*>(data)[2 * i + 1] = real(rng);
+            break;
         }
     }
 }

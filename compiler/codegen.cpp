@@ -52,6 +52,13 @@ EINC_FN einc_u64 einc_to_u64(double x) { return x >= 9223372036854775808.0 ? (ei
 EINC_FN einc_u64 einc_to_u64(float x) { return einc_to_u64((double)x); }
 EINC_FN einc_u64 einc_to_u64(einc_i64 x) { return (einc_u64)x; }
 EINC_FN einc_u64 einc_to_u64(einc_u64 x) { return x; }
+struct einc_c64 { float re, im; };
+struct einc_c128 { double re, im; };
+EINC_FN einc_c64 einc_to_c64(double x) { einc_c64 z = {(float)x, 0.0f}; return z; }
+EINC_FN einc_c64 einc_to_c64(einc_c64 x) { return x; }
+EINC_FN einc_c128 einc_to_c128(double x) { einc_c128 z = {x, 0.0}; return z; }
+EINC_FN einc_c128 einc_to_c128(einc_c64 x) { einc_c128 z = {x.re, x.im}; return z; }
+EINC_FN einc_c128 einc_to_c128(einc_c128 x) { return x; }
 #endif
 )";
 
@@ -107,6 +114,8 @@ std::string storage(DType d) {
     case DType::u16: return "einc_u16";
     case DType::u32: return "unsigned";
     case DType::u64: return "einc_u64";
+    case DType::c64: return "einc_c64";
+    case DType::c128: return "einc_c128";
     }
     EINC_ASSERT(false);
 }
@@ -114,7 +123,7 @@ std::string storage(DType d) {
 std::string compute(DType d) {
     if (d == DType::f64) return "double";
     if (is_floating(d)) return "float";
-    if (d == DType::u64) return "einc_u64";
+    if (d == DType::u64 || is_complex(d)) return storage(d);
     return "einc_i64";
 }
 
@@ -122,6 +131,8 @@ std::string compute(DType d) {
 // converts negative floats by wrapping as the CPU does (numpy's astype on x86), where a cast saturates.
 std::string as_compute(DType d, const std::string& value) {
     if (d == DType::u64) return fmt::format("einc_to_u64({})", value);
+    if (d == DType::c64) return fmt::format("einc_to_c64({})", value);
+    if (d == DType::c128) return fmt::format("einc_to_c128({})", value);
     return fmt::format("({}){}", compute(d), value);
 }
 
@@ -224,7 +235,9 @@ std::string vector_element(DType d, int i, const std::string& v) {
     case DType::u64: return wide();
     case DType::boolean: return fmt::format("(einc_i64)(({} & 0xffu) != 0)", part());
     case DType::f8e4m3:
-    case DType::f8e5m2: break;  // (no arithmetic on a GPU: the schedule refuses them)
+    case DType::f8e5m2:
+    case DType::c64:
+    case DType::c128: break;  // (no arithmetic on a GPU: the schedule refuses them)
     }
     EINC_ASSERT(false);
 }
@@ -409,7 +422,8 @@ struct Text {
         case 1: return "einc_u8";
         case 2: return "einc_u16";
         case 4: return "unsigned";
-        default: return "unsigned long long";
+        case 8: return "unsigned long long";
+        default: return "einc_c128";  // (16 bytes: c128's own type moves its bits)
         }
     }
 
@@ -731,8 +745,8 @@ struct Text {
         body += fmt::format(
             "        }} else {{\n#pragma unroll\n            for (int k = 0; k < {}; ++k)\n#pragma "
             "unroll\n                for (int h = 0; h < {}; ++h)\n                    v[k * {} + h] "
-            "= warp + {} * k < nb && {} * (lane + {} * h) < na ? EINC_LD({}) : ({})0;\n        }}\n",
-            rows_b, words_a, words_a, warps, V, warp, load_at, w);
+            "= warp + {} * k < nb && {} * (lane + {} * h) < na ? EINC_LD({}) : {};\n        }}\n",
+            rows_b, words_a, words_a, warps, V, warp, load_at, size * V == 16 ? w + "()" : "(" + w + ")0");
         // Into the shared tile, element by element: B row, then A position.
         body += fmt::format(
             "#pragma unroll\n        for (int k = 0; k < {}; ++k)\n#pragma unroll\n            for "

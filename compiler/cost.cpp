@@ -124,7 +124,9 @@ const DeviceModel& keep_device_model(const DeviceModel& model) {
 
 double peak_flops(const DeviceModel& device, DType dtype, bool allow_tf32) {
     switch (dtype) {
-    case DType::f64: return device.peak_f64;
+    case DType::f64:
+    case DType::c128: return device.peak_f64;
+    case DType::c64:
     case DType::f32: return allow_tf32 ? device.peak_tf32 : device.peak_f32;
     case DType::bf16: return device.peak_bf16;
     case DType::f16: return device.peak_f16;

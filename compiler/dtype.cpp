@@ -32,8 +32,10 @@ constexpr DTypeInfo info[] = {
     {"u16", 2, "uint16"},
     {"u32", 4, "uint32"},
     {"u64", 8, "uint64"},
+    {"c64", 8, "complex64"},
+    {"c128", 16, "complex128"},
 };
-static_assert(std::size(info) == static_cast<std::size_t>(DType::u64) + 1, "one entry per DType, in order");
+static_assert(std::size(info) == static_cast<std::size_t>(DType::c128) + 1, "one entry per DType, in order");
 static_assert(std::size(all_dtypes) == std::size(info), "all_dtypes lists every DType");
 
 const DTypeInfo& info_of(DType dtype) {
@@ -79,6 +81,8 @@ int value_bits(DType dtype) {
     case DType::f64: return 53;
     case DType::f8e4m3: return 4;
     case DType::f8e5m2: return 3;
+    case DType::c64: return 24;
+    case DType::c128: return 53;
     }
     return 0;  // (unreachable: the switch is exhaustive)
 }
@@ -98,6 +102,11 @@ DType promote_types(DType a, DType b) {
             .help("convert them to one dtype first");
     if (a == DType::boolean) return b;
     if (b == DType::boolean) return a;
+    if (is_complex(a) || is_complex(b)) {  // the complex whose parts hold both (numpy's)
+        const bool narrow = std::max(value_bits(a), value_bits(b)) <= value_bits(DType::c64) &&
+                            a != DType::f64 && b != DType::f64;
+        return narrow ? DType::c64 : DType::c128;
+    }
     if (is_integer(a) && is_integer(b)) {
         if (is_unsigned(a) == is_unsigned(b)) return value_bits(a) > value_bits(b) ? a : b;
         const int bits = std::max(value_bits(a), value_bits(b));
@@ -127,6 +136,10 @@ DType promote_types(std::span<const DType> dtypes) {
 
 DType result_dtype(Op op, Reduction reduction, DType input, bool reduces_an_axis) {
     const bool fp8 = input == DType::f8e4m3 || input == DType::f8e5m2;
+    if (is_complex(input) && (op == Op::einsum || (op == Op::reduce && reduces_an_axis)))
+        throw Error(ErrorKind::unsupported,
+                    fmt::format("{} of {} tensors is not supported yet", name_of(op), name_of(input)))
+            .help("complex tensors are supported for data movement: rearrange, repeat, pack, unpack");
     if (op == Op::einsum) {
         if (fp8)
             throw Error(ErrorKind::unsupported,

@@ -27,12 +27,15 @@ enum class DType : std::uint8_t {
     u8,
     u16,
     u32,
-    u64
+    u64,
+    c64,  // complex: pairs (real, imaginary) of f32 or f64, as numpy and C++ lay them out
+    c128
 };
 
-inline constexpr DType all_dtypes[] = {DType::f64,    DType::f32, DType::f16, DType::bf16, DType::f8e4m3,
-                                       DType::f8e5m2, DType::i8,  DType::i16, DType::i32,  DType::i64,
-                                       DType::u8,     DType::u16, DType::u32, DType::u64,  DType::boolean};
+inline constexpr DType all_dtypes[] = {DType::f64,    DType::f32,    DType::f16, DType::bf16, DType::f8e4m3,
+                                       DType::f8e5m2, DType::i8,     DType::i16, DType::i32,  DType::i64,
+                                       DType::u8,     DType::u16,    DType::u32, DType::u64,  DType::c64,
+                                       DType::c128,   DType::boolean};
 
 std::size_t size_of(DType dtype);
 std::string_view name_of(DType dtype);                    // "f32", "bf16", "bool", ...
@@ -40,6 +43,9 @@ std::optional<DType> dtype_named(std::string_view name);  // also numpy's names:
 constexpr bool is_floating(DType dtype) {
     return dtype == DType::f64 || dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16 ||
            dtype == DType::f8e4m3 || dtype == DType::f8e5m2;
+}
+constexpr bool is_complex(DType dtype) {
+    return dtype == DType::c64 || dtype == DType::c128;
 }
 constexpr bool is_unsigned(DType dtype) {
     return dtype == DType::u8 || dtype == DType::u16 || dtype == DType::u32 || dtype == DType::u64;
@@ -67,9 +73,10 @@ constexpr DType arithmetic_dtype(DType dtype) {
 // The dtype operands of dtypes `a` and `b` are computed in, as numpy.result_type gives it: the smallest
 // dtype that holds every value of both (bool < integers < floats; a signed and an unsigned integer give
 // the first signed one that holds both - u64 with a signed integer gives f64 -; i32 with f32 gives f64, an
-// integer with f16 or bf16 a float whose significand holds it). numpy has no bf16: bf16 with f16 gives f32,
-// as torch. fp8 mixes with no other dtype (einc moves fp8 but computes nothing in it). Throws einc::Error for
-// fp8.
+// integer with f16 or bf16 a float whose significand holds it; complex with a real dtype the complex whose
+// parts hold it: c64 for f32 and narrower, c128 for f64 and integers of more than 16 bits). numpy has no
+// bf16: bf16 with f16 gives f32, as torch. fp8 mixes with no other dtype (einc moves fp8 but computes nothing
+// in it). Throws einc::Error for fp8.
 DType promote_types(DType a, DType b);
 // promote_types over every dtype of `dtypes` (at least one).
 DType promote_types(std::span<const DType> dtypes);
@@ -78,7 +85,8 @@ DType promote_types(std::span<const DType> dtypes);
 //   data movement keeps it; sum and prod of signed integers and bool give i64, of unsigned ones u64
 //   (numpy), any/all give bool,
 //   max/min keep it, mean gives f64 for integers and bool (numpy; einops refuses it); einsum keeps it
-//   (bool: true where any product of trues is, as numpy) and refuses fp8.
+//   (bool: true where any product of trues is, as numpy) and refuses fp8. Complex dtypes are moved, not
+//   yet computed: reduce and einsum refuse them.
 // A reduce that reduces no axis is a rearrange, as einops runs it: it keeps the dtype, whatever the
 // reduction. Throws einc::Error when the operation does not apply to the dtype.
 DType result_dtype(Op op, Reduction reduction, DType input, bool reduces_an_axis = true);

@@ -119,12 +119,13 @@ constexpr int short_side_vector(int short_extent, int element_bytes) {
 // double-buffered in shared memory as b rows of a + tile_pad() elements.
 // Elements of 1 and 2 bytes move as 4-byte words of `vector` = 4/size elements along each run (loads
 // along a, stores along b) where the runs and strides allow, else one by one. A warp moves 32 consecutive
-// words of a row; each thread moves 16 words a tile (8 for 8-byte elements, which would otherwise
-// overflow 48 KB of shared memory).
+// words of a row; each thread moves 16 words a tile (8 for 8-byte elements and 4 for 16-byte ones - c128 -,
+// which would otherwise overflow 48 KB of shared memory).
 struct TileShape {
     int a = 0, b = 0;
 };
 constexpr TileShape tile_shape(int element_bytes, int vector) {
+    if (element_bytes == 16) return {32, 32};
     if (element_bytes == 8) return {64, 32};
     if (vector == 4) return {128, 128};
     if (vector == 2) return {128, 64};

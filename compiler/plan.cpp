@@ -132,6 +132,9 @@ PlanBuilder::PlanBuilder(const Bound& bound_, std::span<const TensorSpec> inputs
     if (!std::isfinite(e.alpha) || !std::isfinite(e.beta))
         throw Error(ErrorKind::usage,
                     fmt::format("alpha ({}) and beta ({}) must be finite", e.alpha, e.beta));
+    if (is_complex(output_dtype) && !e.identity())
+        throw Error(ErrorKind::unsupported, fmt::format("alpha and beta on a {} result are not supported yet",
+                                                        name_of(output_dtype)));
     // Integer results are computed in integers: a fractional factor has no exact meaning there.
     if (!is_floating(output_dtype) && (e.alpha != std::trunc(e.alpha) || e.beta != std::trunc(e.beta) ||
                                        std::fabs(e.alpha) >= 0x1p63 || std::fabs(e.beta) >= 0x1p63))

@@ -325,6 +325,7 @@ std::string print_schedule(const Plan& plan, const Schedule& schedule);
 // rule for every backend, written down in docs/cost-model.md:
 //   integers and bool   i64 (sums and products wrap modulo 2^64, as numpy's int64 arithmetic), but u64
 //                       in u64 (its comparisons are unsigned; its sums wrap as i64's do)
+//   c64, c128           themselves (only moved and converted yet)
 //   f64                 f64
 //   other floats        f32, except on the CPU folds of f32 that widen (reduction_table: sums, means and
 //                       products) over more than max_window terms, in f64 (free at memory speed there;
@@ -333,7 +334,7 @@ std::string print_schedule(const Plan& plan, const Schedule& schedule);
 // Reduction::none for steps that only move, convert or multiply. (constexpr: the CPU kernels instantiate
 // exactly the accumulators it can give.)
 constexpr DType accumulator_dtype(Reduction op, DType input, std::int64_t terms, Backend backend) {
-    if (input == DType::u64) return DType::u64;
+    if (input == DType::u64 || is_complex(input)) return input;  // (complex: only moved and converted)
     if (!is_floating(input)) return DType::i64;
     if (input == DType::f64) return DType::f64;
     const bool widens = op != Reduction::none && info_of(op).widens_f32;

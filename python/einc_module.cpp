@@ -67,6 +67,8 @@ einc::DType dtype_of(nb::dlpack::dtype dtype) {
         if (code == Code::UInt && dtype.bits == 16) return einc::DType::u16;
         if (code == Code::UInt && dtype.bits == 32) return einc::DType::u32;
         if (code == Code::UInt && dtype.bits == 64) return einc::DType::u64;
+        if (code == Code::Complex && dtype.bits == 64) return einc::DType::c64;
+        if (code == Code::Complex && dtype.bits == 128) return einc::DType::c128;
         if (code == Code::Bool && dtype.bits == 8) return einc::DType::boolean;
     }
     const char* kind = code == Code::Int       ? "int"
@@ -82,7 +84,7 @@ einc::DType dtype_of(nb::dlpack::dtype dtype) {
     if (dtype.lanes != 1) name += fmt::format(" x {} lanes", dtype.lanes);
     throw einc::Error(einc::ErrorKind::usage, fmt::format("einc does not take {} tensors", name))
         .help("einc takes float64 float32 float16 bfloat16 int8 int16 int32 int64 uint8 uint16 uint32 uint64 "
-              "bool");
+              "complex64 complex128 bool");
 }
 
 nb::dlpack::dtype dlpack_of(einc::DType dtype) {
@@ -105,6 +107,8 @@ nb::dlpack::dtype dlpack_of(einc::DType dtype) {
     case einc::DType::u16: return of(Code::UInt, 16);
     case einc::DType::u32: return of(Code::UInt, 32);
     case einc::DType::u64: return of(Code::UInt, 64);
+    case einc::DType::c64: return of(Code::Complex, 64);
+    case einc::DType::c128: return of(Code::Complex, 128);
     case einc::DType::boolean: return of(Code::Bool, 8);
     }
     throw std::logic_error("unknown dtype");
@@ -135,15 +139,23 @@ std::optional<einc::DType> torch_dtype(nb::handle dtype) {
     static std::vector<std::pair<nb::object, einc::DType>> known;  // guarded by the GIL
     if (known.empty()) {
         const nb::object torch = nb::module_::import_("torch");
-        const std::pair<const char*, einc::DType> names[] = {
-            {"float64", einc::DType::f64},       {"float32", einc::DType::f32},
-            {"float16", einc::DType::f16},       {"bfloat16", einc::DType::bf16},
-            {"int8", einc::DType::i8},           {"int16", einc::DType::i16},
-            {"int32", einc::DType::i32},         {"int64", einc::DType::i64},
-            {"uint8", einc::DType::u8},          {"uint16", einc::DType::u16},
-            {"uint32", einc::DType::u32},        {"uint64", einc::DType::u64},
-            {"bool", einc::DType::boolean},      {"float8_e4m3fn", einc::DType::f8e4m3},
-            {"float8_e5m2", einc::DType::f8e5m2}};
+        const std::pair<const char*, einc::DType> names[] = {{"float64", einc::DType::f64},
+                                                             {"float32", einc::DType::f32},
+                                                             {"float16", einc::DType::f16},
+                                                             {"bfloat16", einc::DType::bf16},
+                                                             {"int8", einc::DType::i8},
+                                                             {"int16", einc::DType::i16},
+                                                             {"int32", einc::DType::i32},
+                                                             {"int64", einc::DType::i64},
+                                                             {"uint8", einc::DType::u8},
+                                                             {"uint16", einc::DType::u16},
+                                                             {"uint32", einc::DType::u32},
+                                                             {"uint64", einc::DType::u64},
+                                                             {"bool", einc::DType::boolean},
+                                                             {"float8_e4m3fn", einc::DType::f8e4m3},
+                                                             {"float8_e5m2", einc::DType::f8e5m2},
+                                                             {"complex64", einc::DType::c64},
+                                                             {"complex128", einc::DType::c128}};
         for (const auto& [name, dtype] : names)
             if (nb::hasattr(torch, name)) known.emplace_back(torch.attr(name), dtype);
     }
@@ -166,7 +178,7 @@ Operand torch_operand_of(nb::handle object) {
         throw einc::Error(einc::ErrorKind::usage,
                           fmt::format("einc does not take {} tensors", nb::cast<std::string>(nb::str(dtype))))
             .help("einc takes float64 float32 float16 bfloat16 int8 int16 int32 int64 uint8 uint16 uint32 "
-                  "uint64 bool");
+                  "uint64 complex64 complex128 bool");
     view.dtype = *einc_dtype;
     static const nb::object strided = nb::module_::import_("torch").attr("strided");  // (never freed)
     if (!object.attr("layout").is(strided) || nb::cast<bool>(object.attr("is_neg")()))
@@ -200,11 +212,18 @@ Operand operand_of(nb::handle object) {
     } else {
         const std::string type = nb::cast<std::string>(
             nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(object.ptr()))).attr("__qualname__"));
-        throw nb::type_error(
-            (nb::hasattr(object, "__dlpack__")
-                 ? fmt::format("einc could not read this {} through __dlpack__", type)
-                 : fmt::format("einc takes numpy arrays and tensors with __dlpack__, not {}", type))
-                .c_str());
+        if (!nb::hasattr(object, "__dlpack__"))
+            throw nb::type_error(
+                fmt::format("einc takes numpy arrays and tensors with __dlpack__, not {}", type).c_str());
+        // (its library refused to export it: most often a dtype DLPack has no code for, as complex256)
+        const nb::object dtype = nb::getattr(object, "dtype", nb::none());
+        throw einc::Error(
+            einc::ErrorKind::usage,
+            fmt::format("einc could not read this {}{} through __dlpack__", type,
+                        dtype.is_none() ? "" : " of dtype " + nb::cast<std::string>(nb::str(dtype))))
+            .help("einc takes float64 float32 float16 bfloat16 int8 int16 int32 int64 uint8 uint16 uint32 "
+                  "uint64 "
+                  "complex64 complex128 bool");
     }
     const nb::ndarray<nb::ro>& array = operand.array;
     einc::TensorView& view = operand.view;

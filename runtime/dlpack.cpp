@@ -26,10 +26,13 @@ DType dtype_of(DLDataType type) {
     if (code == kDLUInt && type.bits == 16) return DType::u16;
     if (code == kDLUInt && type.bits == 32) return DType::u32;
     if (code == kDLUInt && type.bits == 64) return DType::u64;
+    if (code == kDLComplex && type.bits == 64) return DType::c64;
+    if (code == kDLComplex && type.bits == 128) return DType::c128;
     if (code == dl_bool && type.bits == 8) return DType::boolean;
     throw Error(ErrorKind::unsupported,
                 fmt::format("DLPack dtype (code {}, {} bits) is not one einc takes", code, type.bits))
-        .help("einc takes float 64/32/16, bfloat 16, int 8/16/32/64, uint 8/16/32/64 and bool");
+        .help(
+            "einc takes float 64/32/16, bfloat 16, int 8/16/32/64, uint 8/16/32/64, complex 64/128 and bool");
 }
 
 DLDataType dl_type_of(DType dtype) {
@@ -46,6 +49,8 @@ DLDataType dl_type_of(DType dtype) {
     case DType::u16: return {kDLUInt, 16, 1};
     case DType::u32: return {kDLUInt, 32, 1};
     case DType::u64: return {kDLUInt, 64, 1};
+    case DType::c64: return {kDLComplex, 64, 1};
+    case DType::c128: return {kDLComplex, 128, 1};
     case DType::boolean: return {dl_bool, 8, 1};
     case DType::f8e4m3:
     case DType::f8e5m2: break;

@@ -1,8 +1,9 @@
 // DLPack import and export, so the tensors of other libraries (PyTorch, JAX, CuPy, ...) pass through
 // einc without copies. Built when the DLPack headers are found (libdlpack-dev); EINC_HAS_DLPACK says so.
 //
-// dtypes: float 64/32/16, bfloat 16, int 8/16/32/64, uint 8/16/32/64, and bool as type code 6 (kDLBool from
-// DLPack 0.8 on, what PyTorch uses). Lanes must be 1. Devices: kDLCPU, and kDLCUDA for GPU tensors.
+// dtypes: float 64/32/16, bfloat 16, int 8/16/32/64, uint 8/16/32/64, complex 64/128, and bool as type code 6
+// (kDLBool from DLPack 0.8 on, what PyTorch uses). Lanes must be 1. Devices: kDLCPU, and kDLCUDA for GPU
+// tensors.
 #pragma once
 
 #include <dlpack/dlpack.h>

@@ -71,7 +71,7 @@ struct Header {
 };
 
 constexpr std::string_view supported_dtypes = "einc reads '<f8' '<f4' '<f2' '|i1' '<i2' '<i4' '<i8' '|u1' "
-                                              "'<u2' '<u4' '<u8' '|b1', '<V2' (bf16) and '|V1' "
+                                              "'<u2' '<u4' '<u8' '<c8' '<c16' '|b1', '<V2' (bf16) and '|V1' "
                                               "(fp8 e4m3), "
                                               "in either byte order";
 
@@ -89,11 +89,11 @@ Descr parse_descr(std::string_view text, std::string_view name) {
         std::string_view code;
         DType dtype;
     };
-    static constexpr Known known[] = {{"f8", DType::f64},  {"f4", DType::f32},   {"f2", DType::f16},
-                                      {"i1", DType::i8},   {"i2", DType::i16},   {"i4", DType::i32},
-                                      {"i8", DType::i64},  {"u1", DType::u8},    {"u2", DType::u16},
-                                      {"u4", DType::u32},  {"u8", DType::u64},   {"b1", DType::boolean},
-                                      {"V2", DType::bf16}, {"V1", DType::f8e4m3}};
+    static constexpr Known known[] = {
+        {"f8", DType::f64}, {"f4", DType::f32},   {"f2", DType::f16},  {"i1", DType::i8},
+        {"i2", DType::i16}, {"i4", DType::i32},   {"i8", DType::i64},  {"u1", DType::u8},
+        {"u2", DType::u16}, {"u4", DType::u32},   {"u8", DType::u64},  {"b1", DType::boolean},
+        {"c8", DType::c64}, {"c16", DType::c128}, {"V2", DType::bf16}, {"V1", DType::f8e4m3}};
     for (const Known& k : known)
         if (code == k.code) {
             const bool big =
@@ -338,11 +338,12 @@ void swap_bytes(std::byte* data, std::size_t count) {
 Tensor finish(const Header& header, Tensor raw) {
     auto* data = static_cast<std::byte*>(raw.data());
     const auto count = static_cast<std::size_t>(raw.numel());
-    if (header.descr.swap) {
-        switch (size_of(raw.dtype())) {
-        case 2: swap_bytes<std::uint16_t>(data, count); break;
-        case 4: swap_bytes<std::uint32_t>(data, count); break;
-        case 8: swap_bytes<std::uint64_t>(data, count); break;
+    if (header.descr.swap) {  // (a complex number's two parts each in their own order)
+        const std::size_t part = is_complex(raw.dtype()) ? 2 : 1;
+        switch (size_of(raw.dtype()) / part) {
+        case 2: swap_bytes<std::uint16_t>(data, count * part); break;
+        case 4: swap_bytes<std::uint32_t>(data, count * part); break;
+        case 8: swap_bytes<std::uint64_t>(data, count * part); break;
         default: break;  // single bytes have no order
         }
     }
@@ -389,6 +390,8 @@ std::string descr_of(DType dtype) {
     case DType::u16: return order + "u2";
     case DType::u32: return order + "u4";
     case DType::u64: return order + "u8";
+    case DType::c64: return order + "c8";
+    case DType::c128: return order + "c16";
     case DType::boolean: return "|b1";
     }
     EINC_ASSERT(false);

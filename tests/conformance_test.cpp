@@ -225,15 +225,16 @@ std::int64_t element_count(const Shape& shape) {
 }
 
 // Operand k, as the generator makes it: raw = (i + 31 k) % 251; raw - 125, raw for unsigned integers, or
-// raw % 3 != 0 for bool.
+// raw % 3 != 0 for bool; complex: raw - 125 + (raw % 7 - 3) i.
 Tensor make_input(const Operand& operand, std::int64_t k) {
     const std::int64_t n = element_count(operand.shape);
-    std::vector<double> values(static_cast<std::size_t>(n));
+    std::vector<double> values;
     for (std::int64_t i = 0; i < n; ++i) {
         const std::int64_t raw = (i + 31 * k) % 251;
-        values[static_cast<std::size_t>(i)] = operand.dtype == DType::boolean ? (raw % 3 != 0 ? 1.0 : 0.0)
-                                              : is_unsigned(operand.dtype)    ? static_cast<double>(raw)
-                                                                           : static_cast<double>(raw - 125);
+        values.push_back(operand.dtype == DType::boolean ? (raw % 3 != 0 ? 1.0 : 0.0)
+                         : is_unsigned(operand.dtype)    ? static_cast<double>(raw)
+                                                         : static_cast<double>(raw - 125));
+        if (is_complex(operand.dtype)) values.push_back(static_cast<double>(raw % 7 - 3));
     }
     return reference::make_tensor(operand.dtype, operand.shape, values);
 }

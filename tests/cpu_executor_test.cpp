@@ -140,8 +140,9 @@ std::int64_t wrong_after_copy(const CopyKernels& isa, DType dtype, const Layout&
     return wrong;
 }
 
-const DType movement_dtypes[] = {DType::f64,    DType::f32, DType::f16, DType::bf16, DType::f8e4m3,
-                                 DType::f8e5m2, DType::i8,  DType::i32, DType::i64,  DType::boolean};
+const DType movement_dtypes[] = {DType::f64,    DType::f32,    DType::f16,  DType::bf16,
+                                 DType::f8e4m3, DType::f8e5m2, DType::i8,   DType::i32,
+                                 DType::i64,    DType::c64,    DType::c128, DType::boolean};
 const DType numeric_dtypes[] = {DType::f64, DType::f32, DType::f16, DType::bf16,
                                 DType::i8,  DType::i32, DType::i64};
 
@@ -181,6 +182,26 @@ TEST_CASE("cpu executor: the 16-bit and unsigned integers, every op") {
         check_executor(Op::pack, dtype, 20, seed++);
         check_executor(Op::unpack, dtype, 20, seed++);
     }
+}
+
+TEST_CASE("cpu executor: pack of complex with real operands, promoted as numpy") {
+    static constexpr DType with_complex[] = {DType::c64, DType::c128, DType::f32, DType::f64,
+                                             DType::i8,  DType::i32,  DType::u16, DType::boolean};
+    std::mt19937 rng(453);
+    int complex_results = 0;
+    for (int i = 0; i < 100; ++i) {
+        const testing::RandomCase c = testing::random_mixed_case(rng, Op::pack, with_complex);
+        CAPTURE(c.describe());
+        const auto [bound, planned] = testing::bind_and_plan(c.call, c.inputs);
+        const std::vector<Tensor> expected = reference::evaluate(bound, c.inputs);
+        Tensor result = Tensor::empty(planned.outputs[0].dtype, planned.outputs[0].shape);
+        TensorView output = result.view();
+        execute_on_cpu(planned, schedule(planned, cpu_target()), c.inputs, std::span(&output, 1));
+        std::string difference;
+        CHECK_MESSAGE(testing::same_values(output, expected[0].view(), &difference), difference);
+        complex_results += is_complex(output.dtype);
+    }
+    CHECK(complex_results > 30);
 }
 
 TEST_CASE("cpu executor: einsum and pack of operands of mixed dtypes, promoted as numpy") {

@@ -21,6 +21,8 @@ TEST_CASE("dtype names and sizes") {
     CHECK(dtype_named("int16") == DType::i16);
     CHECK(size_of(DType::u16) == 2);
     CHECK(name_of(DType::u32) == "u32");
+    CHECK(dtype_named("complex64") == DType::c64);
+    CHECK(size_of(DType::c128) == 16);
     CHECK_FALSE(dtype_named("f33").has_value());
 }
 
@@ -35,6 +37,13 @@ TEST_CASE("result dtypes follow numpy, as einops does") {
     CHECK(result_dtype(Op::reduce, Reduction::max, DType::u16) == DType::u16);
     CHECK(result_dtype(Op::reduce, Reduction::mean, DType::u8) == DType::f64);
     CHECK(result_dtype(Op::einsum, Reduction::none, DType::u8) == DType::u8);  // wraps, as numpy's
+    // complex: moved, not yet computed
+    CHECK(result_dtype(Op::rearrange, Reduction::none, DType::c128) == DType::c128);
+    CHECK(result_dtype(Op::reduce, Reduction::sum, DType::c64, /*reduces_an_axis=*/false) == DType::c64);
+    CHECK_THROWS_WITH_AS(result_dtype(Op::reduce, Reduction::sum, DType::c64),
+                         doctest::Contains("reduce of c64 tensors is not supported yet"), Error);
+    CHECK_THROWS_WITH_AS(result_dtype(Op::einsum, Reduction::none, DType::c128),
+                         doctest::Contains("einsum of c128 tensors is not supported yet"), Error);
     CHECK(result_dtype(Op::reduce, Reduction::any, DType::f32) == DType::boolean);
     CHECK(result_dtype(Op::rearrange, Reduction::none, DType::f8e4m3) == DType::f8e4m3);
     // numpy's mean of integers and bool is f64 (einops refuses it; einc follows numpy).
@@ -136,6 +145,34 @@ TEST_CASE("operands of mixed dtypes promote as numpy.result_type does (bf16 with
         {bf16, u16, f32},
         {bf16, u32, f64},
         {bf16, u64, f64},
+        // complex (numpy 2.4, printed by numpy.result_type), and bf16 as f16
+        {c64, f64, c128},
+        {c64, f32, c64},
+        {c64, f16, c64},
+        {c64, i8, c64},
+        {c64, i16, c64},
+        {c64, i32, c128},
+        {c64, i64, c128},
+        {c64, u8, c64},
+        {c64, u16, c64},
+        {c64, u32, c128},
+        {c64, u64, c128},
+        {c64, boolean, c64},
+        {c64, c128, c128},
+        {c128, f64, c128},
+        {c128, f32, c128},
+        {c128, f16, c128},
+        {c128, i8, c128},
+        {c128, i16, c128},
+        {c128, i32, c128},
+        {c128, i64, c128},
+        {c128, u8, c128},
+        {c128, u16, c128},
+        {c128, u32, c128},
+        {c128, u64, c128},
+        {c128, boolean, c128},
+        {c64, bf16, c64},
+        {c128, bf16, c128},
     };
     for (const Pair& pair : table) {
         CAPTURE(name_of(pair.a));

@@ -125,21 +125,24 @@ std::vector<testing::RandomCase> cases() {
     std::vector<testing::RandomCase> all;
     std::mt19937 rng(77);
     const std::pair<Op, std::vector<DType>> mix[] = {
-        {Op::rearrange, {DType::f32, DType::bf16, DType::i8, DType::f64, DType::f8e4m3}},
+        {Op::rearrange,
+         {DType::f32, DType::bf16, DType::i8, DType::f64, DType::f8e4m3, DType::c64, DType::c128}},
         {Op::repeat, {DType::f32, DType::i64, DType::f16}},
         {Op::reduce, {DType::f32, DType::f16, DType::i32, DType::boolean, DType::f64, DType::u8, DType::u64}},
         {Op::einsum, {DType::f32, DType::i32, DType::bf16, DType::boolean, DType::u16, DType::u64}},
-        {Op::pack, {DType::f32}},
+        {Op::pack, {DType::f32, DType::c128}},
         {Op::unpack, {DType::i8}},
     };
     for (const auto& [op, dtypes] : mix)
         for (const DType dtype : dtypes)
             for (int i = 0; i < 15; ++i) all.push_back(testing::random_case(rng, op, dtype));
     // Operands of mixed dtypes, promoted as numpy: converting copies, then the promoted dtype's kernels.
-    const DType mixed[] = {DType::f64, DType::f32, DType::bf16, DType::i8,
-                           DType::i32, DType::u8,  DType::u64,  DType::boolean};
-    for (const Op op : {Op::einsum, Op::pack})
-        for (int i = 0; i < 15; ++i) all.push_back(testing::random_mixed_case(rng, op, mixed));
+    const DType mixed[] = {DType::f64, DType::f32, DType::bf16,    DType::i8,  DType::i32,
+                           DType::u8,  DType::u64, DType::boolean, DType::c64, DType::c128};
+    for (const Op op : {Op::einsum, Op::pack})  // (complex: pack only, einsum refuses it yet)
+        for (int i = 0; i < 15; ++i)
+            all.push_back(
+                testing::random_mixed_case(rng, op, std::span(mixed).first(op == Op::pack ? 10 : 8)));
     return all;
 }
 
@@ -162,6 +165,16 @@ std::vector<std::pair<Call, Shape>> strategy_cases() {
     };
 }
 
+// The movements again with complex elements: 16 bytes (c128) and 8 (c64) in the tiles, short side and
+// vector copies.
+std::vector<std::pair<Call, DType>> complex_cases() {
+    std::vector<std::pair<Call, DType>> cases;
+    for (const DType dtype : {DType::c64, DType::c128})
+        for (const auto& [call, shape] : strategy_cases())
+            if (call.op == Op::rearrange) cases.emplace_back(call, dtype);
+    return cases;
+}
+
 }  // namespace
 
 TEST_CASE("emulated GPU kernels give the reference interpreter's results") {
@@ -171,20 +184,27 @@ TEST_CASE("emulated GPU kernels give the reference interpreter's results") {
     std::vector<Case> all;
     for (testing::RandomCase& c : random) all.push_back(Case{c.call, c.inputs, c.describe()});
     std::mt19937 rng(5);
-    for (auto& [call, shape] : strategy_cases()) {
+    std::vector<std::tuple<Call, Shape, DType>> strategies;
+    for (auto& [call, shape] : strategy_cases()) strategies.emplace_back(call, shape, DType::f32);
+    for (auto& [call, dtype] : complex_cases())
+        for (auto& [same, shape] : strategy_cases())
+            if (same.pattern == call.pattern && same.sizes == call.sizes)
+                strategies.emplace_back(call, shape, dtype);
+    for (auto& [call, shape, dtype] : strategies) {
         std::vector<Shape> shapes{shape};
         if (call.op == Op::einsum) shapes = {{37, 300}, {37, 300}};
         std::vector<TensorView> inputs;
         for (const Shape& s : shapes) {
             std::int64_t n = 1;
             for (const std::int64_t e : s) n *= e;
-            std::vector<double> values;
-            for (std::int64_t i = 0; i < n; ++i)
+            std::vector<double> values;  // (complex: a real and an imaginary part each)
+            for (std::int64_t i = 0; i < n * (is_complex(dtype) ? 2 : 1); ++i)
                 values.push_back(static_cast<double>(static_cast<int>(rng() % 7) - 3));
-            storage.push_back(reference::make_tensor(DType::f32, s, values));
+            storage.push_back(reference::make_tensor(dtype, s, values));
             inputs.push_back(storage.back().view());
         }
-        all.push_back(Case{call, inputs, fmt::format("{} \"{}\"", name_of(call.op), call.pattern)});
+        all.push_back(
+            Case{call, inputs, fmt::format("{} \"{}\" {}", name_of(call.op), call.pattern, name_of(dtype))});
     }
 
     // Lower every case (materialising movements, so copies run as kernels too), then compile once.

@@ -43,6 +43,20 @@ std::vector<KernelSignature> kernels_to_check() {
             const Plan p = plan(bind(c.call, shapes), c.specs, options);
             for (const KernelSignature& k : kernels_of(schedule(p, Target::gpu(132)))) add(k);
         }
+    // Complex elements (c128: 16 bytes, the largest tiles' element) through the corpus' data movement.
+    for (const DType dtype : {DType::c64, DType::c128})
+        for (testing::CorpusCall c : testing::corpus_calls(EINC_CORPUS_DIR, DType::f32)) {
+            if (c.call.op != Op::rearrange && c.call.op != Op::repeat) continue;
+            std::vector<Shape> shapes;
+            for (TensorSpec& s : c.specs) {
+                s.dtype = dtype;
+                shapes.push_back(s.shape);
+            }
+            PlanOptions options;
+            options.contiguous = true;
+            const Plan p = plan(bind(c.call, shapes), c.specs, options);
+            for (const KernelSignature& k : kernels_of(schedule(p, Target::gpu(132)))) add(k);
+        }
     // A single-source reduction of dtype into dtype, kept modes over one reduced mode.
     const auto reduction = [&](KernelKind kind, Reduction op, DType dtype, int kept_rank, int vector,
                                bool partials) {

@@ -64,7 +64,7 @@ std::string first_bytes(const TensorView& view, std::size_t count) {
 
 template <typename T>
 std::vector<T> values_of(const Tensor& tensor) {
-    std::vector<T> out(static_cast<std::size_t>(tensor.numel()));
+    std::vector<T> out(tensor.nbytes() / sizeof(T));  // (a complex element: two parts)
     if (!out.empty()) std::memcpy(out.data(), tensor.data(), tensor.nbytes());
     return out;
 }
@@ -237,6 +237,17 @@ TEST_CASE("npy: big-endian and native byte orders") {
     const std::string i8 = big_endian(std::int64_t{1}) + big_endian(std::int64_t{-0x0102030405060708});
     const Tensor ints = read_npy_bytes(npy_file(with_shape("(2,)", ">i8"), i8), "big.npy");
     CHECK(values_of<std::int64_t>(ints) == std::vector<std::int64_t>{1, -0x0102030405060708});
+
+    // Complex: each part in its own byte order (not the pair's 8 or 16 bytes reversed), NaN parts kept.
+    const std::string c8 = big_endian(1.5f) + big_endian(-2.0f) + big_endian(0x7FC00001u) + big_endian(3.0f);
+    const Tensor pairs = read_npy_bytes(npy_file(with_shape("(2,)", ">c8"), c8), "big.npy");
+    CHECK(pairs.dtype() == DType::c64);
+    const std::vector<float> parts = values_of<float>(pairs);
+    CHECK((parts[0] == 1.5f && parts[1] == -2.0f && parts[3] == 3.0f));
+    CHECK(std::bit_cast<std::uint32_t>(parts[2]) == 0x7FC00001u);
+    const std::string c16 = big_endian(0.25) + big_endian(-8.0);
+    const Tensor wide = read_npy_bytes(npy_file(with_shape("(1,)", ">c16"), c16), "big.npy");
+    CHECK((wide.dtype() == DType::c128 && values_of<double>(wide) == std::vector<double>{0.25, -8.0}));
 
     // Big-endian and Fortran order together.
     const std::string i4 =
@@ -418,8 +429,8 @@ TEST_CASE("npy: bad dtypes are rejected by name, pickles always") {
         check_rejected(npy_file(with_shape("(2, 3)", descr), data), problem);
     };
     reject("|O", "descr '|O' is an object array (pickled Python objects), which einc never reads");
-    reject("<c8", "unsupported dtype '<c8': einc reads '<f8' '<f4' '<f2' '|i1' '<i2' '<i4' '<i8' '|u1' "
-                  "'<u2' '<u4' '<u8' '|b1', '<V2' (bf16)");
+    reject("<c32", "unsupported dtype '<c32': einc reads '<f8' '<f4' '<f2' '|i1' '<i2' '<i4' '<i8' '|u1' "
+                   "'<u2' '<u4' '<u8' '<c8' '<c16' '|b1', '<V2' (bf16)");
     reject("<u16", "unsupported dtype '<u16'");
     reject("<U4", "unsupported dtype '<U4'");
     reject("<f4 ", "unsupported dtype '<f4 '");

@@ -168,7 +168,8 @@ void add_input(std::mt19937& rng, RandomCase& c, const Shape& shape) {
     const OffsetRange range = offset_range(make_layout(shape, strides));
     const std::int64_t span = std::max<std::int64_t>(range.end - range.begin, 1);
     std::vector<double> values;
-    for (std::int64_t i = 0; i < span; ++i) values.push_back(random_value(rng, c.dtype));
+    for (std::int64_t i = 0; i < span * (is_complex(c.dtype) ? 2 : 1); ++i)  // (complex: real, imaginary)
+        values.push_back(random_value(rng, c.dtype));
     c.storage.push_back(reference::make_tensor(c.dtype, Shape{span}, values));
     std::byte* origin = static_cast<std::byte*>(c.storage.back().data()) -
                         range.begin * static_cast<std::int64_t>(size_of(c.dtype));
@@ -330,7 +331,13 @@ RandomCase random_mixed_case(std::mt19937& rng, Op op, std::span<const DType> dt
             dtypes[static_cast<std::size_t>(uniform(rng, 0, static_cast<int>(dtypes.size()) - 1))];
         if (dtype == c.inputs[k].dtype) continue;
         // (replacing storage k: input k lives in storage k, which tests that copy it rely on)
-        c.storage[k] = reference::make_tensor(dtype, c.inputs[k].shape, reference::values_of(c.inputs[k]));
+        std::vector<double> values = reference::values_of(c.inputs[k]);
+        if (is_complex(dtype)) {  // an imaginary part beside each value: (v, 1 - v)
+            std::vector<double> pairs;
+            for (const double v : values) pairs.insert(pairs.end(), {v, 1 - v});
+            values = std::move(pairs);
+        }
+        c.storage[k] = reference::make_tensor(dtype, c.inputs[k].shape, values);
         c.inputs[k] = c.storage[k].view();
     }
     return c;

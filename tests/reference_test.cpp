@@ -433,7 +433,8 @@ TEST_CASE("reference helpers: make_tensor converts, values_of reads every dtype"
                                      : dtype == DType::u16   ? "4: 1 65534 0 0"
                                      : dtype == DType::u32   ? "4: 1 4294967294 0 0"
                                      : dtype == DType::u64   ? "4: 1 1.8446744073709552e+19 0 0"
-                                     : is_integer(dtype)     ? "4: 1 -2 0 0"  // truncated
+                                     : is_complex(dtype)     ? "4: 1 0 -2 0 0 0 0.5 0"  // (real, imaginary)
+                                     : is_integer(dtype)     ? "4: 1 -2 0 0"            // truncated
                                                              : "4: 1 -2 0 0.5";
         CHECK(contents(make_tensor(dtype, {4}, {1, -2, 0, 0.5})) == expected);
     }

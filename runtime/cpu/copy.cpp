@@ -37,6 +37,12 @@ template <>
 struct Bits<8> {
     using type = std::uint64_t;
 };
+template <>
+struct Bits<16> {  // c128
+    struct type {
+        std::uint64_t low, high;
+    };
+};
 
 template <std::size_t Size>
 EINC_KERNEL void move_run(std::byte* dst, const std::byte* src, std::int64_t count, std::int64_t dst_stride,
@@ -530,7 +536,7 @@ void convert_copy(const strategy::Convert& convert, const Data& dst, const Data&
 template <DType From, typename A>
 EINC_KERNEL void load_values(A* out, const std::byte* src, std::int64_t count, std::int64_t stride) {
     for (std::int64_t i = 0; i < count; ++i)
-        out[i] = static_cast<A>(Element<From>::load(load_at<storage_t<From>>(src + i * stride)));
+        out[i] = convert<A>(Element<From>::load(load_at<storage_t<From>>(src + i * stride)));
 }
 
 template <DType To, bool Reads, typename A>
@@ -556,10 +562,13 @@ void scaled_copy(const strategy::Convert& convert, const Epilogue& epilogue, con
                      load_values<decltype(from)::value>(values, p[1] + i0 * stride[1], n, stride[1]);
                  });
                  dispatch(dst.dtype, [&](auto to) {
-                     with_reads(scale, [&](auto reads) {
-                         store_values<decltype(to)::value, decltype(reads)::value>(
-                             p[0] + i0 * stride[0], values, n, stride[0], scale);
-                     });
+                     if constexpr (is_complex(decltype(to)::value))
+                         EINC_ASSERT(false);  // (the plan refuses)
+                     else
+                         with_reads(scale, [&](auto reads) {
+                             store_values<decltype(to)::value, decltype(reads)::value>(
+                                 p[0] + i0 * stride[0], values, n, stride[0], scale);
+                         });
                  });
              }
          });
@@ -573,6 +582,7 @@ void by_size(DType dtype, F&& f) {
     case 2: return f.template operator()<2>();
     case 4: return f.template operator()<4>();
     case 8: return f.template operator()<8>();
+    case 16: return f.template operator()<16>();
     default: EINC_ASSERT(false);
     }
 }

@@ -2,6 +2,7 @@
 // and conversions between them. Kernels are templates over these traits, instantiated by dispatch().
 #pragma once
 
+#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -134,6 +135,20 @@ struct Element<DType::u64> {  // (computed unsigned: values past 2^63 compare an
     static storage store(compute x) { return x; }
 };
 template <>
+struct Element<DType::c64> {  // (moved and converted; no arithmetic kernel takes complex yet)
+    using storage = std::complex<float>;
+    using compute = std::complex<float>;
+    static compute load(storage x) { return x; }
+    static storage store(compute x) { return x; }
+};
+template <>
+struct Element<DType::c128> {
+    using storage = std::complex<double>;
+    using compute = std::complex<double>;
+    static compute load(storage x) { return x; }
+    static storage store(compute x) { return x; }
+};
+template <>
 struct Element<DType::boolean> {
     using storage = bool_t;
     using compute = std::int64_t;
@@ -169,6 +184,8 @@ decltype(auto) dispatch(DType dtype, F&& f) {
     case DType::u16: return f(DTypeTag<DType::u16>{});
     case DType::u32: return f(DTypeTag<DType::u32>{});
     case DType::u64: return f(DTypeTag<DType::u64>{});
+    case DType::c64: return f(DTypeTag<DType::c64>{});
+    case DType::c128: return f(DTypeTag<DType::c128>{});
     case DType::boolean: return f(DTypeTag<DType::boolean>{});
     }
     EINC_ASSERT(false);
@@ -189,9 +206,23 @@ inline void store_at(std::byte* p, T value) {
 // A value converted between compute types (float <-> int64 <-> uint64 <-> double), as numpy's astype
 // would: floats truncate toward zero, negative ones into u64 through i64 (wrapping); NaN gives 0, and a
 // float no 64-bit integer holds 0x8000000000000000 (x86's "integer indefinite"), not undefined behaviour.
+template <typename T>
+constexpr bool is_complex_v = false;
+template <typename T>
+constexpr bool is_complex_v<std::complex<T>> = true;
+
+// Complex values: a real one gets a zero imaginary part; a complex one into a real type keeps its real
+// part (numpy's astype, which warns).
 template <typename To, typename From>
 inline To convert(From x) {
-    if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    if constexpr (is_complex_v<To> && is_complex_v<From>) {
+        return To(static_cast<typename To::value_type>(x.real()),
+                  static_cast<typename To::value_type>(x.imag()));
+    } else if constexpr (is_complex_v<To>) {
+        return To(static_cast<typename To::value_type>(x), 0);
+    } else if constexpr (is_complex_v<From>) {
+        return convert<To>(x.real());
+    } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
         if (!(x == x)) return 0;  // NaN
         constexpr auto indefinite = static_cast<To>(std::uint64_t{1} << 63);
         if (x >= From(-0x1p63) && x < From(0x1p63)) return static_cast<To>(static_cast<std::int64_t>(x));
@@ -205,6 +236,6 @@ inline To convert(From x) {
 
 // Whether the arithmetic kernels are built for dtype D (the others are converted to arithmetic_dtype).
 template <DType D>
-constexpr bool computed_natively = arithmetic_dtype(D) == D;
+constexpr bool computed_natively = arithmetic_dtype(D) == D && !is_complex(D);
 
 }  // namespace einc::cpu

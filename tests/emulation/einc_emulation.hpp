@@ -227,6 +227,27 @@ inline einc_u64 einc_to_u64(einc_i64 x) {
 inline einc_u64 einc_to_u64(einc_u64 x) {
     return x;
 }
+struct einc_c64 {
+    float re, im;
+};
+struct einc_c128 {
+    double re, im;
+};
+inline einc_c64 einc_to_c64(double x) {
+    return {(float)x, 0.0f};
+}
+inline einc_c64 einc_to_c64(einc_c64 x) {
+    return x;
+}
+inline einc_c128 einc_to_c128(double x) {
+    return {x, 0.0};
+}
+inline einc_c128 einc_to_c128(einc_c64 x) {
+    return {x.re, x.im};
+}
+inline einc_c128 einc_to_c128(einc_c128 x) {
+    return x;
+}
 inline double einc_f64_of(einc_u64 bits) {
     double d;
     std::memcpy(&d, &bits, 8);

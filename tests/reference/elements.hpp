@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstddef>
@@ -52,9 +53,12 @@ inline void copy_element(std::byte* to, const std::byte* from, DType dtype) {
     std::memcpy(to, from, size_of(dtype));
 }
 
-// Any element as a double; exact for every dtype but 64-bit integers beyond 2^53.
+// Any element as a double (a complex one: its real part); exact for every dtype but 64-bit integers beyond
+// 2^53.
 inline double load_real(const std::byte* element, DType dtype) {
     switch (dtype) {
+    case DType::c64: return load_bytes<float>(element);
+    case DType::c128: return load_bytes<double>(element);
     case DType::f64: return load_bytes<double>(element);
     case DType::f32: return load_bytes<float>(element);
     case DType::f16: return f16_to_f32(load_bytes<std::uint16_t>(element));
@@ -72,6 +76,24 @@ inline double load_real(const std::byte* element, DType dtype) {
     case DType::boolean: return load_bytes<std::uint8_t>(element) != 0 ? 1.0 : 0.0;
     }
     EINC_ASSERT(false);
+}
+
+// Stores a complex value (re, im) into a complex dtype, rounded to nearest; into another, its real part.
+inline void store_real(std::byte* element, DType dtype, double value);
+inline void store_complex(std::byte* element, DType dtype, double re, double im) {
+    if (dtype == DType::c64)
+        store_bytes(element, std::array<float, 2>{static_cast<float>(re), static_cast<float>(im)});
+    else if (dtype == DType::c128)
+        store_bytes(element, std::array<double, 2>{re, im});
+    else
+        store_real(element, dtype, re);
+}
+
+// The imaginary part of a complex element (0 for every other dtype).
+inline double load_imaginary(const std::byte* element, DType dtype) {
+    if (dtype == DType::c64) return load_bytes<float>(element + 4);
+    if (dtype == DType::c128) return load_bytes<double>(element + 8);
+    return 0;
 }
 
 // An integer or bool element as int64 (bool: any nonzero byte is true; u64: its bits).
@@ -108,6 +130,8 @@ inline void store_integer(std::byte* element, DType dtype, std::int64_t value);
 // for u64, in [-2^63, 2^64)).
 inline void store_real(std::byte* element, DType dtype, double value) {
     switch (dtype) {
+    case DType::c64: store_bytes(element, std::array<float, 2>{static_cast<float>(value), 0.0f}); return;
+    case DType::c128: store_bytes(element, std::array<double, 2>{value, 0.0}); return;
     case DType::f64: store_bytes(element, value); return;
     case DType::f32: store_bytes(element, static_cast<float>(value)); return;
     case DType::f16: store_bytes(element, f32_to_f16(round_to_odd(value))); return;

@@ -178,6 +178,8 @@ PlanRun run_plan(const Plan& plan, std::span<const TensorView> inputs) {
                         const std::byte* src = m.element(copy.src, i);
                         if (from == to)
                             copy_element(dst, src, from);
+                        else if (is_complex(to))
+                            store_complex(dst, to, load_real(src, from), load_imaginary(src, from));
                         else
                             with_value_type(from, [&]<typename T>(T) { store(dst, to, load<T>(src, from)); });
                     });

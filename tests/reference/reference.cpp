@@ -153,6 +153,9 @@ Tensor pack(const Bound& bound, std::span<const TensorView> inputs, DType result
             const std::byte* element = element_at(inputs[i], indices_of(bound, bound.inputs[i], values));
             if (inputs[i].dtype == result_type)
                 copy_element(element_at(result, packed), element, result_type);
+            else if (is_complex(result_type))
+                store_complex(element_at(result, packed), result_type, load_real(element, inputs[i].dtype),
+                              load_imaginary(element, inputs[i].dtype));
             else if (is_floating(result_type))
                 store(element_at(result, packed), result_type, load_real(element, inputs[i].dtype));
             else
@@ -261,7 +264,16 @@ std::vector<Tensor> evaluate(const Bound& bound, std::span<const TensorView> inp
 
 Tensor make_tensor(DType dtype, const Shape& shape, const std::vector<double>& values) {
     Tensor tensor = Tensor::empty(dtype, shape);
-    if (static_cast<std::size_t>(tensor.numel()) != values.size())
+    const auto count = static_cast<std::size_t>(tensor.numel());
+    if (is_complex(dtype) && values.size() == 2 * count) {  // (real, imaginary) pairs
+        const bool narrow = dtype == DType::c64;
+        for (std::size_t k = 0; k < values.size(); ++k) {
+            auto* part = static_cast<std::byte*>(tensor.data()) + k * (narrow ? 4 : 8);
+            narrow ? store_bytes(part, static_cast<float>(values[k])) : store_bytes(part, values[k]);
+        }
+        return tensor;
+    }
+    if (count != values.size())
         throw Error(ErrorKind::usage,
                     fmt::format("a tensor of shape {} has {} elements, but {} values were given",
                                 format_shape(shape), tensor.numel(), values.size()));
@@ -281,7 +293,9 @@ std::vector<double> values_of(const TensorView& view) {
     std::vector<double> values;
     std::vector<std::int64_t> indices(view.rank());
     for_each_index(view.shape, indices, 0, [&](const std::vector<std::int64_t>& index) {
-        values.push_back(load_real(element_at(view, index), view.dtype));
+        const std::byte* element = element_at(view, index);
+        values.push_back(load_real(element, view.dtype));
+        if (is_complex(view.dtype)) values.push_back(load_imaginary(element, view.dtype));
     });
     return values;
 }

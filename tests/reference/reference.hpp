@@ -30,10 +30,12 @@ namespace einc::reference {
 std::vector<Tensor> evaluate(const Bound& bound, std::span<const TensorView> inputs);
 
 // A row-major tensor holding `values` converted to `dtype`: floats rounded to nearest, integers by a
-// wrapping cast (values must lie within int64), bool as v != 0.
+// wrapping cast (values must lie within int64), bool as v != 0; complex: one value a element (its real
+// part, the imaginary 0) or two (real, imaginary) - as values_of gives them.
 Tensor make_tensor(DType dtype, const Shape& shape, const std::vector<double>& values);
 
-// The elements of `view` in row-major order, as double (exact except for i64 beyond 2^53).
+// The elements of `view` in row-major order, as double (exact except for i64 beyond 2^53); a complex
+// element as two (real, imaginary).
 std::vector<double> values_of(const TensorView& view);
 
 // Runs `plan` step by step with naive loops over each step's index space - no executor code - so that
