@@ -376,7 +376,10 @@ struct Call {
     einc::Program program() const {
         const einc::CallRef ref{op,     pattern, reduction,
                                 &sizes, false,   op == einc::Op::unpack ? &packed_shapes : nullptr};
-        return einc::default_plan_cache().get(ref, operands.inputs, {});
+        // JAX imports no broadcast (stride 0) through DLPack, and its arrays are immutable: fresh results.
+        einc::Options options;
+        options.contiguous = operands.framework == Framework::jax;
+        return einc::default_plan_cache().get(ref, operands.inputs, options);
     }
     std::vector<einc::Tensor> run() const {
         void* stream = stream_of(operands);
