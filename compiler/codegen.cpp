@@ -422,7 +422,7 @@ struct Text {
         case 1: return "einc_u8";
         case 2: return "einc_u16";
         case 4: return "unsigned";
-        case 8: return "unsigned long long";
+        case 8: return "einc_u64";
         default: return "einc_c128";  // (16 bytes: c128's own type moves its bits)
         }
     }
@@ -746,7 +746,7 @@ struct Text {
             "        }} else {{\n#pragma unroll\n            for (int k = 0; k < {}; ++k)\n#pragma "
             "unroll\n                for (int h = 0; h < {}; ++h)\n                    v[k * {} + h] "
             "= warp + {} * k < nb && {} * (lane + {} * h) < na ? EINC_LD({}) : {};\n        }}\n",
-            rows_b, words_a, words_a, warps, V, warp, load_at, size * V == 16 ? w + "()" : "(" + w + ")0");
+            rows_b, words_a, words_a, warps, V, warp, load_at, w + "()");
         // Into the shared tile, element by element: B row, then A position.
         body += fmt::format(
             "#pragma unroll\n        for (int k = 0; k < {}; ++k)\n#pragma unroll\n            for "

@@ -51,6 +51,10 @@ Framework framework_of(nb::handle tensor) {
     return framework;
 }
 
+constexpr const char* dtypes_taken =
+    "einc takes float64 float32 float16 bfloat16 int8 int16 int32 int64 uint8 uint16 uint32 uint64 complex64 "
+    "complex128 bool";
+
 einc::DType dtype_of(nb::dlpack::dtype dtype) {
     using Code = nb::dlpack::dtype_code;
     const auto code = static_cast<Code>(dtype.code);
@@ -83,8 +87,7 @@ einc::DType dtype_of(nb::dlpack::dtype dtype) {
              : fmt::format("DLPack type code {}, {}-bit", static_cast<int>(dtype.code), dtype.bits);
     if (dtype.lanes != 1) name += fmt::format(" x {} lanes", dtype.lanes);
     throw einc::Error(einc::ErrorKind::usage, fmt::format("einc does not take {} tensors", name))
-        .help("einc takes float64 float32 float16 bfloat16 int8 int16 int32 int64 uint8 uint16 uint32 uint64 "
-              "complex64 complex128 bool");
+        .help(dtypes_taken);
 }
 
 nb::dlpack::dtype dlpack_of(einc::DType dtype) {
@@ -134,34 +137,15 @@ struct Operands {
     bool is_list = false;  // rearrange, reduce and repeat stack a list into one tensor
 };
 
-// torch's dtypes (singletons) as einc's, looked up by identity; null where einc has none.
+// torch's dtypes (singletons, kept) as einc's by their names ("torch.float32": numpy's names), looked up by
+// identity after the first time; null where einc has none.
 std::optional<einc::DType> torch_dtype(nb::handle dtype) {
-    static std::vector<std::pair<nb::object, einc::DType>> known;  // guarded by the GIL
-    if (known.empty()) {
-        const nb::object torch = nb::module_::import_("torch");
-        const std::pair<const char*, einc::DType> names[] = {{"float64", einc::DType::f64},
-                                                             {"float32", einc::DType::f32},
-                                                             {"float16", einc::DType::f16},
-                                                             {"bfloat16", einc::DType::bf16},
-                                                             {"int8", einc::DType::i8},
-                                                             {"int16", einc::DType::i16},
-                                                             {"int32", einc::DType::i32},
-                                                             {"int64", einc::DType::i64},
-                                                             {"uint8", einc::DType::u8},
-                                                             {"uint16", einc::DType::u16},
-                                                             {"uint32", einc::DType::u32},
-                                                             {"uint64", einc::DType::u64},
-                                                             {"bool", einc::DType::boolean},
-                                                             {"float8_e4m3fn", einc::DType::f8e4m3},
-                                                             {"float8_e5m2", einc::DType::f8e5m2},
-                                                             {"complex64", einc::DType::c64},
-                                                             {"complex128", einc::DType::c128}};
-        for (const auto& [name, dtype] : names)
-            if (nb::hasattr(torch, name)) known.emplace_back(torch.attr(name), dtype);
-    }
-    for (const auto& [object, einc_dtype] : known)
+    static std::vector<std::pair<nb::object, std::optional<einc::DType>>> seen;  // guarded by the GIL
+    for (const auto& [object, einc_dtype] : seen)
         if (object.is(dtype)) return einc_dtype;
-    return std::nullopt;
+    std::string name = nb::cast<std::string>(nb::str(dtype));
+    name.erase(0, name.find('.') + 1);
+    return seen.emplace_back(nb::borrow(dtype), einc::dtype_named(name)).second;
 }
 
 // A torch tensor read from its attributes: a quarter of the host time of an import through __dlpack__
@@ -177,8 +161,7 @@ Operand torch_operand_of(nb::handle object) {
     if (!einc_dtype)
         throw einc::Error(einc::ErrorKind::usage,
                           fmt::format("einc does not take {} tensors", nb::cast<std::string>(nb::str(dtype))))
-            .help("einc takes float64 float32 float16 bfloat16 int8 int16 int32 int64 uint8 uint16 uint32 "
-                  "uint64 complex64 complex128 bool");
+            .help(dtypes_taken);
     view.dtype = *einc_dtype;
     static const nb::object strided = nb::module_::import_("torch").attr("strided");  // (never freed)
     if (!object.attr("layout").is(strided) || nb::cast<bool>(object.attr("is_neg")()))
@@ -221,9 +204,7 @@ Operand operand_of(nb::handle object) {
             einc::ErrorKind::usage,
             fmt::format("einc could not read this {}{} through __dlpack__", type,
                         dtype.is_none() ? "" : " of dtype " + nb::cast<std::string>(nb::str(dtype))))
-            .help("einc takes float64 float32 float16 bfloat16 int8 int16 int32 int64 uint8 uint16 uint32 "
-                  "uint64 "
-                  "complex64 complex128 bool");
+            .help(dtypes_taken);
     }
     const nb::ndarray<nb::ro>& array = operand.array;
     einc::TensorView& view = operand.view;

@@ -203,16 +203,16 @@ inline void store_at(std::byte* p, T value) {
     std::memcpy(p, &value, sizeof value);
 }
 
-// A value converted between compute types (float <-> int64 <-> uint64 <-> double), as numpy's astype
-// would: floats truncate toward zero, negative ones into u64 through i64 (wrapping); NaN gives 0, and a
-// float no 64-bit integer holds 0x8000000000000000 (x86's "integer indefinite"), not undefined behaviour.
 template <typename T>
 constexpr bool is_complex_v = false;
 template <typename T>
 constexpr bool is_complex_v<std::complex<T>> = true;
 
-// Complex values: a real one gets a zero imaginary part; a complex one into a real type keeps its real
-// part (numpy's astype, which warns).
+// A value converted between compute types (float <-> int64 <-> uint64 <-> double, complex), as numpy's
+// astype would: floats truncate toward zero, negative ones into u64 through i64 (wrapping); NaN gives 0,
+// and a float no 64-bit integer holds 0x8000000000000000 (x86's "integer indefinite"), not undefined
+// behaviour. A real value becomes complex with a zero imaginary part; a complex one keeps its real part
+// in a real type (numpy's astype, which warns).
 template <typename To, typename From>
 inline To convert(From x) {
     if constexpr (is_complex_v<To> && is_complex_v<From>) {
