@@ -35,8 +35,15 @@ int parse_count(const std::string& option, const std::string& text, int minimum)
     return value;
 }
 
-// Uniform values in [-1, 1) (small integers for integer dtypes), so that no value is a NaN, an infinity or
-// a subnormal that would make a kernel slower than it is on real data.
+// Element `i` of the T array at `data`, set to `value` converted to T.
+template <typename T>
+void put(void* data, std::int64_t i, auto value) {
+    static_cast<T*>(data)[i] = static_cast<T>(value);
+}
+
+// Uniform values in [-1, 1) (small integers for integer dtypes, 0..16 for unsigned ones; complex: both
+// parts), so that no value is a NaN, an infinity or a subnormal that would make a kernel slower than it is
+// on real data.
 void fill_random(const Tensor& tensor, unsigned seed) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> real(-1, 1);
@@ -45,36 +52,28 @@ void fill_random(const Tensor& tensor, unsigned seed) {
     void* data = tensor.data();
     for (std::int64_t i = 0; i < n; ++i) {
         switch (tensor.dtype()) {
-        case DType::f64: static_cast<double*>(data)[i] = real(rng); break;
-        case DType::f32: static_cast<float*>(data)[i] = real(rng); break;
-        case DType::f16: static_cast<std::uint16_t*>(data)[i] = f32_to_f16(real(rng)); break;
-        case DType::bf16: static_cast<std::uint16_t*>(data)[i] = f32_to_bf16(real(rng)); break;
-        case DType::f8e4m3: static_cast<std::uint8_t*>(data)[i] = f32_to_f8e4m3(real(rng)); break;
-        case DType::f8e5m2: static_cast<std::uint8_t*>(data)[i] = f32_to_f8e5m2(real(rng)); break;
-        case DType::i8: static_cast<std::int8_t*>(data)[i] = static_cast<std::int8_t>(integer(rng)); break;
-        case DType::i16: static_cast<std::int16_t*>(data)[i] = static_cast<std::int16_t>(integer(rng)); break;
-        case DType::i32: static_cast<std::int32_t*>(data)[i] = integer(rng); break;
-        case DType::i64: static_cast<std::int64_t*>(data)[i] = integer(rng); break;
-        case DType::u8:
-            static_cast<std::uint8_t*>(data)[i] = static_cast<std::uint8_t>(integer(rng) + 8);
-            break;
-        case DType::u16:
-            static_cast<std::uint16_t*>(data)[i] = static_cast<std::uint16_t>(integer(rng) + 8);
-            break;
-        case DType::u32:
-            static_cast<std::uint32_t*>(data)[i] = static_cast<std::uint32_t>(integer(rng) + 8);
-            break;
-        case DType::u64:
-            static_cast<std::uint64_t*>(data)[i] = static_cast<std::uint64_t>(integer(rng) + 8);
-            break;
-        case DType::boolean: static_cast<std::uint8_t*>(data)[i] = integer(rng) > 0; break;
+        case DType::f64: put<double>(data, i, real(rng)); break;
+        case DType::f32: put<float>(data, i, real(rng)); break;
+        case DType::f16: put<std::uint16_t>(data, i, f32_to_f16(real(rng))); break;
+        case DType::bf16: put<std::uint16_t>(data, i, f32_to_bf16(real(rng))); break;
+        case DType::f8e4m3: put<std::uint8_t>(data, i, f32_to_f8e4m3(real(rng))); break;
+        case DType::f8e5m2: put<std::uint8_t>(data, i, f32_to_f8e5m2(real(rng))); break;
+        case DType::i8: put<std::int8_t>(data, i, integer(rng)); break;
+        case DType::i16: put<std::int16_t>(data, i, integer(rng)); break;
+        case DType::i32: put<std::int32_t>(data, i, integer(rng)); break;
+        case DType::i64: put<std::int64_t>(data, i, integer(rng)); break;
+        case DType::u8: put<std::uint8_t>(data, i, integer(rng) + 8); break;
+        case DType::u16: put<std::uint16_t>(data, i, integer(rng) + 8); break;
+        case DType::u32: put<std::uint32_t>(data, i, integer(rng) + 8); break;
+        case DType::u64: put<std::uint64_t>(data, i, integer(rng) + 8); break;
+        case DType::boolean: put<std::uint8_t>(data, i, integer(rng) > 0); break;
         case DType::c64:
-            static_cast<float*>(data)[2 * i] = real(rng);
-            static_cast<float*>(data)[2 * i + 1] = real(rng);
+            put<float>(data, 2 * i, real(rng));
+            put<float>(data, 2 * i + 1, real(rng));
             break;
         case DType::c128:
-            static_cast<double*>(data)[2 * i] = real(rng);
-            static_cast<double*>(data)[2 * i + 1] = real(rng);
+            put<double>(data, 2 * i, real(rng));
+            put<double>(data, 2 * i + 1, real(rng));
             break;
         }
     }

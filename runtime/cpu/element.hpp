@@ -36,20 +36,26 @@ struct bool_t {
 // others (i16, u8, u16, u32) are moved and converted.
 template <DType D>
 struct Element;
-template <>
-struct Element<DType::f64> {
-    using storage = double;
-    using compute = double;
+// The dtypes whose storage type is also what they compute in: loads and stores are copies.
+template <typename T>
+struct ComputedAsStored {
+    using storage = T;
+    using compute = T;
     static compute load(storage x) { return x; }
     static storage store(compute x) { return x; }
 };
-template <>
-struct Element<DType::f32> {
-    using storage = float;
-    using compute = float;
+// The integers narrower than 64 bits: computed in int64, stored wrapping (modulo 2^bits, as numpy).
+template <typename T>
+struct ComputedInI64 {
+    using storage = T;
+    using compute = std::int64_t;
     static compute load(storage x) { return x; }
-    static storage store(compute x) { return x; }
+    static storage store(compute x) { return static_cast<storage>(static_cast<std::uint64_t>(x)); }
 };
+template <>
+struct Element<DType::f64> : ComputedAsStored<double> {};
+template <>
+struct Element<DType::f32> : ComputedAsStored<float> {};
 template <>
 struct Element<DType::f16> {
     using storage = f16_t;
@@ -79,75 +85,27 @@ struct Element<DType::f8e5m2> {
     static storage store(compute x) { return {f32_to_f8e5m2(x)}; }
 };
 template <>
-struct Element<DType::i8> {
-    using storage = std::int8_t;
-    using compute = std::int64_t;
-    static compute load(storage x) { return x; }
-    static storage store(compute x) { return static_cast<storage>(static_cast<std::uint64_t>(x)); }
-};
+struct Element<DType::i8> : ComputedInI64<std::int8_t> {};
 template <>
-struct Element<DType::i16> {
-    using storage = std::int16_t;
-    using compute = std::int64_t;
-    static compute load(storage x) { return x; }
-    static storage store(compute x) { return static_cast<storage>(static_cast<std::uint64_t>(x)); }
-};
+struct Element<DType::i16> : ComputedInI64<std::int16_t> {};
 template <>
-struct Element<DType::i32> {
-    using storage = std::int32_t;
-    using compute = std::int64_t;
-    static compute load(storage x) { return x; }
-    static storage store(compute x) { return static_cast<storage>(static_cast<std::uint64_t>(x)); }
-};
+struct Element<DType::i32> : ComputedInI64<std::int32_t> {};
 template <>
-struct Element<DType::i64> {
-    using storage = std::int64_t;
-    using compute = std::int64_t;
-    static compute load(storage x) { return x; }
-    static storage store(compute x) { return x; }
-};
+struct Element<DType::i64> : ComputedAsStored<std::int64_t> {};
 template <>
-struct Element<DType::u8> {
-    using storage = std::uint8_t;
-    using compute = std::int64_t;
-    static compute load(storage x) { return x; }
-    static storage store(compute x) { return static_cast<storage>(static_cast<std::uint64_t>(x)); }
-};
+struct Element<DType::u8> : ComputedInI64<std::uint8_t> {};
 template <>
-struct Element<DType::u16> {
-    using storage = std::uint16_t;
-    using compute = std::int64_t;
-    static compute load(storage x) { return x; }
-    static storage store(compute x) { return static_cast<storage>(static_cast<std::uint64_t>(x)); }
-};
+struct Element<DType::u16> : ComputedInI64<std::uint16_t> {};
 template <>
-struct Element<DType::u32> {
-    using storage = std::uint32_t;
-    using compute = std::int64_t;
-    static compute load(storage x) { return x; }
-    static storage store(compute x) { return static_cast<storage>(static_cast<std::uint64_t>(x)); }
-};
+struct Element<DType::u32> : ComputedInI64<std::uint32_t> {};
+// (u64 computes unsigned: values past 2^63 compare and convert as numpy's.)
 template <>
-struct Element<DType::u64> {  // (computed unsigned: values past 2^63 compare and convert as numpy's)
-    using storage = std::uint64_t;
-    using compute = std::uint64_t;
-    static compute load(storage x) { return x; }
-    static storage store(compute x) { return x; }
-};
+struct Element<DType::u64> : ComputedAsStored<std::uint64_t> {};
+// (Complex is moved and converted; no arithmetic kernel takes it yet.)
 template <>
-struct Element<DType::c64> {  // (moved and converted; no arithmetic kernel takes complex yet)
-    using storage = std::complex<float>;
-    using compute = std::complex<float>;
-    static compute load(storage x) { return x; }
-    static storage store(compute x) { return x; }
-};
+struct Element<DType::c64> : ComputedAsStored<std::complex<float>> {};
 template <>
-struct Element<DType::c128> {
-    using storage = std::complex<double>;
-    using compute = std::complex<double>;
-    static compute load(storage x) { return x; }
-    static storage store(compute x) { return x; }
-};
+struct Element<DType::c128> : ComputedAsStored<std::complex<double>> {};
 template <>
 struct Element<DType::boolean> {
     using storage = bool_t;

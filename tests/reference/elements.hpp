@@ -234,6 +234,15 @@ inline bool is_nan(std::uint64_t) {
     return false;
 }
 
+// Calls f(T{}) with the type arithmetic on elements of `dtype` is done in: double for floats, uint64 for
+// u64 (it compares unsigned), int64 for the other integers and bool.
+template <typename F>
+decltype(auto) with_value_type(DType dtype, F&& f) {
+    if (is_floating(dtype)) return f(double{});
+    if (dtype == DType::u64) return f(std::uint64_t{});
+    return f(std::int64_t{});
+}
+
 // One reduction over the values of a reduced set (which may be empty, except for max and min).
 template <typename T>
 T fold(Reduction reduction, const std::vector<T>& values) {

@@ -135,15 +135,6 @@ void run_route(const Memory& m, const Route& r) {
     }
 }
 
-// Calls f(T{}) with the type a step on elements of `dtype` computes in: double for floats, uint64 for u64
-// (it compares unsigned), int64 for the other integers and bool.
-template <typename F>
-void with_value_type(DType dtype, F&& f) {
-    if (is_floating(dtype)) return f(double{});
-    if (dtype == DType::u64) return f(std::uint64_t{});
-    f(std::int64_t{});
-}
-
 }  // namespace
 
 PlanRun run_plan(const Plan& plan, std::span<const TensorView> inputs) {

@@ -241,20 +241,17 @@ std::vector<Tensor> evaluate(const Bound& bound, std::span<const TensorView> inp
     const DType result_type = result_dtype(bound.op, bound.reduction, input_type, !bound.reduced.empty());
     // Integers and bool accumulate in int64 (u64 in uint64: it compares unsigned), floats (and means, as
     // numpy's) in double.
-    const bool real = is_floating(input_type) || is_floating(result_type);
-    const bool unsigned64 = !real && input_type == DType::u64;
+    const DType computed = is_floating(result_type) ? result_type : input_type;
     switch (bound.op) {
     case Op::rearrange:
     case Op::repeat: return {move_data(bound, inputs.front())};
     case Op::reduce:
         if (bound.reduced.empty()) return {move_data(bound, inputs.front())};  // einops: nothing to reduce
-        return {real         ? reduce<double>(bound, inputs.front(), result_type)
-                : unsigned64 ? reduce<std::uint64_t>(bound, inputs.front(), result_type)
-                             : reduce<std::int64_t>(bound, inputs.front(), result_type)};
+        return {with_value_type(
+            computed, [&]<typename T>(T) { return reduce<T>(bound, inputs.front(), result_type); })};
     case Op::einsum:
-        return {real         ? einsum<double>(bound, inputs, result_type)
-                : unsigned64 ? einsum<std::uint64_t>(bound, inputs, result_type)
-                             : einsum<std::int64_t>(bound, inputs, result_type)};
+        return {
+            with_value_type(computed, [&]<typename T>(T) { return einsum<T>(bound, inputs, result_type); })};
     case Op::pack: return {pack(bound, inputs, result_type)};
     case Op::unpack: return unpack(bound, inputs.front());
     case Op::parse_shape: break;
