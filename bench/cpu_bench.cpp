@@ -16,6 +16,7 @@
 #include <fstream>
 #include <functional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -96,6 +97,14 @@ einc::Tensor random_tensor(einc::DType dtype, const einc::Shape& shape, unsigned
         for (std::int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = u(rng);
     else if (dtype == einc::DType::f64)
         for (std::int64_t i = 0; i < t.numel(); ++i) t.data_as<double>()[i] = u(rng);
+    else if (dtype == einc::DType::i32)
+        for (std::int64_t i = 0; i < t.numel(); ++i)
+            t.data_as<std::int32_t>()[i] = std::int32_t(100 * u(rng));
+    else if (dtype == einc::DType::f16)  // +-[0.5, 1): a random sign and significand, exponent -1
+        for (std::int64_t i = 0; i < t.numel(); ++i)
+            t.data_as<std::uint16_t>()[i] = static_cast<std::uint16_t>((rng() & 0x83ff) | (14 << 10));
+    else
+        throw std::invalid_argument(fmt::format("random_tensor: no values for {}", einc::name_of(dtype)));
     return t;
 }
 
@@ -342,6 +351,7 @@ int main(int argc, char** argv) {
         einc::Reduction reduction;
         std::vector<einc::Shape> shapes;
         std::string target;
+        std::vector<einc::DType> dtypes = {};  // the operands', f32 where not given
     };
     const std::vector<NumpyCase> numpy_cases{
         {"elementwise_product",
@@ -404,22 +414,41 @@ int main(int argc, char** argv) {
          einc::Reduction::none,
          {{16 / scale, 16, 32, 32, 32}},
          ">= 0.5 of copy, >= 1x numpy"},
+        // mixed dtypes: each part converted as it is copied (numpy.concatenate promotes alike)
+        {"pack_f32_i32",
+         einc::Op::pack,
+         "a *",
+         einc::Reduction::none,
+         {{2048 / scale, 4096}, {2048 / scale, 4096}},
+         ">= 0.7 of copy, >= 1x numpy",
+         {einc::DType::f32, einc::DType::i32}},
+        {"pack_f16_f32",
+         einc::Op::pack,
+         "a *",
+         einc::Reduction::none,
+         {{2048 / scale, 4096}, {2048 / scale, 4096}},
+         ">= 0.7 of copy, >= 1x numpy",
+         {einc::DType::f16, einc::DType::f32}},
     };
     for (const NumpyCase& c : numpy_cases) {
         std::vector<einc::Tensor> operands;
         std::vector<einc::TensorView> views;
         for (std::size_t i = 0; i < c.shapes.size(); ++i) {
-            operands.push_back(random_tensor(einc::DType::f32, c.shapes[i], static_cast<unsigned>(10 + i)));
+            const einc::DType dtype = c.dtypes.empty() ? einc::DType::f32 : c.dtypes[i];
+            operands.push_back(random_tensor(dtype, c.shapes[i], static_cast<unsigned>(10 + i)));
             views.push_back(operands.back().view());
         }
         const einc::Program program =
             einc::Expression(einc::Call{c.op, c.pattern, c.reduction, {}, false, {}})
                 .bind(views, einc::Options{.contiguous = true});
-        einc::Tensor out = einc::Tensor::empty(einc::DType::f32, program.plan().outputs[0].shape);
+        const einc::TensorSpec& result = program.plan().outputs[0];
+        einc::Tensor out = einc::Tensor::empty(result.dtype, result.shape);
         const std::vector<einc::Input> inputs(operands.begin(), operands.end());
         const std::vector<einc::TensorView> outputs{out.view()};
         std::string shapes;
-        for (const einc::Shape& shape : c.shapes) shapes += fmt::format(" {}", einc::format_shape(shape));
+        for (std::size_t i = 0; i < c.shapes.size(); ++i)
+            shapes += fmt::format(" {}{}", einc::format_shape(c.shapes[i]),
+                                  c.dtypes.empty() ? "" : fmt::format(" {}", einc::name_of(c.dtypes[i])));
         const std::string reduction =
             c.op == einc::Op::reduce ? fmt::format("{} ", einc::name_of(c.reduction)) : "";
         Row row{"vs numpy", fmt::format("{}{}{}", reduction, c.pattern, shapes), "memcpy of the bytes moved"};

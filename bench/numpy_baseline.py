@@ -103,6 +103,10 @@ CASES = {
     "attention_natural": (lambda: einsum("bihd,bjhd->bhij", (8 // scale, 197, 12, 64), (8 // scale, 197, 12, 64)), 1),
     "perm3d": (lambda: unary((256 // scale, 256, 256), lambda x: np.ascontiguousarray(x.transpose(2, 1, 0))), 1),
     "perm5d": (lambda: unary((16 // scale, 16, 32, 32, 32), lambda x: np.ascontiguousarray(x.transpose(4, 2, 0, 3, 1))), 1),
+    "pack_f32_i32": (lambda: (lambda a, b: lambda: np.concatenate([a, b], axis=1))(
+        f32(2048 // scale, 4096), rng.integers(-100, 100, (2048 // scale, 4096), dtype=np.int32)), 1),
+    "pack_f16_f32": (lambda: (lambda a, b: lambda: np.concatenate([a, b], axis=1))(
+        f32(2048 // scale, 4096).astype(np.float16), f32(2048 // scale, 4096)), 1),
     "backward_linear": (backward_linear, 1),
     "backward_attention_natural": (backward_attention_natural, 1),
     "backward_max_rows": (backward_max_rows, 1),

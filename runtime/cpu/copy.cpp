@@ -498,17 +498,29 @@ void move_by_size(const strategy::Move& move, const Data& dst, const Data& src) 
 // uint64): loaded by one loop per source dtype, then converted and stored by one per destination dtype
 // and compute type - not one loop per pair of dtypes (289 pairs), which tripled this file's build time. The
 // chunk stays in L1; the conversion is bound by memory, not by the second pass.
+// Unit-stride runs get a loop of their own: a stride the compiler knows lets it vectorize the conversion.
 template <DType From>
-EINC_KERNEL void load_computed(compute_t<From>* out, const std::byte* src, std::int64_t count,
+EINC_KERNEL void load_computed(compute_t<From>* __restrict out, const std::byte* src, std::int64_t count,
                                std::int64_t stride) {
-    for (std::int64_t i = 0; i < count; ++i)
-        out[i] = Element<From>::load(load_at<storage_t<From>>(src + i * stride));
+    using S = storage_t<From>;
+    const auto load = [&](std::int64_t at) { return Element<From>::load(load_at<S>(src + at)); };
+    if (stride == sizeof(S))
+        for (std::int64_t i = 0; i < count; ++i) out[i] = load(i * std::int64_t{sizeof(S)});
+    else
+        for (std::int64_t i = 0; i < count; ++i) out[i] = load(i * stride);
 }
 
 template <DType To, typename V>
-EINC_KERNEL void store_converted(std::byte* dst, const V* values, std::int64_t count, std::int64_t stride) {
-    for (std::int64_t i = 0; i < count; ++i)
-        store_at<storage_t<To>>(dst + i * stride, Element<To>::store(convert<compute_t<To>>(values[i])));
+EINC_KERNEL void store_converted(std::byte* dst, const V* __restrict values, std::int64_t count,
+                                 std::int64_t stride) {
+    using D = storage_t<To>;
+    const auto store = [&](std::int64_t at, V value) {
+        store_at<D>(dst + at, Element<To>::store(convert<compute_t<To>>(value)));
+    };
+    if (stride == sizeof(D))
+        for (std::int64_t i = 0; i < count; ++i) store(i * std::int64_t{sizeof(D)}, values[i]);
+    else
+        for (std::int64_t i = 0; i < count; ++i) store(i * stride, values[i]);
 }
 
 void convert_copy(const strategy::Convert& convert, const Data& dst, const Data& src) {
