@@ -216,7 +216,7 @@ Layout written(const Layout& dst) {
 }  // namespace
 
 Cost step_cost(const Plan& plan, const Step& step) {
-    const auto dtype = [&](Buffer buffer) { return plan.spec(buffer).dtype; };
+    const auto dtype = [&](Buffer buffer) { return plan.dtype_of(buffer); };
     // A temporary's bytes are workspace, counted where it is written.
     const auto workspace = [&](Buffer dst) {
         if (dst.kind != Buffer::Kind::temporary) return 0.0;

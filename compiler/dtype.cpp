@@ -136,10 +136,21 @@ DType promote_types(std::span<const DType> dtypes) {
 
 DType result_dtype(Op op, Reduction reduction, DType input, bool reduces_an_axis) {
     const bool fp8 = input == DType::f8e4m3 || input == DType::f8e5m2;
-    if (is_complex(input) && (op == Op::einsum || (op == Op::reduce && reduces_an_axis)))
-        throw Error(ErrorKind::unsupported,
-                    fmt::format("{} of {} tensors is not supported yet", name_of(op), name_of(input)))
-            .help("complex tensors are supported for data movement: rearrange, repeat, pack, unpack");
+    if (is_complex(input) && op == Op::reduce && reduces_an_axis) {
+        if (reduction == Reduction::prod)
+            throw Error(ErrorKind::unsupported,
+                        fmt::format("prod of {} tensors is not supported yet", name_of(input)))
+                .help("complex tensors are summed and averaged (sum, mean) and contracted by einsum");
+        if (reduction == Reduction::max || reduction == Reduction::min)
+            throw Error(ErrorKind::unsupported,
+                        fmt::format("{} of {} tensors is not defined: complex numbers have no order",
+                                    name_of(reduction), name_of(input)))
+                .help("reduce their absolute values or their real parts instead (torch refuses it too)");
+        if (reduction == Reduction::any || reduction == Reduction::all)
+            throw Error(ErrorKind::unsupported,
+                        fmt::format("{} of {} tensors is not supported", name_of(reduction), name_of(input)))
+                .help("compare them with zero first");
+    }
     if (op == Op::einsum) {
         if (fp8)
             throw Error(ErrorKind::unsupported,

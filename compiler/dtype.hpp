@@ -55,6 +55,11 @@ constexpr bool is_integer(DType dtype) {  // signed and unsigned (not bool)
            is_unsigned(dtype);
 }
 
+// The dtype of a complex dtype's parts: f32 for c64, f64 for c128.
+constexpr DType real_part_of(DType complex) {
+    return complex == DType::c128 ? DType::f64 : DType::f32;
+}
+
 // The dtype einc's kernels do `dtype`'s arithmetic in (sums, products, comparisons; data movement takes
 // every dtype as it is): its own, but for the integers no kernel is built for - i16, u8 and u16 are
 // computed in i32, u32 in i64 - which a plan converts to, and back, by steps `explain` shows. The results
@@ -85,8 +90,9 @@ DType promote_types(std::span<const DType> dtypes);
 //   data movement keeps it; sum and prod of signed integers and bool give i64, of unsigned ones u64
 //   (numpy), any/all give bool,
 //   max/min keep it, mean gives f64 for integers and bool (numpy; einops refuses it); einsum keeps it
-//   (bool: true where any product of trues is, as numpy) and refuses fp8. Complex dtypes are moved, not
-//   yet computed: reduce and einsum refuse them.
+//   (bool: true where any product of trues is, as numpy) and refuses fp8. Complex tensors are summed,
+//   averaged and contracted (keeping the dtype); max, min, any and all refuse them, as torch does, and
+//   prod is not built yet.
 // A reduce that reduces no axis is a rearrange, as einops runs it: it keeps the dtype, whatever the
 // reduction. Throws einc::Error when the operation does not apply to the dtype.
 DType result_dtype(Op op, Reduction reduction, DType input, bool reduces_an_axis = true);

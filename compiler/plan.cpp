@@ -31,6 +31,13 @@ const TensorSpec& Plan::spec(Buffer buffer) const {
     EINC_ASSERT(false);
 }
 
+DType Plan::dtype_of(Buffer buffer) const {
+    const DType dtype = spec(buffer).dtype;
+    if (!buffer.parts) return dtype;
+    EINC_ASSERT(is_complex(dtype));
+    return real_part_of(dtype);
+}
+
 TensorSpec planned(TensorSpec spec) {
     const bool empty = std::find(spec.shape.begin(), spec.shape.end(), 0) != spec.shape.end();
     for (std::size_t d = 0; d < spec.shape.size() && d < spec.strides.size(); ++d)
@@ -65,7 +72,7 @@ DType compute_dtype(const Plan& plan, const Step& step) {
                        [](const Route& route) { return route.src.buffer; },
                    },
                    step);
-    return plan.spec(source).dtype;
+    return plan.dtype_of(source);
 }
 
 std::size_t PlanChoices::choose(std::size_t count) {
@@ -526,6 +533,7 @@ Plan plan(const Bound& bound, std::span<const TensorSpec> inputs, const PlanOpti
     case Op::unpack: detail::plan_unpack(builder); break;
     case Op::parse_shape: break;
     }
+    detail::compute_complex_on_parts(builder.plan);
     return std::move(builder.plan);
 }
 

@@ -35,6 +35,9 @@ struct Buffer {
     enum class Kind : std::uint8_t { input, output, temporary };
     Kind kind = Kind::input;
     std::uint32_t index = 0;
+    // A complex buffer's memory as its (real, imaginary) parts: c64 read as f32, c128 as f64, offsets
+    // and strides counted in parts (plan_complex.cpp computes complex values on them).
+    bool parts = false;
     friend bool operator==(const Buffer&, const Buffer&) = default;
 };
 
@@ -186,6 +189,8 @@ struct Plan {
     std::optional<std::uint32_t> view_source(std::size_t output) const;
     // The dtype, shape and strides of an input, output or temporary.
     const TensorSpec& spec(Buffer buffer) const;
+    // The dtype a step reads or writes the buffer as: its own, or its parts' (Buffer::parts).
+    DType dtype_of(Buffer buffer) const;
 };
 
 // The FLOPs, bytes and temporary workspace of a step of `plan`, by the conventions of compiler/cost.hpp

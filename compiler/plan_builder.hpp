@@ -52,6 +52,9 @@ public:
 
 void plan_einsum(PlanBuilder& builder);
 
+// The steps that compute on complex values rewritten to compute on their parts (plan_complex.cpp).
+void compute_complex_on_parts(Plan& plan);
+
 // The axes of each dim of an operand, and the stride of every elementary axis in it when its dims have
 // `dim_strides` (0 for absent axes; an axis in two dims, a diagonal, gets the sum).
 std::vector<std::vector<AxisId>> dim_axes_of(const BoundOperand& operand);

@@ -12,10 +12,11 @@ namespace einc {
 namespace {
 
 std::string buffer_name(Buffer buffer) {
+    const std::string_view parts = buffer.parts ? " re,im" : "";
     switch (buffer.kind) {
-    case Buffer::Kind::input: return fmt::format("in {}", buffer.index);
-    case Buffer::Kind::output: return fmt::format("out {}", buffer.index);
-    case Buffer::Kind::temporary: return fmt::format("t{}", buffer.index);
+    case Buffer::Kind::input: return fmt::format("in {}{}", buffer.index, parts);
+    case Buffer::Kind::output: return fmt::format("out {}{}", buffer.index, parts);
+    case Buffer::Kind::temporary: return fmt::format("t{}{}", buffer.index, parts);
     }
     return "?";
 }

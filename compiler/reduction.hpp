@@ -102,9 +102,9 @@ constexpr const ReductionInfo& info_of(Reduction op) {
 constexpr DType reduced_dtype(Reduction op, DType input) {
     switch (info_of(op).result) {
     case ResultRule::same: return input;
-    case ResultRule::floating: return is_floating(input) ? input : DType::f64;
+    case ResultRule::floating: return is_floating(input) || is_complex(input) ? input : DType::f64;
     case ResultRule::wide_integers:
-        return is_floating(input) ? input : is_unsigned(input) ? DType::u64 : DType::i64;
+        return is_floating(input) || is_complex(input) ? input : is_unsigned(input) ? DType::u64 : DType::i64;
     case ResultRule::boolean: return DType::boolean;
     }
     return input;  // (unreachable: the switch is exhaustive)

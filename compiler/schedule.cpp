@@ -66,7 +66,7 @@ Target Target::gpu(int multiprocessors, bool allow_tf32) {
 }
 
 bool gemm_in_library(const Plan& plan, const Gemm& gemm, const Target& target) {
-    const DType dtype = plan.spec(gemm.a.buffer).dtype;
+    const DType dtype = plan.dtype_of(gemm.a.buffer);
     if (target.backend == Backend::cuda)
         return dtype == DType::f64 || dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
     return target.blas && (dtype == DType::f64 || dtype == DType::f32) && gemm.k > 0;

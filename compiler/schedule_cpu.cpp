@@ -131,7 +131,7 @@ TransposeTiles strip_transpose(const Layout& dst, const Layout& src, std::size_t
 // Copies: by element size (move), with a conversion, or tiled between the source's and the destination's
 // contiguous modes.
 ScheduledStep schedule_copy(const Plan& plan, const Copy& copy, const Target& target, bool streams) {
-    const DType from = plan.spec(copy.src.buffer).dtype, to = plan.spec(copy.dst.buffer).dtype;
+    const DType from = plan.dtype_of(copy.src.buffer), to = plan.dtype_of(copy.dst.buffer);
     const DType accumulator = accumulator_dtype(Reduction::none, from, 1, Backend::cpu);
     const Layout &dst = copy.dst.layout, &src = copy.src.layout;
     const bool parallel = dense_bytes(dst, to) >= parallel_threshold_bytes && target.threads >= 2;
@@ -243,7 +243,7 @@ ScheduledStep with_arrays(Folding folding, DType accumulator) {
 
 // Reductions: rows folded straight into the destination, windows of offsets, or an accumulator array.
 ScheduledStep schedule_reduce(const Plan& plan, const Reduce& reduce, const Target& target) {
-    const DType in = plan.spec(reduce.src.buffer).dtype;
+    const DType in = plan.dtype_of(reduce.src.buffer);
     const Traversal t = traversal(reduce.src.layout, reduce.dst.layout);
     const std::int64_t size = reduce.src.layout.size();
     const std::int64_t terms = t.size == 0 ? 0 : size / t.size;
@@ -309,7 +309,7 @@ ScheduledStep schedule_reduce(const Plan& plan, const Reduce& reduce, const Targ
 ScheduledStep schedule_contract(const Plan& plan, const Contract& contract, const Target& target,
                                 bool streams) {
     EINC_ASSERT(contract.srcs.size() == 2);
-    const DType in = plan.spec(contract.srcs[0].buffer).dtype;
+    const DType in = plan.dtype_of(contract.srcs[0].buffer);
     // Memory order over both sources: a mode one of them broadcasts (stride 0) is walked by the other's
     // stride.
     Layout sources = contract.srcs[0].layout;
@@ -370,7 +370,7 @@ ScheduledStep schedule_contract(const Plan& plan, const Contract& contract, cons
 // OpenBLAS's threads within each of many small GEMMs are slower than whole GEMMs side by side
 // (measured: docs/performance.md, "CPU: another machine ... (2026-11-26)").
 ScheduledStep schedule_gemm(const Plan& plan, const Gemm& gemm, const Target& target) {
-    const DType in = plan.spec(gemm.a.buffer).dtype;
+    const DType in = plan.dtype_of(gemm.a.buffer);
     if (gemm.m == 1 && gemm.n == 1 && gemm.k > 0 && is_floating(in)) {
         Contract dots = gemm_as_contraction(gemm);
         std::vector<Layout> layouts{dots.dst.layout, dots.srcs[0].layout, dots.srcs[1].layout};
@@ -401,7 +401,7 @@ ScheduledStep schedule_gemm(const Plan& plan, const Gemm& gemm, const Target& ta
 
 // The gradient of a max, min or prod: threads take disjoint groups (the outermost kept mode).
 ScheduledStep schedule_route(const Plan& plan, const Route& route, const Target& target) {
-    const DType dtype = plan.spec(route.src.buffer).dtype;
+    const DType dtype = plan.dtype_of(route.src.buffer);
     std::int64_t terms = 1;  // per group: the reduced modes'
     for (std::size_t m = route.kept; m < route.src.layout.rank(); ++m)
         terms = saturating_mul(terms, route.src.layout.modes[m].extent);
@@ -428,7 +428,7 @@ ScheduledStep schedule_cpu_step(const Plan& plan, const PlanStep& planned, const
             [&](const View& view) {
                 return scheduled(
                     strategy::View{view},
-                    accumulator_dtype(Reduction::none, plan.spec(view.source.buffer).dtype, 1, Backend::cpu));
+                    accumulator_dtype(Reduction::none, plan.dtype_of(view.source.buffer), 1, Backend::cpu));
             },
             [&](const Copy& copy) { return schedule_copy(plan, copy, target, streams); },
             [&](const Reduce& reduce) { return schedule_reduce(plan, reduce, target); },

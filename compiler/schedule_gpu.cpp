@@ -188,8 +188,8 @@ KernelSignature copy_signature(const CopyShape& shape, KernelKind kind, const Co
 
 CopyShape copy_shape(const Plan& plan, const Copy& copy) {
     CopyShape shape{split_modes({&copy.dst.layout, &copy.src.layout}),
-                    plan.spec(copy.src.buffer).dtype,
-                    plan.spec(copy.dst.buffer).dtype,
+                    plan.dtype_of(copy.src.buffer),
+                    plan.dtype_of(copy.dst.buffer),
                     transpose_mode(copy.dst.layout, copy.src.layout, 1),
                     false,
                     copy.epilogue};
@@ -641,13 +641,13 @@ ReduceShape reduce_shape(const Plan& plan, Reduction op, const std::vector<const
     ReduceShape shape{{},
                       op == Reduction::none ? Reduction::sum : op,
                       {},
-                      plan.spec(destination.buffer).dtype,
+                      plan.dtype_of(destination.buffer),
                       false,
                       epilogue,
                       sources.front()->offset};
     for (const Access* s : sources) {
         layouts.push_back(&s->layout);
-        shape.sources.push_back(plan.spec(s->buffer).dtype);
+        shape.sources.push_back(plan.dtype_of(s->buffer));
     }
     check_arithmetic(shape.sources);
     shape.nest = split_modes(layouts);
@@ -910,11 +910,11 @@ struct RouteShape {
 RouteShape route_shape(const Plan& plan, const Route& route) {
     RouteShape shape{{std::vector<Layout>(3), std::vector<Layout>(3)},
                      route.op,
-                     plan.spec(route.src.buffer).dtype,
-                     plan.spec(route.dst.buffer).dtype,
+                     plan.dtype_of(route.src.buffer),
+                     plan.dtype_of(route.dst.buffer),
                      route.epilogue};
     EINC_ASSERT(route.op == Reduction::max || route.op == Reduction::min || route.op == Reduction::prod);
-    EINC_ASSERT(plan.spec(route.grad.buffer).dtype == shape.from);
+    EINC_ASSERT(plan.dtype_of(route.grad.buffer) == shape.from);
     check_arithmetic({shape.from});
     if (!is_floating(shape.from))
         throw Error(ErrorKind::unsupported, fmt::format("the gradient of reduce {} of {} tensors",
@@ -971,9 +971,9 @@ ScheduledStep schedule_gpu_step(const Plan& plan, const Step& step, const Target
     return std::visit(
         Overloaded{
             [&](const View& view) {
-                return scheduled(strategy::View{view},
-                                 accumulator_dtype(Reduction::none, plan.spec(view.source.buffer).dtype, 1,
-                                                   Backend::cuda));
+                return scheduled(
+                    strategy::View{view},
+                    accumulator_dtype(Reduction::none, plan.dtype_of(view.source.buffer), 1, Backend::cuda));
             },
             [&](const Copy& copy) { return schedule_copy(plan, copy, target); },
             [&](const Reduce& reduce) {
@@ -986,7 +986,7 @@ ScheduledStep schedule_gpu_step(const Plan& plan, const Step& step, const Target
             },
             [&](const Route& route) { return schedule_route(plan, route, target); },
             [&](const Gemm& gemm) {
-                const DType dtype = plan.spec(gemm.a.buffer).dtype;
+                const DType dtype = plan.dtype_of(gemm.a.buffer);
                 if (gemm_in_library(plan, gemm, target)) {
                     // cuBLAS's compute type: f64 for f64; f32 for the others (f16 and bf16 accumulate in
                     // f32), on tensor cores in TF32 where the target allows it.

@@ -149,8 +149,8 @@ std::optional<einc::DType> torch_dtype(nb::handle dtype) {
 }
 
 // A torch tensor read from its attributes: a quarter of the host time of an import through __dlpack__
-// (0.5 us against 3.2 here). A tensor with torch's lazy negation bit, or not strided, is an error, as
-// torch's own __dlpack__ makes it.
+// (0.5 us against 3.2 here). A tensor with torch's lazy negation or conjugation bit, or not strided, is
+// an error, as torch's own __dlpack__ makes it: its memory does not hold its values.
 Operand torch_operand_of(nb::handle object) {
     if (nb::cast<bool>(object.attr("requires_grad"))) throw RecordsGradient{};
     Operand operand;
@@ -167,6 +167,10 @@ Operand torch_operand_of(nb::handle object) {
     if (!object.attr("layout").is(strided) || nb::cast<bool>(object.attr("is_neg")()))
         throw einc::Error(einc::ErrorKind::usage, "einc takes strided torch tensors without a negation bit")
             .help("call .resolve_neg() (or .to_dense()) first");
+    if (einc::is_complex(view.dtype) && nb::cast<bool>(object.attr("is_conj")()))
+        throw einc::Error(einc::ErrorKind::usage,
+                          "einc takes complex torch tensors without a conjugation bit")
+            .help("call .resolve_conj() first (torch's .conj() only marks the tensor)");
     if (nb::cast<bool>(object.attr("is_cuda"))) {
         view.device = einc::Device::cuda;
         view.device_index = nb::cast<int>(object.attr("get_device")());

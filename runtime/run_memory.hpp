@@ -18,9 +18,9 @@ public:
               std::span<TensorView> outputs, std::byte* workspace)
         : plan_(plan), schedule_(schedule), inputs_(inputs), outputs_(outputs), workspace_(workspace) {}
 
-    // The element at `offset` (in elements of the buffer's dtype) of a buffer.
+    // The element at `offset` (in elements of the dtype the plan reads it as: Plan::dtype_of) of a buffer.
     std::byte* address(Buffer buffer, std::int64_t offset) const {
-        return base(buffer) + offset * static_cast<std::int64_t>(size_of(plan_.spec(buffer).dtype));
+        return base(buffer) + offset * static_cast<std::int64_t>(size_of(plan_.dtype_of(buffer)));
     }
     std::byte* scratch(std::size_t step) const { return workspace_ + schedule_.steps[step].scratch_offset; }
 
@@ -61,7 +61,7 @@ inline StepOperands operands_of(const Step& step, const RunMemory& memory, const
     StepOperands operands;
     const auto add = [&](Buffer buffer, std::int64_t offset) {
         EINC_ASSERT(operands.count < operands.at.size());
-        operands.at[operands.count++] = Operand{memory.address(buffer, offset), plan.spec(buffer).dtype};
+        operands.at[operands.count++] = Operand{memory.address(buffer, offset), plan.dtype_of(buffer)};
     };
     std::visit(Overloaded{
                    [](const View&) {},

@@ -91,6 +91,9 @@ TEST_CASE("run: results written as .npy files equal the reference, on the CPU an
     const Tensor packed = reference::make_tensor(DType::bf16, {2, 9}, counting(18));
     const Tensor counts = reference::make_tensor(DType::i64, {4, 5}, counting(20));
     const Tensor pixels = reference::make_tensor(DType::i8, {2, 3, 4}, counting(24));
+    // complex128: (re, im) pairs of small integers, whose sums and products are exact in any order
+    const Tensor za = reference::make_tensor(DType::c128, {3, 4}, counting(24));
+    const Tensor zb = reference::make_tensor(DType::c128, {4, 5}, counting(40));
     std::vector<std::string> backends{"cpu"};
     if (gpu_usable()) backends.emplace_back("cuda");
     for (const std::string& backend : backends) {
@@ -108,6 +111,13 @@ TEST_CASE("run: results written as .npy files equal the reference, on the CPU an
                   {x, counts}, 1);
         check_run(dir, backend, Call{Op::reduce, "a b c -> a c", Reduction::mean, {}, false, {}}, {pixels},
                   1);
+        check_run(dir, backend, Call{Op::einsum, "a b, b c -> a c", Reduction::none, {}, false, {}}, {za, zb},
+                  1);
+        check_run(dir, backend, Call{Op::einsum, "b a, b c -> c a", Reduction::none, {}, false, {}}, {zb, zb},
+                  1);
+        check_run(dir, backend, Call{Op::reduce, "a b -> b", Reduction::sum, {}, false, {}}, {za}, 1);
+        check_run(dir, backend, Call{Op::einsum, "a b, a -> a b", Reduction::none, {}, false, {}},
+                  {zb, reference::make_tensor(DType::c64, {4}, counting(8))}, 1);  // c128 with c64
     }
     if (backends.size() == 1) MESSAGE("no usable GPU: einc run --backend cuda was not run");
 }

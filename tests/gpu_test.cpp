@@ -243,15 +243,15 @@ TEST_CASE("gpu: random calls of every operation and dtype, on strided device mem
         {Op::repeat, {DType::f32, DType::bf16, DType::i8, DType::i64, DType::c128}},
         {Op::reduce,
          {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i8, DType::i32, DType::i64, DType::boolean,
-          DType::u8, DType::i16, DType::u64}},
+          DType::u8, DType::i16, DType::u64, DType::c64, DType::c128}},
         {Op::einsum,
-         {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i32, DType::boolean, DType::u32,
-          DType::u64}},
+         {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i32, DType::boolean, DType::u32, DType::u64,
+          DType::c64, DType::c128}},
         {Op::pack, {DType::f32, DType::i8, DType::c64}},
         {Op::unpack, {DType::bf16}},
     };
-    const DType promoted[] = {DType::f64, DType::f32, DType::f16, DType::bf16,   DType::i8,
-                              DType::i64, DType::u8,  DType::u64, DType::boolean};
+    const DType promoted[] = {DType::f64, DType::f32, DType::f16,     DType::bf16, DType::i8,  DType::i64,
+                              DType::u8,  DType::u64, DType::boolean, DType::c64,  DType::c128};
     for (const auto& [op, dtypes] : mix)
         for (const DType dtype : dtypes)
             for (int i = 0; i < 40; ++i) {

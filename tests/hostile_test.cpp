@@ -415,6 +415,25 @@ TEST_CASE("hostile: zero-length axes give numpy's answers") {
     }
 }
 
+// A NaN in one part of a complex number stays in that part of a sum, and reaches both parts of a product
+// (nan * 0 is nan): numpy's answers, written out.
+TEST_CASE("hostile: NaN in the real or the imaginary part of complex sums and products") {
+    constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+    for (const DType dtype : {DType::c64, DType::c128}) {
+        CAPTURE(name_of(dtype));
+        const Tensor z = make_tensor(dtype, {2, 2}, {1, nan, 2, 3, nan, 4, 5, 6});  // (re, im) pairs
+        const std::vector<double> sums = values_of(reduce(z, "a b -> a", einc::sum).view());
+        REQUIRE(sums.size() == 4);
+        CHECK((sums[0] == 3 && std::isnan(sums[1])));   // (1 + nan i) + (2 + 3i)
+        CHECK((std::isnan(sums[2]) && sums[3] == 10));  // (nan + 4i) + (5 + 6i)
+        const std::vector<double> means = values_of(reduce(z, "a b -> b", einc::mean).view());
+        CHECK((std::isnan(means[0]) && std::isnan(means[1]) && means[2] == 3.5 && means[3] == 4.5));
+        const Tensor i = make_tensor(dtype, {2}, {0, 1, 0, 0});
+        const std::vector<double> products = values_of(einsum("a b, b -> a", z, i).view());
+        CHECK(std::all_of(products.begin(), products.end(), [](double v) { return std::isnan(v); }));
+    }
+}
+
 TEST_CASE("hostile: ranks beyond 64") {
     // 100 dims, a few of length 2, so that no merge makes the nest small.
     Shape shape(100, 1);

@@ -582,6 +582,57 @@ TEST_CASE("plan table: operands of mixed dtypes - a converting copy each, or non
         doctest::Contains("fp8 mixes with no other dtype"), Error);
 }
 
+// Complex arithmetic runs on the parts (plan_complex.cpp): a complex multiply-add is 8 real FLOPs.
+TEST_CASE("plan table: complex sums and products, on the real parts") {
+    const auto planned = [](Op op, Reduction reduction, std::string pattern, std::vector<TensorSpec> specs) {
+        std::vector<Shape> shapes;
+        for (const TensorSpec& spec : specs) shapes.push_back(spec.shape);
+        return plan(bind(Call{op, std::move(pattern), reduction, {}, false, {}}, shapes), specs);
+    };
+    const auto row_major = [](DType dtype, Shape shape) {
+        return TensorSpec{dtype, shape, row_major_strides(shape)};
+    };
+    const DType C64 = DType::c64, C128 = DType::c128;
+    // A c64 GEMM: B (k x n) into its real form (k x 2 x n x 2, f32) by three copies - (re, im) whole,
+    // then -im (an epilogue: 2 FLOPs an element) and re - then one f32 GEMM of m x 2k x 2n: 8 m n k FLOPs.
+    const std::int64_t m = 64, k = 32, n = 48;
+    const Plan gemm = planned(Op::einsum, Reduction::none, "i k, k j -> i j",
+                              {row_major(C64, {m, k}), row_major(C64, {k, n})});
+    CHECK(step_kinds(gemm) == "copy copy copy gemm");
+    CHECK(gemm.outputs[0].dtype == C64);
+    const Gemm& real = std::get<Gemm>(gemm.steps[3].step);
+    CHECK((real.m == m && real.k == 2 * k && real.n == 2 * n));
+    CHECK((real.a.buffer.parts && real.c.buffer.parts && !real.b.buffer.parts));
+    CHECK(gemm.steps[3].cost.flops == 8. * m * n * k);
+    CHECK(gemm.total.flops == 8. * m * n * k + 2. * k * n);
+    CHECK(gemm.total.bytes_read == 8. * k * n + 4. * k * n * 2 + (8. * m * k + 16. * k * n));
+    CHECK(gemm.total.bytes_written == 16. * k * n + 8. * m * n);
+    CHECK(gemm.total.workspace_bytes == 16. * k * n);
+    // A column-major A is copied row-major first (its parts lie along K).
+    const Plan transposed = planned(Op::einsum, Reduction::none, "k i, k j -> i j",
+                                    {row_major(C128, {k, m}), row_major(C128, {k, n})});
+    CHECK(step_kinds(transposed) == "copy copy copy copy gemm");
+    CHECK(transposed.total.flops == 8. * m * n * k + 2. * k * n);
+    // A c128 sum: a real sum keeping the two parts, one FLOP a part of each term.
+    const Plan sum = planned(Op::reduce, Reduction::sum, "a b -> a", {row_major(C128, {8, 16})});
+    CHECK(step_kinds(sum) == "reduce");
+    CHECK(sum.total.flops == 2. * 128);
+    CHECK(sum.total.bytes_read == 16. * 128);
+    CHECK(sum.total.bytes_written == 16. * 8);
+    // An elementwise product: the smaller factor (the vector) expanded, then a real contraction over
+    // (p, r): 2 FLOPs for each of its 4 products of parts, 8 an element.
+    const Plan scale = planned(Op::einsum, Reduction::none, "a b, b -> a b",
+                               {row_major(C64, {8, 16}), row_major(C64, {16})});
+    CHECK(step_kinds(scale) == "copy copy copy contract");
+    CHECK(scale.steps[3].cost.flops == 8. * 128);
+    CHECK(scale.total.workspace_bytes == 16. * 16);
+    // Complex numbers have no order.
+    CHECK_THROWS_WITH_AS(planned(Op::reduce, Reduction::max, "a b -> a", {row_major(C64, {8, 16})}),
+                         doctest::Contains("max of c64 tensors is not defined"), Error);
+    CHECK_THROWS_WITH_AS(planned(Op::reduce, Reduction::prod, "a b -> a", {row_major(C64, {8, 16})}),
+                         doctest::Contains("prod of c64 tensors is not supported yet"), Error);
+}
+
 TEST_CASE("plan table: the cost model's standard figures") {
     // x @ w, B=16384 D=32768 K=8192
     const Plan linear = plan_of({"einsum", "b d, d k -> b k", {}, BF16, {"16384x32768", "32768x8192"}});

@@ -203,8 +203,9 @@ void random_movement(std::mt19937& rng, RandomCase& c, Op op) {
     c.call.sizes.insert(c.call.sizes.end(), given.begin(), given.end());
     if (op == Op::reduce) {
         std::vector<Reduction> allowed;
-        for (const Reduction r : reductions)
-            allowed.push_back(r);  // mean of integers and bool too: numpy's, in f64
+        for (const Reduction r : reductions)  // mean of integers and bool too: numpy's, in f64
+            if (!is_complex(c.dtype) || r == Reduction::sum || r == Reduction::mean)  // (complex: no order)
+                allowed.push_back(r);
         c.call.reduction =
             allowed[static_cast<std::size_t>(uniform(rng, 0, static_cast<int>(allowed.size()) - 1))];
     }

@@ -130,8 +130,11 @@ def test_what_einc_cannot_read_is_a_clear_error():
         einc.rearrange(torch.ones(2, 3)._neg_view(), "a b -> b a")
     with pytest.raises(einc.EincError, match="float8_e4m3fnuz"):
         einc.rearrange(torch.ones(2, 3).to(torch.float8_e4m3fnuz), "a b -> b a")
-    z = torch.randn(2, 3, dtype=torch.complex64)  # moved, not yet computed
+    z = torch.randn(2, 3, dtype=torch.complex64)
     assert torch.equal(einc.rearrange(z, "a b -> b a"), z.T)
+    torch.testing.assert_close(einc.einsum(z, z.T.conj().resolve_conj(), "a b, b c -> a c"), z @ z.T.conj())
+    with pytest.raises(einc.EincError, match="conjugation bit"):  # its memory holds z, not conj(z)
+        einc.einsum(z, z.T.conj(), "a b, b c -> a c")
     with pytest.raises(einc.EincError, match="strided"):
         einc.rearrange(torch.ones(2, 3).to_sparse(), "a b -> b a")
     with pytest.raises(einc.EincError, match="meta"):

@@ -7,6 +7,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <complex>
 #include <cstddef>
 #include <cstring>
 #include <limits>
@@ -183,14 +184,21 @@ inline void store_integer(std::byte* element, DType dtype, std::int64_t value) {
 // and double (floats)
 // ------------------------------------------------------------------------------------------------
 
+using complex = std::complex<double>;
+
 template <typename T>
 T load(const std::byte* element, DType dtype) {
-    if constexpr (std::is_same_v<T, double>)
+    if constexpr (std::is_same_v<T, complex>)
+        return {load_real(element, dtype), load_imaginary(element, dtype)};
+    else if constexpr (std::is_same_v<T, double>)
         return load_real(element, dtype);
     else
         return static_cast<T>(load_integer(element, dtype));
 }
 
+inline void store(std::byte* element, DType dtype, complex value) {
+    store_complex(element, dtype, value.real(), value.imag());
+}
 inline void store(std::byte* element, DType dtype, double value) {
     store_real(element, dtype, value);
 }
@@ -223,6 +231,12 @@ inline double add(double a, double b) {
 inline double multiply(double a, double b) {
     return a * b;
 }
+inline complex add(complex a, complex b) {
+    return a + b;
+}
+inline complex multiply(complex a, complex b) {  // as written: std::complex's NaN recovery is not numpy's
+    return {a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real()};
+}
 
 inline bool is_nan(double value) {
     return std::isnan(value);
@@ -233,11 +247,16 @@ inline bool is_nan(std::int64_t) {
 inline bool is_nan(std::uint64_t) {
     return false;
 }
+inline bool is_nan(complex value) {
+    return std::isnan(value.real()) || std::isnan(value.imag());
+}
 
-// Calls f(T{}) with the type arithmetic on elements of `dtype` is done in: double for floats, uint64 for
-// u64 (it compares unsigned), int64 for the other integers and bool.
+// Calls f(T{}) with the type arithmetic on elements of `dtype` is done in: double for floats,
+// std::complex<double> for complex dtypes, uint64 for u64 (it compares unsigned), int64 for the other
+// integers and bool.
 template <typename F>
 decltype(auto) with_value_type(DType dtype, F&& f) {
+    if (is_complex(dtype)) return f(complex{});
     if (is_floating(dtype)) return f(double{});
     if (dtype == DType::u64) return f(std::uint64_t{});
     return f(std::int64_t{});
@@ -254,8 +273,14 @@ T fold(Reduction reduction, const std::vector<T>& values) {
         return total;
     }
     case Reduction::mean:
-        if constexpr (std::is_same_v<T, double>) {
-            if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
+        if constexpr (std::is_same_v<T, double> || std::is_same_v<T, complex>) {
+            constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+            if (values.empty()) {  // numpy's mean of nothing: NaN, in both parts of a complex one
+                if constexpr (std::is_same_v<T, complex>)
+                    return complex{nan, nan};
+                else
+                    return nan;
+            }
             return fold(Reduction::sum, values) / static_cast<double>(values.size());
         }
         break;  // result_dtype rejects the mean of integers
@@ -265,15 +290,17 @@ T fold(Reduction reduction, const std::vector<T>& values) {
         return total;
     }
     case Reduction::max:
-    case Reduction::min: {
-        EINC_ASSERT(!values.empty());
-        T best = values.front();
-        for (const T v : values) {
-            if (is_nan(v)) return v;  // NaN propagates, as numpy's max does
-            best = reduction == Reduction::max ? std::max(best, v) : std::min(best, v);
+    case Reduction::min:
+        if constexpr (!std::is_same_v<T, complex>) {  // (result_dtype refuses complex ones)
+            EINC_ASSERT(!values.empty());
+            T best = values.front();
+            for (const T v : values) {
+                if (is_nan(v)) return v;  // NaN propagates, as numpy's max does
+                best = reduction == Reduction::max ? std::max(best, v) : std::min(best, v);
+            }
+            return best;
         }
-        return best;
-    }
+        break;
     case Reduction::any: return std::any_of(values.begin(), values.end(), nonzero) ? T{1} : T{0};
     case Reduction::all: return std::all_of(values.begin(), values.end(), nonzero) ? T{1} : T{0};
     case Reduction::none: break;

@@ -42,10 +42,16 @@ struct Memory {
         }
         EINC_ASSERT(false);
     }
-    DType dtype(Buffer buffer) const { return of(buffer).dtype; }
+    // A buffer read as its parts (Buffer::parts) has the dtype of its real part: offsets count parts.
+    DType dtype(Buffer buffer) const {
+        const DType own = of(buffer).dtype;
+        if (!buffer.parts) return own;
+        EINC_ASSERT(is_complex(own));
+        return own == DType::c64 ? DType::f32 : DType::f64;
+    }
     std::byte* element(Buffer buffer, std::int64_t offset) const {
-        const TensorView& view = of(buffer);
-        return static_cast<std::byte*>(view.data) + offset * static_cast<std::int64_t>(size_of(view.dtype));
+        return static_cast<std::byte*>(of(buffer).data) +
+               offset * static_cast<std::int64_t>(size_of(dtype(buffer)));
     }
     std::byte* element(const Access& access, std::span<const std::int64_t> index) const {
         return element(access.buffer, access.offset + access.layout(index));
