@@ -9,6 +9,7 @@
 //
 //   cpu_bench [--quick] [--json FILE] [--markdown FILE]
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -97,6 +98,8 @@ einc::Tensor random_tensor(einc::DType dtype, const einc::Shape& shape, unsigned
         for (std::int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = u(rng);
     else if (dtype == einc::DType::f64)
         for (std::int64_t i = 0; i < t.numel(); ++i) t.data_as<double>()[i] = u(rng);
+    else if (dtype == einc::DType::c64)  // (re, im) pairs
+        for (std::int64_t i = 0; i < 2 * t.numel(); ++i) t.data_as<float>()[i] = u(rng);
     else if (dtype == einc::DType::i32)
         for (std::int64_t i = 0; i < t.numel(); ++i)
             t.data_as<std::int32_t>()[i] = std::int32_t(100 * u(rng));
@@ -339,6 +342,40 @@ int main(int argc, char** argv) {
         row.einc_seconds = time_it([&] { program.run(inputs, outputs); }, repeats);
 #endif
         row.target = ">= 0.9 of the direct GEMM";
+        rows.push_back(row);
+    }
+
+    // ---- a complex64 GEMM: einc's (B in its real form, then one real GEMM of m x 2k x 2n) vs cgemm -------
+    {
+        const std::int64_t n = quick ? 512 : 1024;
+        const einc::Tensor a = random_tensor(einc::DType::c64, {n, n}, 5),
+                           b = random_tensor(einc::DType::c64, {n, n}, 6);
+        const einc::Program program =
+            einc::compile(einc::Op::einsum, "i k, k j -> i j").bind({a.view(), b.view()});
+        einc::Tensor out = einc::Tensor::empty(einc::DType::c64, {n, n});
+        einc::Tensor direct = einc::Tensor::empty(einc::DType::c64, {n, n});
+        const std::vector<einc::Input> inputs{a, b};
+        const std::vector<einc::TensorView> outputs{out.view()};
+        Row row{"einsum", fmt::format("i k, k j -> i j {0}x{0} {0}x{0} c64", n), "cblas_cgemm"};
+        row.flops = 8.0 * static_cast<double>(n * n * n);
+#if EINC_HAS_BLAS
+        const std::array<float, 2> one{1, 0}, zero{0, 0};
+        const Timings t =
+            time_by_turns([&] { program.run(inputs, outputs); },
+                          [&] {
+                              cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(n),
+                                          static_cast<int>(n), static_cast<int>(n), one.data(), a.data(),
+                                          static_cast<int>(n), b.data(), static_cast<int>(n), zero.data(),
+                                          direct.data(), static_cast<int>(n));
+                          },
+                          repeats, numpy.run("matmul_c64"));
+        row.einc_seconds = t.einc;
+        row.baseline_seconds = t.baseline;
+        row.numpy_seconds = t.numpy;
+#else
+        row.einc_seconds = time_it([&] { program.run(inputs, outputs); }, repeats);
+#endif
+        row.target = ">= 0.9 of the direct GEMM, >= 0.9x numpy";
         rows.push_back(row);
     }
 

@@ -92,6 +92,8 @@ CASES = {
     "matmul": (lambda: einsum("ik,kj->ij", (big, big), (big, big)), 1),
     "attention_scores": (lambda: einsum("bid,bjd->bij", (32, 512, 64), (32, 512, 64)), 1),
     "linear": (lambda: einsum("bsd,de->bse", (8, 512, 1024), (1024, 1024)), 1),
+    "matmul_c64": (lambda: (lambda a, b: lambda: a @ b)(
+        *[(f32(1024 // half, 1024 // half) + 1j * f32(1024 // half, 1024 // half)).astype(np.complex64) for _ in range(2)]), 1),
     # the call classes numpy is the obvious line for (cpu_bench's "vs numpy" group)
     "elementwise_product": (lambda: einsum("ij,ij->ij", (2048 // scale, 2048), (2048 // scale, 2048)), 1),
     "scale_rows": (lambda: einsum("bse,e->bse", (8 // scale, 512, 1024), (1024,)), 1),
