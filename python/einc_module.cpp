@@ -7,6 +7,7 @@
 //
 // A result is of the input's library (numpy in, numpy out); a result the plan makes a view shares the
 // input's memory. einc::Error becomes einc.EincError (a ValueError) with einc's message and its caret.
+#include <algorithm>
 #include <cstdint>
 #include <fmt/format.h>
 #include <memory>
@@ -17,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "compiler/plan.hpp"
@@ -148,15 +150,30 @@ std::optional<einc::DType> torch_dtype(nb::handle dtype) {
     return seen.emplace_back(nb::borrow(dtype), einc::dtype_named(name)).second;
 }
 
+// The names of the torch attributes einc reads, made once and interned: attr("name") would make a new
+// string each call (10 of them a call).
+struct TorchNames {
+    static nb::object named(const char* name) { return nb::steal(PyUnicode_InternFromString(name)); }
+    nb::object requires_grad = named("requires_grad"), dtype = named("dtype"), layout = named("layout"),
+               is_neg = named("is_neg"), is_conj = named("is_conj"), is_cuda = named("is_cuda"),
+               data_ptr = named("data_ptr"), shape = named("shape"), stride = named("stride"),
+               as_strided = named("as_strided");
+};
+const TorchNames& torch_names() {
+    static const TorchNames* names = new TorchNames;  // (never freed: it would outlive the interpreter)
+    return *names;
+}
+
 // A torch tensor read from its attributes: a quarter of the host time of an import through __dlpack__
 // (0.5 us against 3.2 here). A tensor with torch's lazy negation or conjugation bit, or not strided, is
 // an error, as torch's own __dlpack__ makes it: its memory does not hold its values.
 Operand torch_operand_of(nb::handle object) {
-    if (nb::cast<bool>(object.attr("requires_grad"))) throw RecordsGradient{};
+    const TorchNames& names = torch_names();
+    if (nb::cast<bool>(object.attr(names.requires_grad))) throw RecordsGradient{};
     Operand operand;
     operand.object = object;
     einc::TensorView& view = operand.view;
-    const nb::object dtype = object.attr("dtype");
+    const nb::object dtype = object.attr(names.dtype);
     const std::optional<einc::DType> einc_dtype = torch_dtype(dtype);
     if (!einc_dtype)
         throw einc::Error(einc::ErrorKind::usage,
@@ -164,14 +181,14 @@ Operand torch_operand_of(nb::handle object) {
             .help(dtypes_taken);
     view.dtype = *einc_dtype;
     static const nb::object strided = nb::module_::import_("torch").attr("strided");  // (never freed)
-    if (!object.attr("layout").is(strided) || nb::cast<bool>(object.attr("is_neg")()))
+    if (!object.attr(names.layout).is(strided) || nb::cast<bool>(object.attr(names.is_neg)()))
         throw einc::Error(einc::ErrorKind::usage, "einc takes strided torch tensors without a negation bit")
             .help("call .resolve_neg() (or .to_dense()) first");
-    if (einc::is_complex(view.dtype) && nb::cast<bool>(object.attr("is_conj")()))
+    if (einc::is_complex(view.dtype) && nb::cast<bool>(object.attr(names.is_conj)()))
         throw einc::Error(einc::ErrorKind::usage,
                           "einc takes complex torch tensors without a conjugation bit")
             .help("call .resolve_conj() first (torch's .conj() only marks the tensor)");
-    if (nb::cast<bool>(object.attr("is_cuda"))) {
+    if (nb::cast<bool>(object.attr(names.is_cuda))) {
         view.device = einc::Device::cuda;
         view.device_index = nb::cast<int>(object.attr("get_device")());
     } else if (!nb::cast<bool>(object.attr("is_cpu"))) {
@@ -179,9 +196,10 @@ Operand torch_operand_of(nb::handle object) {
                           fmt::format("einc takes tensors on the CPU or a CUDA GPU, not on torch's {}",
                                       nb::cast<std::string>(object.attr("device").attr("type"))));
     }
-    view.data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(object.attr("data_ptr")()));
-    for (nb::handle length : object.attr("shape")) view.shape.push_back(nb::cast<std::int64_t>(length));
-    for (nb::handle stride : object.attr("stride")()) view.strides.push_back(nb::cast<std::int64_t>(stride));
+    view.data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(object.attr(names.data_ptr)()));
+    for (nb::handle length : object.attr(names.shape)) view.shape.push_back(nb::cast<std::int64_t>(length));
+    for (nb::handle stride : object.attr(names.stride)())
+        view.strides.push_back(nb::cast<std::int64_t>(stride));
     return operand;
 }
 
@@ -308,6 +326,8 @@ nb::object torch_view(const einc::TensorView& view, const Operand& viewed) {
         strides.append(view.strides[d]);
     }
     const nb::handle tensor = viewed.object;
+    if (offset == 0)  // (a rearrange's view always: torch keeps the tensor's own offset, 0.5 us sooner)
+        return tensor.attr(torch_names().as_strided)(shape, strides);
     return tensor.attr("as_strided")(shape, strides,
                                      nb::cast<std::int64_t>(tensor.attr("storage_offset")()) + offset);
 }
@@ -366,10 +386,18 @@ struct Call {
         options.contiguous = operands.framework == Framework::jax;
         return einc::default_plan_cache().get(ref, operands.inputs, options);
     }
+    // The GIL is released while einc computes, not for a plan that only views its inputs (releasing
+    // and taking it back would cost more than the view), nor while the plan is found or made (as
+    // einops holds it for its recipes).
     std::vector<einc::Tensor> run() const {
         void* stream = stream_of(operands);
+        const einc::Program found = program();
+        const auto& steps = found.plan().steps;
+        if (std::all_of(steps.begin(), steps.end(),
+                        [](const einc::PlanStep& s) { return std::holds_alternative<einc::View>(s.step); }))
+            return found.run(operands.inputs, stream);
         nb::gil_scoped_release unlocked;
-        return program().run(operands.inputs, stream);
+        return found.run(operands.inputs, stream);
     }
 };
 
