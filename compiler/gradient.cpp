@@ -196,9 +196,9 @@ void check_differentiable(Op op, DType dtype) {
     const auto refuse = [&](std::string what) { return Error(ErrorKind::unsupported, std::move(what)); };
     if (op == Op::parse_shape)
         throw refuse("parse_shape returns axis sizes, not a tensor: it has no gradient");
-    if (!is_floating(dtype))
-        throw refuse(
-            fmt::format("gradients are defined for floating dtypes; the inputs are {}", name_of(dtype)))
+    if (!is_floating(dtype) && !is_complex(dtype))
+        throw refuse(fmt::format("gradients are defined for floating and complex dtypes; the inputs are {}",
+                                 name_of(dtype)))
             .help("convert the inputs to f32 or f64 first");
 }
 
@@ -362,6 +362,10 @@ std::vector<BackwardPlan> plan_backward(const Bound& forward, std::span<const Te
             for (const GradientTarget& target : call.results)
                 options.output_strides.push_back(
                     gradient_view(forward, gradient_of(target.input), target).strides);
+        // torch's gradient of a complex product: d(a) = d(out) * conj(b), for every forward input read
+        if (is_complex(dtype) && call.call.op == Op::einsum)
+            for (const GradientOperand& operand : call.operands)
+                options.conjugated.push_back(operand.kind == GradientOperand::Kind::input);
         if (call.route) {
             Plan plan = plan_route(forward, operands[0], operands[1], options);
             plans.push_back(BackwardPlan{std::move(call), forward, std::move(plan), options.epilogue});

@@ -10,8 +10,10 @@
 //   reduce prod      a Route step: the product of the other elements of the group, exact with zeros
 //   reduce any, all  not differentiable: einc::Error
 //   einsum           per operand, an einsum of the output's gradient with the other operands over the
-//                    operand's axes; an axis only that operand has (summed inside it) is broadcast back
-//                    by a repeat; a diagonal (`i i`) is written into the diagonal of a zeroed gradient
+//                    operand's axes (complex: with their conjugates, torch's convention - the gradient of
+//                    a real loss L is dL/d(re) + i dL/d(im)); an axis only that operand has (summed inside
+//                    it) is broadcast back by a repeat; a diagonal (`i i`) is written into the diagonal of a
+//                    zeroed gradient
 //   pack, unpack     each other
 //
 // Each backward call names what it reads (the output's gradient, the forward's inputs, an earlier call's

@@ -139,12 +139,18 @@ PlanBuilder::PlanBuilder(const Bound& bound_, std::span<const TensorSpec> inputs
     if (!std::isfinite(e.alpha) || !std::isfinite(e.beta))
         throw Error(ErrorKind::usage,
                     fmt::format("alpha ({}) and beta ({}) must be finite", e.alpha, e.beta));
-    if (is_complex(output_dtype) && !e.identity())
-        throw Error(ErrorKind::unsupported, fmt::format("alpha and beta on a {} result are not supported yet",
-                                                        name_of(output_dtype)));
+    // (Complex results take alpha and beta on their parts, but for a real part packed into one: its
+    // imaginary part would be scaled by alpha too.)
+    if (is_complex(output_dtype) && !e.identity() && bound.op == Op::pack &&
+        !std::all_of(dtypes.begin(), dtypes.end(), [](DType d) { return is_complex(d); }))
+        throw Error(
+            ErrorKind::unsupported,
+            fmt::format("alpha and beta on a pack of real parts into a {} result are not supported yet",
+                        name_of(output_dtype)));
     // Integer results are computed in integers: a fractional factor has no exact meaning there.
-    if (!is_floating(output_dtype) && (e.alpha != std::trunc(e.alpha) || e.beta != std::trunc(e.beta) ||
-                                       std::fabs(e.alpha) >= 0x1p63 || std::fabs(e.beta) >= 0x1p63))
+    if (!is_floating(output_dtype) && !is_complex(output_dtype) &&
+        (e.alpha != std::trunc(e.alpha) || e.beta != std::trunc(e.beta) || std::fabs(e.alpha) >= 0x1p63 ||
+         std::fabs(e.beta) >= 0x1p63))
         throw Error(ErrorKind::usage,
                     fmt::format("alpha ({}) and beta ({}) must be whole numbers for a {} result", e.alpha,
                                 e.beta, name_of(output_dtype)))
@@ -222,6 +228,20 @@ Operand PlanBuilder::converted(const Operand& operand, DType dtype, const std::s
     return converted;
 }
 
+Operand PlanBuilder::conjugated(const Operand& operand, const std::string& why) {
+    EINC_ASSERT(is_complex(operand.dtype));
+    const Operand conjugate = temporary(operand.axes, operand.dtype);
+    const Access src = parts_of(Access{operand.buffer, operand.offset, layout_of(operand.axes, operand)}, {});
+    const Access dst =
+        parts_of(Access{conjugate.buffer, conjugate.offset, layout_of(operand.axes, conjugate)}, {});
+    copy(src, dst, fmt::format("conjugate: the real parts, {}", why));
+    Access im = src, negated = dst;
+    ++im.offset;
+    ++negated.offset;
+    copy(im, negated, fmt::format("conjugate: the imaginary parts negated, {}", why), Epilogue{-1, 0});
+    return conjugate;
+}
+
 Operand PlanBuilder::output(std::size_t k) const {
     const auto dims = output_dim_axes(bound, static_cast<std::uint32_t>(k));
     return Operand{Buffer{Buffer::Kind::output, static_cast<std::uint32_t>(k)}, 0,
@@ -282,12 +302,12 @@ void PlanBuilder::add(Step step, std::string why) {
     plan.steps.push_back(PlanStep{std::move(step), cost, std::move(why)});
 }
 
-void PlanBuilder::copy(Access src, Access dst, std::string why) {
+void PlanBuilder::copy(Access src, Access dst, std::string why, Epilogue epilogue) {
     std::array<Layout, 2> layouts{dst.layout, src.layout};
     canonicalize(layouts);
     dst.layout = std::move(layouts[0]);
     src.layout = std::move(layouts[1]);
-    add(Copy{std::move(src), std::move(dst), {}}, std::move(why));
+    add(Copy{std::move(src), std::move(dst), epilogue}, std::move(why));
 }
 
 void PlanBuilder::reduce(Reduction op, Access src, Access dst, std::string why) {

@@ -239,6 +239,9 @@ struct PlanOptions {
     // not an intermediate): the cheapest order within it, or an error naming the smallest peak there is.
     std::size_t max_intermediate_bytes = 0;
     PlanChoices* choices = nullptr;  // given: it takes the choices that compare sizes (above)
+    // einsum: the complex inputs it reads as their conjugates, by index (the gradients of complex
+    // einsums: d(a) = d(out) * conj(b), as torch's)
+    std::vector<bool> conjugated{};
 };
 
 // @pre inputs[i].shape == bound.inputs[i].shape() and all inputs share one dtype

@@ -2,6 +2,7 @@
 // reductions, pack/unpack) and plan_einsum.cpp.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ public:
     Operand input(std::size_t i) const;  // in its own dtype
     // `operand` in `dtype`: itself, or a temporary it is converted into by a copy (`why` says why).
     Operand converted(const Operand& operand, DType dtype, const std::string& why);
+    // A complex operand's conjugate, in a temporary: its real parts copied, its imaginary parts negated.
+    Operand conjugated(const Operand& operand, const std::string& why);
     Operand output(std::size_t k) const;  // where output k is written (its planned strides)
     // A new row-major temporary over `axes` (in that order).
     Operand temporary(const std::vector<AxisId>& axes, DType dtype);
@@ -45,7 +48,7 @@ public:
     void add(Step step, std::string why);  // with its cost (step_cost)
 
     // Steps over one index space (layouts canonicalized here).
-    void copy(Access src, Access dst, std::string why);
+    void copy(Access src, Access dst, std::string why, Epilogue epilogue = {});  // (a temporary's: kept)
     void reduce(Reduction op, Access src, Access dst, std::string why);
     void contract(std::vector<Access> srcs, Access dst, std::string why);
 };
@@ -54,6 +57,9 @@ void plan_einsum(PlanBuilder& builder);
 
 // The steps that compute on complex values rewritten to compute on their parts (plan_complex.cpp).
 void compute_complex_on_parts(Plan& plan);
+// A complex buffer's access as one of its parts (Buffer::parts): offset and strides doubled, then the
+// modes `added`.
+Access parts_of(const Access& access, std::initializer_list<Mode> added);
 
 // The axes of each dim of an operand, and the stride of every elementary axis in it when its dims have
 // `dim_strides` (0 for absent axes; an axis in two dims, a diagonal, gets the sum).

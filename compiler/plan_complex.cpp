@@ -11,7 +11,8 @@
 //                       multiply-add; y is the operand with fewer elements, which makes the copies small
 //   gemm A * B          the same with p merged into K and r into N: one real GEMM of m x 2k x 2n
 //
-// Data movement (views, copies) moves complex elements whole and is left as it is.
+// Data movement (views, copies) moves complex elements whole and is left as it is, but for a copy with
+// an epilogue (alpha * x + beta * out), done on the parts alike.
 #include <algorithm>
 #include <fmt/format.h>
 #include <set>
@@ -27,15 +28,7 @@ namespace {
 
 constexpr Mode kept_part{2, 1};  // r in the destination: the result's (re, im)
 
-// `access` as parts: offsets and strides doubled, then the modes `added`.
-Access parts_of(const Access& access, std::initializer_list<Mode> added) {
-    Access parts{Buffer{access.buffer.kind, access.buffer.index, true}, access.offset * 2, {}};
-    for (const Mode& m : access.layout.modes) parts.layout.modes.push_back(Mode{m.extent, m.stride * 2});
-    for (const Mode& m : added) parts.layout.modes.push_back(m);
-    return parts;
-}
-
-GemmMatrix parts_of(const GemmMatrix& x) {
+GemmMatrix matrix_parts(const GemmMatrix& x) {
     EINC_ASSERT(x.col_stride == 1);
     return GemmMatrix{Buffer{x.buffer.kind, x.buffer.index, true},
                       x.offset * 2,
@@ -83,6 +76,11 @@ public:
                                if (complex(gemm.a.buffer)) return on_parts(std::move(gemm), std::move(s.why));
                                add(std::move(gemm), std::move(s.why));
                            },
+                           [&](Copy& copy) {
+                               if (!copy.epilogue.identity() && complex(copy.dst.buffer))
+                                   return add(on_parts(std::move(copy)), std::move(s.why));
+                               add(std::move(copy), std::move(s.why));
+                           },
                            [&](Route& route) {
                                EINC_ASSERT(!complex(route.src.buffer));  // (result_dtype refuses them)
                                add(std::move(route), std::move(s.why));
@@ -118,6 +116,14 @@ private:
         }
         plan_.temporaries.push_back(TensorSpec{dtype, shape, strides});
         return Buffer{Buffer::Kind::temporary, static_cast<std::uint32_t>(plan_.temporaries.size() - 1)};
+    }
+
+    // A copy with an epilogue (alpha * x + beta * out): the same on both parts.
+    Copy on_parts(Copy copy) {
+        EINC_ASSERT(complex(copy.src.buffer));  // (plan() refuses real parts packed into complex ones)
+        Copy parts{parts_of(copy.src, {kept_part}), parts_of(copy.dst, {kept_part}), copy.epilogue};
+        canonical(parts.dst.layout, parts.src.layout);
+        return parts;
     }
 
     Reduce on_parts(Reduce reduce) {
@@ -222,8 +228,8 @@ private:
                                Layout{{Mode{outer, b_form.outer_stride}, Mode{batch, b_form.batch_stride},
                                        Mode{gemm.k, 2 * n2}, Mode{gemm.n, 2}}}},
                         n2, "B");
-        Gemm real{gemm.batch,       gemm.m,        n2,        2 * gemm.k, parts_of(gemm.a), b_form,
-                  parts_of(gemm.c), gemm.epilogue, gemm.outer};
+        Gemm real{gemm.batch,           gemm.m,        n2,        2 * gemm.k, matrix_parts(gemm.a), b_form,
+                  matrix_parts(gemm.c), gemm.epilogue, gemm.outer};
         add(std::move(real), std::move(why) + ", on the real parts: K and N doubled");
     }
 
@@ -240,6 +246,13 @@ private:
 };
 
 }  // namespace
+
+Access parts_of(const Access& access, std::initializer_list<Mode> added) {
+    Access parts{Buffer{access.buffer.kind, access.buffer.index, true}, access.offset * 2, {}};
+    for (const Mode& m : access.layout.modes) parts.layout.modes.push_back(Mode{m.extent, m.stride * 2});
+    for (const Mode& m : added) parts.layout.modes.push_back(m);
+    return parts;
+}
 
 void compute_complex_on_parts(Plan& plan) {
     Rewriter(plan).run();

@@ -393,6 +393,8 @@ void plan_einsum(PlanBuilder& b) {
             : input.dtype == DType::boolean ? fmt::format("operand {}: bool einsum counts true products", i)
                                             : fmt::format("operand {}: einc computes {} in {}", i,
                                                           name_of(input.dtype), name_of(dtype))));
+        if (i < b.options.conjugated.size() && b.options.conjugated[i] && is_complex(dtype))
+            operands.back() = b.conjugated(operands.back(), fmt::format("operand {}", i));
     }
 
     // Axes needed by anything but operand `i`: the output's and the other operands'.

@@ -2,7 +2,8 @@
 
 torch exports no tensor that requires grad through __dlpack__, so the einc module hands such a call here
 (record). The call runs on detached tensors inside a torch.autograd.Function whose backward is einc's
-gradient program (einc.backward): torch.autograd.gradcheck passes for every op in f64. Calls made under
+gradient program (einc.backward): torch.autograd.gradcheck passes for every op in f64 (and c128:
+its gradients are torch's, dL/d(re) + i dL/d(im)). Calls made under
 torch.no_grad() run on the detached tensors and record nothing.
 """
 
@@ -32,7 +33,8 @@ class _Call(torch.autograd.Function):
             outputs = tuple(outputs)
         results = outputs[:1] if op == "pack" else outputs if op == "unpack" else (outputs,)
         ctx.outputs = [(result.shape, result.dtype, result.device) for result in results]
-        ctx.mark_non_differentiable(*[result for result in results if not result.dtype.is_floating_point])
+        ctx.mark_non_differentiable(*[result for result in results
+                                      if not (result.dtype.is_floating_point or result.dtype.is_complex)])
         return outputs
 
     @staticmethod

@@ -457,6 +457,86 @@ TEST_CASE("gradient of einsum with a composite output dim whose axes only one op
         check_gradient(c.call, inputs_for(c.call, c.shapes, DType::f64, Order::row_major, rng), rng);
 }
 
+// Complex inputs: the gradient of a real loss L(z) = Re sum(conj(G) f(z)) is dL/d(re z) + i dL/d(im z),
+// torch's convention (d(a) = G conj(b) for a product a b). Each derivative is a central difference of the
+// reference interpreter's f, exact for these multilinear calls on small integers.
+TEST_CASE("gradient of complex calls is torch's: dL/d(re) + i dL/d(im), by finite differences") {
+    std::mt19937 rng(17);
+    const std::vector<HandCase> cases{
+        {einsum_call("i j, j k -> i k"), {{2, 3}, {3, 4}}},
+        {einsum_call("k i, k j -> j i"), {{3, 2}, {3, 4}}},
+        {einsum_call("b i d, b j d -> b i j"), {{2, 3, 2}, {2, 2, 2}}},
+        {einsum_call("i j, i j -> i j"), {{2, 3}, {2, 3}}},
+        {einsum_call("i, i ->"), {{4}, {4}}},
+        {einsum_call("i j, j k, k -> i"), {{2, 3}, {3, 2}, {2}}},
+        {einsum_call("i i -> i"), {{3, 3}}},
+        {reduce_call("a b -> a", Reduction::sum), {{3, 4}}},
+        {reduce_call("a (b 2) -> b", Reduction::mean), {{3, 4}}},
+        {call_of(Op::rearrange, "a b -> b a"), {{2, 3}}},
+        {call_of(Op::repeat, "a -> a c", {{"c", 3}}), {{2}}},
+        {packed(Op::pack, "i *"), {{2, 3}, {2}}},
+    };
+    for (const DType dtype : {DType::c128, DType::c64}) {
+        for (const HandCase& c : cases) {
+            INFO(format_call(c.call), " in ", name_of(dtype));
+            std::vector<Tensor> xs;
+            std::vector<TensorView> views;
+            for (const Shape& shape : c.shapes) {  // (re, im) pairs of small integers
+                xs.push_back(make_tensor(dtype, shape, random_integers(rng, 2 * count(shape), -3, 3)));
+                views.push_back(xs.back().view());
+            }
+            const Bound bound = bind(c.call, c.shapes);
+            std::vector<Tensor> gs;
+            std::vector<Input> g_inputs;
+            std::vector<double> g_values;  // (re, im) of every output element, outputs in order
+            for (const Tensor& out : reference::evaluate(bound, views)) {
+                const std::vector<double> values = random_integers(rng, 2 * count(out.shape()), -3, 3);
+                g_values.insert(g_values.end(), values.begin(), values.end());
+                gs.push_back(make_tensor(dtype, out.shape(), values));
+                g_inputs.push_back(gs.back());
+            }
+            const auto loss = [&] {  // Re sum conj(G) f = sum (Gr fr + Gi fi)
+                double total = 0;
+                std::size_t at = 0;
+                for (const Tensor& out : reference::evaluate(bound, views))
+                    for (const double v : values_of(out.view())) total += g_values.at(at++) * v;
+                return total;
+            };
+            const std::vector<Tensor> got =
+                gradient(c.call, views).run(std::vector<Input>(xs.begin(), xs.end()), g_inputs);
+            for (std::size_t k = 0; k < xs.size(); ++k) {
+                CHECK(got[k].dtype() == dtype);
+                const std::vector<double> grad = values_of(got[k].view());
+                const double part_bytes = static_cast<double>(size_of(dtype)) / 2;
+                for (std::size_t p = 0; p < grad.size(); ++p) {  // each part of each element
+                    auto* part =
+                        static_cast<std::byte*>(xs[k].data()) + static_cast<std::ptrdiff_t>(p * part_bytes);
+                    const auto nudge = [&](double by) {
+                        if (dtype == DType::c64) {
+                            float v;
+                            std::memcpy(&v, part, 4);
+                            v += static_cast<float>(by);
+                            std::memcpy(part, &v, 4);
+                        } else {
+                            double v;
+                            std::memcpy(&v, part, 8);
+                            v += by;
+                            std::memcpy(part, &v, 8);
+                        }
+                    };
+                    nudge(1);
+                    const double up = loss();
+                    nudge(-2);
+                    const double down = loss();
+                    nudge(1);
+                    CHECK_MESSAGE(grad[p] == doctest::Approx((up - down) / 2).epsilon(1e-5),
+                                  fmt::format("input {}, part {} of element {}", k, p % 2, p / 2));
+                }
+            }
+        }
+    }
+}
+
 TEST_CASE("gradient of reduce max, min and prod matches finite differences (f64, no ties; prod with zeros)") {
     std::mt19937 rng(11);
     for (const HandCase& c : nonlinear_cases()) {
@@ -644,11 +724,11 @@ TEST_CASE("gradient is refused where there is none: reduce any/all, parse_shape,
         INFO(name_of(dtype));
         const Tensor i = make_tensor(dtype, {2, 3}, {1, 0, 2, 0, 3, 1});
         CHECK_THROWS_WITH_AS(gradient(einsum_call("a b, a b -> a"), {i.view(), i.view()}),
-                             doctest::Contains("floating dtypes"), Error);
+                             doctest::Contains("floating and complex dtypes"), Error);
         CHECK_THROWS_WITH_AS(gradient(reduce_call("a b -> a", Reduction::sum), {i.view()}),
-                             doctest::Contains("floating dtypes"), Error);
+                             doctest::Contains("floating and complex dtypes"), Error);
         CHECK_THROWS_WITH_AS(gradient(call_of(Op::rearrange, "a b -> b a"), {i.view()}),
-                             doctest::Contains("floating dtypes"), Error);
+                             doctest::Contains("floating and complex dtypes"), Error);
     }
     // Operands of mixed dtypes: the forward call promotes them, the gradients are refused (for now).
     const Tensor f = make_tensor(DType::f32, {2, 3}, {1, 0, 2, 0, 3, 1}),
@@ -657,7 +737,7 @@ TEST_CASE("gradient is refused where there is none: reduce any/all, parse_shape,
                          doctest::Contains("gradients of operands of mixed dtypes (f32 and f64)"), Error);
     const Tensor b = make_tensor(DType::boolean, {2, 3}, {1, 0, 1, 0, 1, 1});
     CHECK_THROWS_WITH_AS(gradient(call_of(Op::rearrange, "a b -> b a"), {b.view()}),
-                         doctest::Contains("floating dtypes"), Error);
+                         doctest::Contains("floating and complex dtypes"), Error);
     // an output gradient of the wrong shape
     const Tensor wrong = Tensor::zeros(DType::f32, {2, 3});
     const std::vector<TensorView> inputs{x.view()}, grads{wrong.view()};

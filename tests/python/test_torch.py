@@ -70,6 +70,24 @@ def test_gradcheck(name):
     assert torch.autograd.gradcheck(call, (f64(*shape),))
 
 
+# Complex: torch's convention (the gradient of a real loss is dL/d(re) + i dL/d(im); a product's is the
+# output's gradient times the other factor's conjugate), which gradcheck checks for complex inputs.
+COMPLEX_GRADIENT_CALLS = {
+    "einsum": lambda z, w: einc.einsum(z, w, "a b c, b d -> a c d"),
+    "einsum, elementwise": lambda z, w: einc.einsum(z, w[:, :1].expand(3, 4), "a b c, b c -> a b c"),
+    "reduce mean": lambda z, w: einc.reduce(z, "a b c -> a c", "mean") * 2 + w.sum(),
+    "rearrange": lambda z, w: einc.rearrange(z, "a b c -> c (a b)").sum() * w,
+}
+
+
+@pytest.mark.parametrize("name", COMPLEX_GRADIENT_CALLS)
+def test_gradcheck_complex(name):
+    generator = torch.Generator().manual_seed(3)
+    z = torch.randn(2, 3, 4, generator=generator, dtype=torch.complex128).requires_grad_()
+    w = torch.randn(3, 4, generator=generator, dtype=torch.complex128).requires_grad_()
+    assert torch.autograd.gradcheck(COMPLEX_GRADIENT_CALLS[name], (z, w))
+
+
 def test_gradients_reach_every_operand_that_requires_grad():
     x, w, bias = f64(4, 3), f64(3, 5, seed=1), torch.randn(5, dtype=torch.float64)  # bias: no grad
     y = einc.einsum(x, w, bias, "i k, k j, j -> i j")
