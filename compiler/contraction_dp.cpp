@@ -132,7 +132,7 @@ public:
         // reordered) is mostly the optimum or near it, and a pass below it that fails cost a fifth to a
         // half of the last one (on 68 random 9-16-operand networks one pass took 0.8x the time in all).
         if (std::isfinite(known)) cap = known;
-        std::size_t work = 0;  // pairs of subsets priced, and an eighth of those only looked at
+        std::size_t work = 0;  // pairs of subsets priced, and runs of 64 subsets scanned
         // No order costs less than the charges of all operands (below): a pass under them finds none.
         const Charges charges = charge_operands();
         cap = std::max(cap, charges.all);
@@ -142,8 +142,7 @@ public:
         std::vector<std::vector<std::uint32_t>> level(n_ + 1);
         // Each finished level again, in order of `key` = cost + size - charge, with what a scan reads
         // beside each subset (one pass through memory, not a lookup by subset for each of the pairs looked
-        // at): whole, and in buckets by the subset's lowest operands with only what bounds a pair (most
-        // pairs end there) and an index to the rest.
+        // at): whole, and apart only what bounds a pair (most pairs end there).
         struct Finished {
             std::uint32_t mask;
             double key, cost, charge, reduced, size, largest;  // reduced: cost - charge
@@ -151,23 +150,18 @@ public:
         };
         struct Probe {
             double reduced, size;
-            std::uint32_t index;  // in finished[its level]
             Bits<Words> result;
         };
-        // A level's buckets one after the other (bucket i from start[i]), keys and subsets apart: a scan
-        // finds where the keys pass the cap by bisection, then picks the subsets disjoint from a without
-        // a branch (a branch a subset, often mispredicted, cost more than the rest of the scan).
-        struct Buckets {
-            std::vector<std::uint32_t> start;
+        // A level in order of key, with what a scan reads first, and for each run of 64 subsets a word
+        // for each operand with a bit for each subset that holds it: the subsets disjoint from a are those
+        // in no word of a's operands (a few ORs for 64 subsets, not a test of each).
+        struct Scan {
             std::vector<double> key;
-            std::vector<std::uint32_t> mask;
             std::vector<Probe> probe;
+            std::vector<std::uint64_t> holds;  // [run * operands + operand]
         };
-        const std::size_t bucket_bits = std::min<std::size_t>(n_, 6);
-        const std::uint32_t bucket_mask = (std::uint32_t{1} << bucket_bits) - 1;
         std::vector<std::vector<Finished>> finished(n_ + 1);
-        std::vector<Buckets> buckets(n_ + 1);
-        std::vector<std::uint32_t> picked, next;  // a bucket's subsets disjoint from a; where each goes
+        std::vector<Scan> scans(n_ + 1);
         std::vector<std::pair<double, std::uint32_t>> order;  // a level's (key, subset), sorted
         std::vector<double> least_reduced(n_ + 1, infinity), least_key(n_ + 1, infinity);  // by level
         std::vector<std::uint32_t> touched;
@@ -181,7 +175,6 @@ public:
                 level[1].push_back(std::uint32_t{1} << i);
                 subset_[std::uint32_t{1} << i].cost = 0;
             }
-            std::size_t looked = 0;
             double rejected = infinity;  // the least bound of an order over the cap
             // a and b (of m operands together) into s, at the cost of a and b and their contraction,
             // whose every axis is read (`joined` elements) and written once, twice if some are summed.
@@ -222,15 +215,10 @@ public:
                     order.emplace_back(subset_[mask].cost + result_size(mask) - charges.of[mask], mask);
                 std::sort(order.begin(), order.end());
                 finished[m - 1].clear();
-                Buckets& into = buckets[m - 1];
-                into.start.assign(std::size_t{bucket_mask} + 2, 0);
-                for (const auto& [key, mask] : order) ++into.start[(mask & bucket_mask) + 1];
-                for (std::size_t i = 1; i < into.start.size(); ++i) into.start[i] += into.start[i - 1];
-                next.assign(into.start.begin(), into.start.end() - 1);
-                into.key.resize(order.size());
-                into.mask.resize(order.size());
-                into.probe.resize(order.size());
-                picked.resize(std::max(picked.size(), order.size()));
+                Scan& into = scans[m - 1];
+                into.key.clear();
+                into.probe.clear();
+                into.holds.assign((order.size() + 63) / 64 * n_, 0);
                 least_reduced[m - 1] = least_key[m - 1] = infinity;
                 for (const auto& [key, mask] : order) {
                     const Subset& subset = subset_[mask];
@@ -238,11 +226,12 @@ public:
                     const Finished f{
                         mask,           key,          subset.cost, charge, subset.cost - charge, subset.size,
                         subset.largest, subset.result};
-                    const std::uint32_t at = next[mask & bucket_mask]++;  // (in order of key within a bucket)
-                    into.key[at] = key;
-                    into.mask[at] = mask;
-                    into.probe[at] = {f.reduced, f.size, static_cast<std::uint32_t>(finished[m - 1].size()),
-                                      f.result};
+                    const std::size_t at = finished[m - 1].size();
+                    for (std::uint32_t bits = mask; bits != 0; bits &= bits - 1)
+                        into.holds[at / 64 * n_ + static_cast<std::size_t>(std::countr_zero(bits))] |=
+                            std::uint64_t{1} << (at % 64);
+                    into.key.push_back(key);
+                    into.probe.push_back({f.reduced, f.size, f.result});
                     finished[m - 1].push_back(f);
                     least_reduced[m - 1] = std::min(least_reduced[m - 1], f.reduced);
                     least_key[m - 1] = std::min(least_key[m - 1], key);
@@ -263,35 +252,32 @@ public:
                         // a's lowest either (the half with the lowest operand is a: each pair once).
                         const std::uint32_t lowest = a.mask & (~a.mask + 1);
                         const std::uint32_t barred = a.mask | (need == k ? (lowest << 1) - 1 : 0);
-                        // Only the buckets of subsets disjoint from a in their lowest operands, each in
-                        // order of key: a scan stops at the first subset that cannot fit (cheaper, on
-                        // every network tried, than enumerating the subsets of the other operands, where
-                        // most have no order within the cap).
-                        const std::uint32_t free = bucket_mask & ~barred;
+                        // The subsets of the level in order of key up to the first that cannot fit, and
+                        // of those only the ones that hold no operand barred (cheaper, on every network
+                        // tried, than enumerating the subsets of the other operands, where most have no
+                        // order within the cap).
                         const double key_limit = cap * (1 + 1e-12) - a.reduced - charges.all;
-                        for (std::uint32_t low = free;; low = (low - 1) & free) {
-                            const Buckets& level_need = buckets[need];
-                            const std::size_t first = level_need.start[low], stop = level_need.start[low + 1];
-                            const std::size_t end = static_cast<std::size_t>(
-                                std::upper_bound(level_need.key.begin() + first,
-                                                 level_need.key.begin() + stop, key_limit) -
-                                level_need.key.begin());
-                            looked += end - first;
-                            if (end < stop) {
-                                ++looked;
-                                rejected = std::min(rejected, a.reduced + level_need.key[end] + charges.all);
-                            }
-                            std::size_t count = 0;
-                            for (std::size_t j = first; j < end; ++j) {
-                                picked[count] = static_cast<std::uint32_t>(j);
-                                count += (level_need.mask[j] & barred) == 0;
-                            }
-                            for (std::size_t j = 0; j < count; ++j) {
-                                const Probe& b = level_need.probe[picked[j]];
+                        const Scan& scan = scans[need];
+                        const std::size_t end = static_cast<std::size_t>(
+                            std::upper_bound(scan.key.begin(), scan.key.end(), key_limit) - scan.key.begin());
+                        if (end < scan.key.size())
+                            rejected = std::min(rejected, a.reduced + scan.key[end] + charges.all);
+                        for (std::size_t run = 0; run * 64 < end; ++run) {
+                            std::uint64_t held = 0;
+                            for (std::uint32_t bits = barred; bits != 0; bits &= bits - 1)
+                                held |=
+                                    scan.holds[run * n_ + static_cast<std::size_t>(std::countr_zero(bits))];
+                            std::uint64_t disjoint = ~held;
+                            if (end - run * 64 < 64) disjoint &= (std::uint64_t{1} << (end - run * 64)) - 1;
+                            ++work;
+                            for (; disjoint != 0; disjoint &= disjoint - 1) {
+                                const std::size_t at =
+                                    run * 64 + static_cast<std::size_t>(std::countr_zero(disjoint));
+                                const Probe& b = scan.probe[at];
                                 ++work;
                                 // What the operands in neither are charged and what a and b cost, then
                                 // the pair's least: it writes the larger of them, and reads every axis of
-                                // both, once if none is summed - all from the bucket, before the rest of
+                                // both, once if none is summed - all from the probe, before the rest of
                                 // b or s's own entry are read (misses in memory, mostly).
                                 const double base = a.reduced + b.reduced + charges.all;
                                 if (over(base + a.size)) {
@@ -303,12 +289,9 @@ public:
                                     rejected = std::min(rejected, base + joined);
                                     continue;
                                 }
-                                join(a, finished[need][b.index], joined, m);
+                                join(a, finished[need][at], joined, m);
                             }
-                            if (low == 0) break;
                         }
-                        work += looked / 8;
-                        looked %= 8;
                         if (work > work_budget) return {DpOutcome::over_budget, {}};
                     }
                 }
