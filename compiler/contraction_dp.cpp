@@ -162,7 +162,8 @@ public:
         };
         std::vector<std::vector<Finished>> finished(n_ + 1);
         std::vector<Scan> scans(n_ + 1);
-        std::vector<std::pair<double, std::uint32_t>> order;  // a level's (key, subset), sorted
+        std::vector<std::pair<double, std::uint32_t>> order;       // a level's (key, subset), sorted
+        std::array<std::pair<std::uint32_t, double>, 64> fitting;  // of a run: (subset, joined)
         std::vector<double> least_reduced(n_ + 1, infinity), least_key(n_ + 1, infinity);  // by level
         std::vector<std::uint32_t> touched;
         for (;;) {
@@ -270,27 +271,26 @@ public:
                             std::uint64_t disjoint = ~held;
                             if (end - run * 64 < 64) disjoint &= (std::uint64_t{1} << (end - run * 64)) - 1;
                             ++work;
+                            // What the operands in neither are charged and what a and b cost, then the
+                            // pair's least: it reads every axis of both (writing the larger), once if
+                            // none is summed - all from the probe, before the rest of b or s's own entry
+                            // are read (misses in memory, mostly). Without a branch a pair: most fail,
+                            // not predictably.
+                            std::size_t count = 0;
                             for (; disjoint != 0; disjoint &= disjoint - 1) {
                                 const std::size_t at =
                                     run * 64 + static_cast<std::size_t>(std::countr_zero(disjoint));
                                 const Probe& b = scan.probe[at];
-                                ++work;
-                                // What the operands in neither are charged and what a and b cost, then
-                                // the pair's least: it writes the larger of them, and reads every axis of
-                                // both, once if none is summed - all from the probe, before the rest of
-                                // b or s's own entry are read (misses in memory, mostly).
-                                const double base = a.reduced + b.reduced + charges.all;
-                                if (over(base + a.size)) {
-                                    rejected = std::min(rejected, base + a.size);
-                                    continue;
-                                }
                                 const double joined = a.size * b.size / product(a.result & b.result);
-                                if (over(base + joined)) {
-                                    rejected = std::min(rejected, base + joined);
-                                    continue;
-                                }
-                                join(a, finished[need][at], joined, m);
+                                const double bound = a.reduced + b.reduced + charges.all + joined;
+                                const bool fits = !over(bound);
+                                rejected = std::min(rejected, fits ? infinity : bound);
+                                fitting[count] = {static_cast<std::uint32_t>(at), joined};
+                                count += fits;
+                                ++work;
                             }
+                            for (std::size_t i = 0; i < count; ++i)
+                                join(a, finished[need][fitting[i].first], fitting[i].second, m);
                         }
                         if (work > work_budget) return {DpOutcome::over_budget, {}};
                     }
@@ -366,11 +366,8 @@ private:
     // The product of the sizes of the groups set, a byte of them at a time (two lookups for 16 groups).
     double product(const Bits<Words>& groups) const {
         double n = 1;
-        for (std::size_t w = 0; w < Words; ++w) {
-            std::size_t byte = w * 8;
-            for (std::uint64_t bits = groups.word[w]; bits != 0; bits >>= 8, ++byte)
-                n *= product_of_byte_[byte][bits & 255];
-        }
+        for (std::size_t byte = 0; byte < product_of_byte_.size(); ++byte)  // (a count a network: predicted)
+            n *= product_of_byte_[byte][groups.word[byte / 8] >> (byte % 8 * 8) & 255];
         return n;
     }
 
