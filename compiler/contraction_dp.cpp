@@ -149,8 +149,9 @@ public:
             Bits<Words> result;
         };
         struct Probe {
-            double reduced, size;
+            double reduced;
             Bits<Words> result;
+            std::uint32_t mask;
         };
         // A level in order of key, with what a scan reads first, and for each run of 64 subsets a word
         // for each operand with a bit for each subset that holds it: the subsets disjoint from a are those
@@ -168,7 +169,8 @@ public:
         std::vector<std::uint32_t> touched;
         for (;;) {
             cap = std::min(cap, known);
-            const bool beat_known = exact && cap >= known;
+            const bool last = cap >= known;  // (no pass after it: what it rejects is not needed)
+            const bool beat_known = exact && last;
             for (const std::uint32_t mask : touched) subset_[mask].cost = infinity;
             touched.clear();
             for (auto& masks : level) masks.clear();
@@ -232,7 +234,7 @@ public:
                         into.holds[at / 64 * n_ + static_cast<std::size_t>(std::countr_zero(bits))] |=
                             std::uint64_t{1} << (at % 64);
                     into.key.push_back(key);
-                    into.probe.push_back({f.reduced, f.size, f.result});
+                    into.probe.push_back({f.reduced, f.result, mask});
                     finished[m - 1].push_back(f);
                     least_reduced[m - 1] = std::min(least_reduced[m - 1], f.reduced);
                     least_key[m - 1] = std::min(least_key[m - 1], key);
@@ -281,14 +283,17 @@ public:
                                 const std::size_t at =
                                     run * 64 + static_cast<std::size_t>(std::countr_zero(disjoint));
                                 const Probe& b = scan.probe[at];
-                                const double joined = a.size * b.size / product(a.result & b.result);
+                                const double joined = product(a.result | b.result);
                                 const double bound = a.reduced + b.reduced + charges.all + joined;
                                 const bool fits = !over(bound);
-                                rejected = std::min(rejected, fits ? infinity : bound);
+                                if (!last) rejected = std::min(rejected, fits ? infinity : bound);
                                 fitting[count] = {static_cast<std::uint32_t>(at), joined};
                                 count += fits;
                                 ++work;
                             }
+                            // (The entries the joins read and write, asked for ahead: misses, mostly.)
+                            for (std::size_t i = 0; i < count; ++i)
+                                __builtin_prefetch(&subset_[a.mask | scan.probe[fitting[i].first].mask]);
                             for (std::size_t i = 0; i < count; ++i)
                                 join(a, finished[need][fitting[i].first], fitting[i].second, m);
                         }
