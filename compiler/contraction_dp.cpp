@@ -25,6 +25,8 @@ constexpr double infinity = std::numeric_limits<double>::infinity();
 // How far each pass raises the cap past the cheapest order it had to reject: more passes against more
 // subsets a pass.
 constexpr double cap_growth = 4;
+// A known order this far above the lower bound on any order's cost may be far from the optimum too.
+constexpr double far_above_bound = 1e4;
 
 // Axes that the same operands hold (and the output does or not) behave as one axis of their product
 // size in every contraction: the search works on these groups, a bit each.
@@ -128,14 +130,19 @@ public:
         // pass keeps only what can beat the known order: fewer FLOPs, or as many and a smaller largest
         // result. Finding none proves that order optimal; ties kept would be most of a star's subsets.
         const bool exact = known_order.flops < 0x1p52;
-        // With an order known to fit, one pass at its cost: that order (the best greedy's, its subtrees
-        // reordered) is mostly the optimum or near it, and a pass below it that fails cost a fifth to a
-        // half of the last one (on 68 random 9-16-operand networks one pass took 0.8x the time in all).
-        if (std::isfinite(known)) cap = known;
         std::size_t work = 0;  // pairs of subsets priced, and runs of 64 subsets scanned
         // No order costs less than the charges of all operands (below): a pass under them finds none.
         const Charges charges = charge_operands();
         cap = std::max(cap, charges.all);
+        // With an order known to fit, one pass at its cost: that order (the best greedy's, its subtrees
+        // reordered) is mostly the optimum or near it, and a pass below it that fails cost a fifth to a
+        // half of the last one (on 68 random 9-16-operand networks one pass took 0.8x the time in all).
+        // Unless it costs far more than the lower bound: on 128 networks of 9-16 operands the known
+        // order was at most 1.1x the optimum and 500x the bound, but on dense ones (a bond between every
+        // two operands) 1.4-6x the optimum and 1e9x the bound, where a pass at a quarter of it finds
+        // the optimum sooner.
+        if (std::isfinite(known))
+            cap = known_order.flops > far_above_bound * cap ? std::max(cap, known / 4) : known;
         // Comparisons with the cap allow for rounding: the bounds below add terms in another order than
         // the order's own count does.
         const auto over = [&](double bound) { return bound > cap * (1 + 1e-12); };
