@@ -167,6 +167,7 @@ public:
             std::vector<double> key;
             std::vector<Probe> probe;
             std::vector<std::uint64_t> holds;  // [run * operands + operand]
+            std::vector<std::uint64_t> below;  // [run * (operands + 1) + i]: the holds of operands < i
         };
         std::vector<std::vector<Finished>> finished(n_ + 1);
         std::vector<Scan> scans(n_ + 1);
@@ -225,10 +226,14 @@ public:
                     order.emplace_back(subset_[mask].cost + result_size(mask) - charges.of[mask], mask);
                 std::sort(order.begin(), order.end());
                 finished[m - 1].clear();
+                finished[m - 1].reserve(order.size());
                 Scan& into = scans[m - 1];
                 into.key.clear();
+                into.key.reserve(order.size());
                 into.probe.clear();
-                into.holds.assign((order.size() + 63) / 64 * n_, 0);
+                into.probe.reserve(order.size());
+                const std::size_t runs = (order.size() + 63) / 64;
+                into.holds.assign(runs * n_, 0);
                 least_reduced[m - 1] = least_key[m - 1] = infinity;
                 for (const auto& [key, mask] : order) {
                     const Subset& subset = subset_[mask];
@@ -246,6 +251,14 @@ public:
                     least_reduced[m - 1] = std::min(least_reduced[m - 1], f.reduced);
                     least_key[m - 1] = std::min(least_key[m - 1], key);
                 }
+                into.below.resize(runs * (n_ + 1));
+                for (std::size_t run = 0; run < runs; ++run) {
+                    std::uint64_t held = 0;
+                    for (std::size_t i = 0; i <= n_; ++i) {
+                        into.below[run * (n_ + 1) + i] = held;
+                        if (i < n_) held |= into.holds[run * n_ + i];
+                    }
+                }
                 for (std::size_t k = 1; k <= m / 2; ++k) {
                     const std::size_t need = m - k;
                     for (const Finished& a : finished[k]) {
@@ -260,12 +273,11 @@ public:
                         }
                         // b's operands are none of a's, and when the halves are of a size, none up to
                         // a's lowest either (the half with the lowest operand is a: each pair once).
-                        const std::uint32_t lowest = a.mask & (~a.mask + 1);
-                        const std::uint32_t barred = a.mask | (need == k ? (lowest << 1) - 1 : 0);
+                        const auto lowest = static_cast<std::size_t>(std::countr_zero(a.mask));
                         // The subsets of the level in order of key up to the first that cannot fit, and
-                        // of those only the ones that hold no operand barred (cheaper, on every network
-                        // tried, than enumerating the subsets of the other operands, where most have no
-                        // order within the cap).
+                        // of those only the ones that hold none of those operands (cheaper, on every
+                        // network tried, than enumerating the subsets of the other operands, where most
+                        // have no order within the cap).
                         const double key_limit = cap * (1 + 1e-12) - a.reduced - charges.all;
                         const Scan& scan = scans[need];
                         const std::size_t end = static_cast<std::size_t>(
@@ -273,8 +285,8 @@ public:
                         if (end < scan.key.size())
                             rejected = std::min(rejected, a.reduced + scan.key[end] + charges.all);
                         for (std::size_t run = 0; run * 64 < end; ++run) {
-                            std::uint64_t held = 0;
-                            for (std::uint32_t bits = barred; bits != 0; bits &= bits - 1)
+                            std::uint64_t held = need == k ? scan.below[run * (n_ + 1) + lowest] : 0;
+                            for (std::uint32_t bits = a.mask; bits != 0; bits &= bits - 1)
                                 held |=
                                     scan.holds[run * n_ + static_cast<std::size_t>(std::countr_zero(bits))];
                             std::uint64_t disjoint = ~held;
