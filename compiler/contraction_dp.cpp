@@ -1,6 +1,7 @@
 // The optimal contraction order of up to 16 operands by dynamic programming over subsets of operands,
 // after Pfeifer, Haegeman and Verstraete (2014): only subsets whose best order costs at most a cap are
-// kept, and the cap is raised until the whole network is reached. Every order of cost <= cap is
+// kept, and the cap is raised until the whole network is reached. Given an order known to fit, one pass
+// keeps only what could beat it, and finding nothing proves it optimal. Every order of cost <= cap is
 // considered - outer products too, since they can be cheaper (a vector with a vector before a large
 // tensor) - so the order found is optimal. Outer products are not excluded but priced like any pair:
 // under a low cap the expensive ones are never formed, which is what keeps the search small. A subset is
@@ -24,10 +25,8 @@ constexpr double infinity = std::numeric_limits<double>::infinity();
 // How far each pass raises the cap past the cheapest order it had to reject: more passes against more
 // subsets a pass.
 constexpr double cap_growth = 4;
-// The first pass's cap, at least this far below the cost of the order known to fit: that order (the
-// greedy's, its subtrees reordered) is mostly the optimum or near it, and passes far below it use up the
-// work budget on subsets only to find that none reaches the whole network.
-constexpr double first_cap_below_known = 4;
+// A known order this far above the lower bound on any order's cost may be far from the optimum too.
+constexpr double far_above_bound = 1e4;
 
 // Axes that the same operands hold (and the output does or not) behave as one axis of their product
 // size in every contraction: the search works on these groups, a bit each.
@@ -121,54 +120,65 @@ public:
             }
     }
 
-    DpResult cheapest(double upper_bound, std::size_t work_budget) {
+    DpResult cheapest(const Evaluation& known_order, std::size_t work_budget) {
         for (Subset& subset : subset_) subset.cost = infinity;
         // No order costs less than its largest operand or its output: some contraction reads or writes it.
         double cap = std::max(1.0, result_size(full_));
         for (std::size_t i = 0; i < n_; ++i) cap = std::max(cap, result_size(std::uint32_t{1} << i));
-        const double known = upper_bound * (1 + 1e-9);  // (an order of this cost fits: the last pass)
-        if (std::isfinite(known)) cap = std::max(cap, known / first_cap_below_known);
-        std::size_t work = 0;  // pairs of subsets priced, and an eighth of those only looked at
+        const double known = known_order.flops * (1 + 1e-9);  // (an order of this cost fits: the last pass)
+        // Below 2^52 FLOPs every bound is exact (sums of integers and of halves of integers), and the last
+        // pass keeps only what can beat the known order: fewer FLOPs, or as many and a smaller largest
+        // result. Finding none proves that order optimal; ties kept would be most of a star's subsets.
+        const bool exact = known_order.flops < 0x1p52;
+        std::size_t work = 0;  // pairs of subsets priced, and runs of 64 subsets scanned
         // No order costs less than the charges of all operands (below): a pass under them finds none.
         const Charges charges = charge_operands();
         cap = std::max(cap, charges.all);
+        // With an order known to fit, one pass at its cost: that order (the best greedy's, its subtrees
+        // reordered) is mostly the optimum or near it, and a pass below it that fails cost a fifth to a
+        // half of the last one (on 68 random 9-16-operand networks one pass took 0.8x the time in all).
+        // Unless it costs far more than the lower bound: on 128 networks of 9-16 operands the known
+        // order was at most 1.1x the optimum and 500x the bound, but on dense ones (a bond between every
+        // two operands) 1.4-6x the optimum and 1e9x the bound, where a pass at a quarter of it finds
+        // the optimum sooner.
+        if (std::isfinite(known))
+            cap = known_order.flops > far_above_bound * cap ? std::max(cap, known / 4) : known;
         // Comparisons with the cap allow for rounding: the bounds below add terms in another order than
         // the order's own count does.
         const auto over = [&](double bound) { return bound > cap * (1 + 1e-12); };
         std::vector<std::vector<std::uint32_t>> level(n_ + 1);
         // Each finished level again, in order of `key` = cost + size - charge, with what a scan reads
         // beside each subset (one pass through memory, not a lookup by subset for each of the pairs looked
-        // at): whole, and in buckets by the subset's lowest operands with only what bounds a pair (most
-        // pairs end there) and an index to the rest.
+        // at): whole, and apart only what bounds a pair (most pairs end there).
         struct Finished {
             std::uint32_t mask;
             double key, cost, charge, reduced, size, largest;  // reduced: cost - charge
             Bits<Words> result;
         };
         struct Probe {
-            double reduced, size;
-            std::uint32_t index;  // in finished[its level]
+            double reduced;
             Bits<Words> result;
+            std::uint32_t mask;
         };
-        // A level's buckets one after the other (bucket i from start[i]), keys and subsets apart: a scan
-        // finds where the keys pass the cap by bisection, then picks the subsets disjoint from a without
-        // a branch (a branch a subset, often mispredicted, cost more than the rest of the scan).
-        struct Buckets {
-            std::vector<std::uint32_t> start;
+        // A level in order of key, with what a scan reads first, and for each run of 64 subsets a word
+        // for each operand with a bit for each subset that holds it: the subsets disjoint from a are those
+        // in no word of a's operands (a few ORs for 64 subsets, not a test of each).
+        struct Scan {
             std::vector<double> key;
-            std::vector<std::uint32_t> mask;
             std::vector<Probe> probe;
+            std::vector<std::uint64_t> holds;  // [run * operands + operand]
+            std::vector<std::uint64_t> below;  // [run * (operands + 1) + i]: the holds of operands < i
         };
-        const std::size_t bucket_bits = std::min<std::size_t>(n_, 6);
-        const std::uint32_t bucket_mask = (std::uint32_t{1} << bucket_bits) - 1;
         std::vector<std::vector<Finished>> finished(n_ + 1);
-        std::vector<Buckets> buckets(n_ + 1);
-        std::vector<std::uint32_t> picked, next;  // a bucket's subsets disjoint from a; where each goes
-        std::vector<std::pair<double, std::uint32_t>> order;  // a level's (key, subset), sorted
+        std::vector<Scan> scans(n_ + 1);
+        std::vector<std::pair<double, std::uint32_t>> order;       // a level's (key, subset), sorted
+        std::array<std::pair<std::uint32_t, double>, 64> fitting;  // of a run: (subset, joined)
         std::vector<double> least_reduced(n_ + 1, infinity), least_key(n_ + 1, infinity);  // by level
         std::vector<std::uint32_t> touched;
         for (;;) {
             cap = std::min(cap, known);
+            const bool last = cap >= known;  // (no pass after it: what it rejects is not needed)
+            const bool beat_known = exact && last;
             for (const std::uint32_t mask : touched) subset_[mask].cost = infinity;
             touched.clear();
             for (auto& masks : level) masks.clear();
@@ -176,7 +186,6 @@ public:
                 level[1].push_back(std::uint32_t{1} << i);
                 subset_[std::uint32_t{1} << i].cost = 0;
             }
-            std::size_t looked = 0;
             double rejected = infinity;  // the least bound of an order over the cap
             // a and b (of m operands together) into s, at the cost of a and b and their contraction,
             // whose every axis is read (`joined` elements) and written once, twice if some are summed.
@@ -188,12 +197,16 @@ public:
                 const double total =
                     a.cost + b.cost + joined * ((a.result | b.result) == into.result ? 1 : 2);
                 // (Charges are sums of halves of integers: exact, in any order, below 2^52.)
-                const double rest = charges.all - a.charge - b.charge;
-                if (over(total + rest)) {
-                    rejected = std::min(rejected, total + rest);
+                const double bound = total + charges.all - a.charge - b.charge;
+                const double largest = std::max({a.largest, b.largest, size});
+                if (beat_known) {
+                    if (bound > known_order.flops ||
+                        (bound == known_order.flops && largest >= known_order.largest))
+                        return;
+                } else if (over(bound)) {
+                    rejected = std::min(rejected, bound);
                     return;
                 }
-                const double largest = std::max({a.largest, b.largest, size});
                 if (std::isinf(into.cost)) {
                     level[m].push_back(s);
                     touched.push_back(s);
@@ -213,15 +226,14 @@ public:
                     order.emplace_back(subset_[mask].cost + result_size(mask) - charges.of[mask], mask);
                 std::sort(order.begin(), order.end());
                 finished[m - 1].clear();
-                Buckets& into = buckets[m - 1];
-                into.start.assign(std::size_t{bucket_mask} + 2, 0);
-                for (const auto& [key, mask] : order) ++into.start[(mask & bucket_mask) + 1];
-                for (std::size_t i = 1; i < into.start.size(); ++i) into.start[i] += into.start[i - 1];
-                next.assign(into.start.begin(), into.start.end() - 1);
-                into.key.resize(order.size());
-                into.mask.resize(order.size());
-                into.probe.resize(order.size());
-                picked.resize(std::max(picked.size(), order.size()));
+                finished[m - 1].reserve(order.size());
+                Scan& into = scans[m - 1];
+                into.key.clear();
+                into.key.reserve(order.size());
+                into.probe.clear();
+                into.probe.reserve(order.size());
+                const std::size_t runs = (order.size() + 63) / 64;
+                into.holds.assign(runs * n_, 0);
                 least_reduced[m - 1] = least_key[m - 1] = infinity;
                 for (const auto& [key, mask] : order) {
                     const Subset& subset = subset_[mask];
@@ -229,14 +241,23 @@ public:
                     const Finished f{
                         mask,           key,          subset.cost, charge, subset.cost - charge, subset.size,
                         subset.largest, subset.result};
-                    const std::uint32_t at = next[mask & bucket_mask]++;  // (in order of key within a bucket)
-                    into.key[at] = key;
-                    into.mask[at] = mask;
-                    into.probe[at] = {f.reduced, f.size, static_cast<std::uint32_t>(finished[m - 1].size()),
-                                      f.result};
+                    const std::size_t at = finished[m - 1].size();
+                    for (std::uint32_t bits = mask; bits != 0; bits &= bits - 1)
+                        into.holds[at / 64 * n_ + static_cast<std::size_t>(std::countr_zero(bits))] |=
+                            std::uint64_t{1} << (at % 64);
+                    into.key.push_back(key);
+                    into.probe.push_back({f.reduced, f.result, mask});
                     finished[m - 1].push_back(f);
                     least_reduced[m - 1] = std::min(least_reduced[m - 1], f.reduced);
                     least_key[m - 1] = std::min(least_key[m - 1], key);
+                }
+                into.below.resize(runs * (n_ + 1));
+                for (std::size_t run = 0; run < runs; ++run) {
+                    std::uint64_t held = 0;
+                    for (std::size_t i = 0; i <= n_; ++i) {
+                        into.below[run * (n_ + 1) + i] = held;
+                        if (i < n_) held |= into.holds[run * n_ + i];
+                    }
                 }
                 for (std::size_t k = 1; k <= m / 2; ++k) {
                     const std::size_t need = m - k;
@@ -252,59 +273,55 @@ public:
                         }
                         // b's operands are none of a's, and when the halves are of a size, none up to
                         // a's lowest either (the half with the lowest operand is a: each pair once).
-                        const std::uint32_t lowest = a.mask & (~a.mask + 1);
-                        const std::uint32_t barred = a.mask | (need == k ? (lowest << 1) - 1 : 0);
-                        // Only the buckets of subsets disjoint from a in their lowest operands, each in
-                        // order of key: a scan stops at the first subset that cannot fit (cheaper, on
-                        // every network tried, than enumerating the subsets of the other operands, where
-                        // most have no order within the cap).
-                        const std::uint32_t free = bucket_mask & ~barred;
+                        const auto lowest = static_cast<std::size_t>(std::countr_zero(a.mask));
+                        // The subsets of the level in order of key up to the first that cannot fit, and
+                        // of those only the ones that hold none of those operands (cheaper, on every
+                        // network tried, than enumerating the subsets of the other operands, where most
+                        // have no order within the cap).
                         const double key_limit = cap * (1 + 1e-12) - a.reduced - charges.all;
-                        for (std::uint32_t low = free;; low = (low - 1) & free) {
-                            const Buckets& level_need = buckets[need];
-                            const std::size_t first = level_need.start[low], stop = level_need.start[low + 1];
-                            const std::size_t end = static_cast<std::size_t>(
-                                std::upper_bound(level_need.key.begin() + first,
-                                                 level_need.key.begin() + stop, key_limit) -
-                                level_need.key.begin());
-                            looked += end - first;
-                            if (end < stop) {
-                                ++looked;
-                                rejected = std::min(rejected, a.reduced + level_need.key[end] + charges.all);
-                            }
+                        const Scan& scan = scans[need];
+                        const std::size_t end = static_cast<std::size_t>(
+                            std::upper_bound(scan.key.begin(), scan.key.end(), key_limit) - scan.key.begin());
+                        if (end < scan.key.size())
+                            rejected = std::min(rejected, a.reduced + scan.key[end] + charges.all);
+                        for (std::size_t run = 0; run * 64 < end; ++run) {
+                            std::uint64_t held = need == k ? scan.below[run * (n_ + 1) + lowest] : 0;
+                            for (std::uint32_t bits = a.mask; bits != 0; bits &= bits - 1)
+                                held |=
+                                    scan.holds[run * n_ + static_cast<std::size_t>(std::countr_zero(bits))];
+                            std::uint64_t disjoint = ~held;
+                            if (end - run * 64 < 64) disjoint &= (std::uint64_t{1} << (end - run * 64)) - 1;
+                            ++work;
+                            // What the operands in neither are charged and what a and b cost, then the
+                            // pair's least: it reads every axis of both (writing the larger), once if
+                            // none is summed - all from the probe, before the rest of b or s's own entry
+                            // are read (misses in memory, mostly). Without a branch a pair: most fail,
+                            // not predictably.
                             std::size_t count = 0;
-                            for (std::size_t j = first; j < end; ++j) {
-                                picked[count] = static_cast<std::uint32_t>(j);
-                                count += (level_need.mask[j] & barred) == 0;
-                            }
-                            for (std::size_t j = 0; j < count; ++j) {
-                                const Probe& b = level_need.probe[picked[j]];
+                            for (; disjoint != 0; disjoint &= disjoint - 1) {
+                                const std::size_t at =
+                                    run * 64 + static_cast<std::size_t>(std::countr_zero(disjoint));
+                                const Probe& b = scan.probe[at];
+                                const double joined = product(a.result | b.result);
+                                const double bound = a.reduced + b.reduced + charges.all + joined;
+                                const bool fits = !over(bound);
+                                if (!last) rejected = std::min(rejected, fits ? infinity : bound);
+                                fitting[count] = {static_cast<std::uint32_t>(at), joined};
+                                count += fits;
                                 ++work;
-                                // What the operands in neither are charged and what a and b cost, then
-                                // the pair's least: it writes the larger of them, and reads every axis of
-                                // both, once if none is summed - all from the bucket, before the rest of
-                                // b or s's own entry are read (misses in memory, mostly).
-                                const double base = a.reduced + b.reduced + charges.all;
-                                if (over(base + a.size)) {
-                                    rejected = std::min(rejected, base + a.size);
-                                    continue;
-                                }
-                                const double joined = a.size * b.size / product(a.result & b.result);
-                                if (over(base + joined)) {
-                                    rejected = std::min(rejected, base + joined);
-                                    continue;
-                                }
-                                join(a, finished[need][b.index], joined, m);
                             }
-                            if (low == 0) break;
+                            // (The entries the joins read and write, asked for ahead: misses, mostly.)
+                            for (std::size_t i = 0; i < count; ++i)
+                                __builtin_prefetch(&subset_[a.mask | scan.probe[fitting[i].first].mask]);
+                            for (std::size_t i = 0; i < count; ++i)
+                                join(a, finished[need][fitting[i].first], fitting[i].second, m);
                         }
-                        work += looked / 8;
-                        looked %= 8;
                         if (work > work_budget) return {DpOutcome::over_budget, {}};
                     }
                 }
             }
             if (!std::isinf(subset_[full_].cost)) break;
+            if (beat_known) return {DpOutcome::known_optimal, {}};
             if (std::isinf(rejected) || cap >= known) return {DpOutcome::none_fits, {}};
             cap = std::max(rejected, cap * cap_growth);
         }
@@ -373,11 +390,8 @@ private:
     // The product of the sizes of the groups set, a byte of them at a time (two lookups for 16 groups).
     double product(const Bits<Words>& groups) const {
         double n = 1;
-        for (std::size_t w = 0; w < Words; ++w) {
-            std::size_t byte = w * 8;
-            for (std::uint64_t bits = groups.word[w]; bits != 0; bits >>= 8, ++byte)
-                n *= product_of_byte_[byte][bits & 255];
-        }
+        for (std::size_t byte = 0; byte < product_of_byte_.size(); ++byte)  // (a count a network: predicted)
+            n *= product_of_byte_[byte][groups.word[byte / 8] >> (byte % 8 * 8) & 255];
         return n;
     }
 
@@ -430,9 +444,9 @@ auto with_search(const Network& network, F f)
 
 }  // namespace
 
-DpResult optimal_by_dp(const Network& network, double upper_bound, std::size_t work_budget) {
+DpResult optimal_by_dp(const Network& network, const Evaluation& known, std::size_t work_budget) {
     const auto found =
-        with_search(network, [&](auto& search) { return search.cheapest(upper_bound, work_budget); });
+        with_search(network, [&](auto& search) { return search.cheapest(known, work_budget); });
     return found ? *found : DpResult{DpOutcome::over_budget, {}};
 }
 

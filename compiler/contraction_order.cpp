@@ -77,6 +77,9 @@ constexpr std::size_t exhaustive_operands = 8;
 // (about 50-80 ms here; past it, the greedy searches).
 constexpr std::size_t dp_operands = 16;
 constexpr std::size_t dp_work_budget = 3'000'000;
+// The randomised greedy runs before it, from this many operands (pairs scored; 0.3-0.8 ms at 16).
+constexpr std::size_t dp_greedy_operands = 13;
+constexpr std::size_t dp_greedy_work_budget = 500;
 // The greedy runs' budget: candidate pairs scored, in all runs together (deterministic, unlike time;
 // about 15 ms for 100 operands here). Past a few runs the subtree reordering below gains more for the
 // time than more runs do.
@@ -262,17 +265,37 @@ ContractionPath contraction_order(std::span<const std::vector<AxisId>> operands,
         throw_none_fits(network, limits);
     }
     if (n <= dp_operands) {
-        // The DP's first cap: an order known to fit, the greedy's with its subtrees reordered (often the
-        // optimum already, for under a millisecond; the DP's last pass then prices the fewest subsets).
+        // The DP's cap: an order known to fit, the greedy's with its subtrees reordered (often the optimum
+        // already, for under a millisecond; the DP then only looks for a cheaper one, or proves there is
+        // none).
         std::size_t reordered = 0;
-        const SsaPath greedy = contraction::reorder_subtrees(network, contraction::plain_greedy(network),
-                                                             reorder_work_budget, reordered);
-        const double upper = greedy.empty() ? std::numeric_limits<double>::infinity()
-                                            : contraction::evaluate(network, greedy).flops;
-        const contraction::DpResult dp = contraction::optimal_by_dp(network, upper, dp_work_budget);
+        const SsaPath plain = contraction::plain_greedy(network);
+        SsaPath greedy = contraction::reorder_subtrees(network, plain, reorder_work_budget, reordered);
+        contraction::Evaluation known =
+            greedy.empty() ? contraction::Evaluation{std::numeric_limits<double>::infinity(), 0, 0}
+                           : contraction::evaluate(network, greedy);
+        // A few randomised greedy runs too, where the DP can take milliseconds: the closer the cap to the
+        // optimum, the fewer subsets it keeps (a 4x4 grid's plain greedy is 1.6x it, its best run
+        // 1.003x); below 13 operands they cost more than they save (0.3 ms). Their best is reordered too
+        // unless it is the plain greedy's order (reordering takes a third of a small network's time).
+        if (const contraction::Heuristic runs =
+                n < dp_greedy_operands ? contraction::Heuristic{}
+                                       : contraction::best_greedy(network, dp_greedy_work_budget);
+            !runs.path.empty() && runs.path != plain) {
+            SsaPath improved =
+                contraction::reorder_subtrees(network, runs.path, reorder_work_budget, reordered);
+            const contraction::Evaluation e = contraction::evaluate(network, improved);
+            if (e.flops < known.flops || (e.flops == known.flops && e.largest < known.largest)) {
+                greedy = std::move(improved);
+                known = e;
+            }
+        }
+        const contraction::DpResult dp = contraction::optimal_by_dp(network, known, dp_work_budget);
         switch (dp.outcome) {
         case contraction::DpOutcome::optimal:
             return finish(path_of(network, dp.path, PathSearch::dynamic_programming));
+        case contraction::DpOutcome::known_optimal:
+            return finish(path_of(network, greedy, PathSearch::dynamic_programming));
         case contraction::DpOutcome::none_fits: throw_none_fits(network, limits);
         case contraction::DpOutcome::over_budget: break;  // too many subsets: the greedy searches below
         }

@@ -36,14 +36,20 @@ Evaluation evaluate(const Network& network, const SsaPath& path);
 double product(const AxisSet& axes, std::span<const std::int64_t> sizes);
 
 // Dynamic programming over subsets of at most 16 operands (contraction_dp.cpp).
-enum class DpOutcome { optimal, none_fits, over_budget };
+enum class DpOutcome {
+    optimal,        // `path` is the cheapest order within the limit
+    known_optimal,  // no order beats the known one (`known`): it is the cheapest
+    none_fits,
+    over_budget,
+};
 struct DpResult {
     DpOutcome outcome = DpOutcome::over_budget;
-    SsaPath path;  // optimal: the cheapest order within the limit
+    SsaPath path;
 };
-// `upper_bound`: the FLOPs of an order known to fit (infinity: none known). `work_budget`: the pairs of
-// subsets it may look at before it gives up.
-DpResult optimal_by_dp(const Network& network, double upper_bound, std::size_t work_budget);
+// `known`: the FLOPs and largest result of an order known to fit (infinite FLOPs: none known); the order
+// found is the cheapest, of equal FLOPs the one of the smallest largest result. `work_budget`: the pairs
+// of subsets it may look at before it gives up.
+DpResult optimal_by_dp(const Network& network, const Evaluation& known, std::size_t work_budget);
 // The smallest largest intermediate (the output's not counted) of any order, by dynamic programming over
 // every subset (3^n steps); none past 16 operands or 256 distinct axes.
 std::optional<double> smallest_peak_by_dp(const Network& network);

@@ -500,6 +500,39 @@ TEST_CASE("10 to 16 operands, 48 random networks: the DP's optimum is the plain 
     CHECK(by_dp * 10 >= cases.size() * 9);  // the DP answers nearly all of them
 }
 
+TEST_CASE("dense networks, a bond between every two operands: the DP's optimum is the plain subset DP's") {
+    // More than 64 axis groups (the DP's sets of two words), a greedy order far from the optimum (a
+    // first pass below it), FLOPs past 2^52 (bounds no longer exact: the tolerant cap).
+    std::mt19937 rng(3218);
+    std::vector<Network> cases;
+    for (const int largest : {3, 4}) {
+        Network net;
+        net.operands.resize(12);
+        for (std::size_t i = 0; i < 12; ++i)
+            for (std::size_t j = i + 1; j < 12; ++j) {
+                net.sizes.push_back(std::uniform_int_distribution<int>(2, largest)(rng));
+                net.operands[i].push_back(static_cast<AxisId>(net.sizes.size() - 1));
+                net.operands[j].push_back(static_cast<AxisId>(net.sizes.size() - 1));
+            }
+        for (std::size_t i = 0; i < 3; ++i) {
+            net.sizes.push_back(2);
+            net.operands[i].push_back(static_cast<AxisId>(net.sizes.size() - 1));
+            net.output.push_back(static_cast<AxisId>(net.sizes.size() - 1));
+        }
+        cases.push_back(std::move(net));
+    }
+    testing::sanitizer_sample(cases);
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        const Network& net = cases[i];
+        CAPTURE(i);
+        const ContractionPath path = order_of(net);
+        CHECK(path.search == PathSearch::dynamic_programming);
+        REQUIRE(path.pairs.size() == net.operands.size() - 1);
+        CHECK(count(net, path.pairs).flops == doctest::Approx(path.optimized_flops));
+        CHECK(path.optimized_flops == doctest::Approx(subset_optimum(net)).epsilon(1e-12));
+    }
+}
+
 TEST_CASE("outer products are in the search: two vectors before a large tensor") {
     // x (i), y (j), T (i j k) with k large, and a chain of 7 matrices on k (9 operands): x y first costs
     // |i||j| and spares a pass over T.
