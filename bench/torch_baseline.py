@@ -125,6 +125,7 @@ contractions = [
     ("projection", "bse,ef->bsf", "b s e, e f -> b s f", bf16, (b, 2048, 2048), (2048, 2048)),
     ("mlp_up", "bse,fe->bsf", "b s e, f e -> b s f", bf16, (b, 2048, 2048), (8192, 2048)),
     ("matmul_f32", "ik,kj->ij", "i k, k j -> i j", f32, (4096, 4096), (4096, 4096)),
+    ("matmul_c64", "ik,kj->ij", "i k, k j -> i j", torch.complex64, (4096, 4096), (4096, 4096)),
 ]
 for key, subscripts, pattern, dtype, a_shape, b_shape in contractions:
     x, y = random(dtype, *a_shape), random(dtype, *b_shape)
