@@ -106,15 +106,9 @@ private:
         plan_.steps.push_back(PlanStep{std::move(step), cost, std::move(why)});
     }
 
-    // A row-major temporary of the parts' dtype.
+    // A new row-major temporary.
     Buffer temporary(DType dtype, const Shape& shape) {
-        Shape strides(shape.size());
-        std::int64_t stride = 1;
-        for (std::size_t d = shape.size(); d-- > 0;) {
-            strides[d] = stride;
-            stride *= shape[d];
-        }
-        plan_.temporaries.push_back(TensorSpec{dtype, shape, strides});
+        plan_.temporaries.push_back(TensorSpec{dtype, shape, row_major_strides(shape)});
         return Buffer{Buffer::Kind::temporary, static_cast<std::uint32_t>(plan_.temporaries.size() - 1)};
     }
 
