@@ -137,10 +137,6 @@ DType promote_types(std::span<const DType> dtypes) {
 DType result_dtype(Op op, Reduction reduction, DType input, bool reduces_an_axis) {
     const bool fp8 = input == DType::f8e4m3 || input == DType::f8e5m2;
     if (is_complex(input) && op == Op::reduce && reduces_an_axis) {
-        if (reduction == Reduction::prod)
-            throw Error(ErrorKind::unsupported,
-                        fmt::format("prod of {} tensors is not supported yet", name_of(input)))
-                .help("complex tensors are summed and averaged (sum, mean) and contracted by einsum");
         if (reduction == Reduction::max || reduction == Reduction::min)
             throw Error(ErrorKind::unsupported,
                         fmt::format("{} of {} tensors is not defined: complex numbers have no order",

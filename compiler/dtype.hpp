@@ -91,8 +91,8 @@ DType promote_types(std::span<const DType> dtypes);
 //   (numpy), any/all give bool,
 //   max/min keep it, mean gives f64 for integers and bool (numpy; einops refuses it); einsum keeps it
 //   (bool: true where any product of trues is, as numpy) and refuses fp8. Complex tensors are summed,
-//   averaged and contracted (keeping the dtype); max, min, any and all refuse them, as torch does, and
-//   prod is not built yet.
+//   averaged, multiplied and contracted (keeping the dtype); max, min, any and all refuse them, as torch
+//   does.
 // A reduce that reduces no axis is a rearrange, as einops runs it: it keeps the dtype, whatever the
 // reduction. Throws einc::Error when the operation does not apply to the dtype.
 DType result_dtype(Op op, Reduction reduction, DType input, bool reduces_an_axis = true);

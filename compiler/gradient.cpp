@@ -244,6 +244,10 @@ std::vector<BackwardCall> backward_calls(const Bound& forward, DType dtype) {
             throw Error(ErrorKind::unsupported,
                         fmt::format("reduce {} is not differentiable: its result is a boolean", name_of(r)));
         case GradientRule::route: {
+            if (is_complex(dtype))  // (prod: max and min of complex values are refused before)
+                throw Error(ErrorKind::unsupported,
+                            fmt::format("the gradient of reduce {} on {} tensors is not supported yet",
+                                        name_of(r), name_of(dtype)));
             Call call{Op::reduce, named_pattern(forward), r, {}, false, {}};
             return {BackwardCall{
                 std::move(call),

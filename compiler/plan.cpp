@@ -417,6 +417,7 @@ void plan_reduce(PlanBuilder& b) {
     // computed in a wider one (arithmetic_dtype), the result converted back where it is not already the
     // output's dtype (max of u8 gives u8; sum of u8 gives u64, computed in i64: the same bits).
     const Reduction op = b.bound.reduction;
+    if (op == Reduction::prod && is_complex(in.dtype)) return plan_complex_product(b, in, out);
     if (info_of(op).result == ResultRule::floating)
         in = b.converted(in, b.output_dtype,
                          fmt::format("numpy's {} of {} values", name_of(op), name_of(in.dtype)));

@@ -57,6 +57,9 @@ void plan_einsum(PlanBuilder& builder);
 
 // The steps that compute on complex values rewritten to compute on their parts (plan_complex.cpp).
 void compute_complex_on_parts(Plan& plan);
+// The product of a complex input `in` over the reduced axes into `out`: halved again and again by
+// elementwise products (complex multiplication has no real reduction to run on the parts).
+void plan_complex_product(PlanBuilder& builder, const Operand& in, const Operand& out);
 // A complex buffer's access as one of its parts (Buffer::parts): offset and strides doubled, then the
 // modes `added`.
 Access parts_of(const Access& access, std::initializer_list<Mode> added);

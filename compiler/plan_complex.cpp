@@ -241,6 +241,65 @@ private:
 
 }  // namespace
 
+void plan_complex_product(PlanBuilder& b, const Operand& in, const Operand& out) {
+    std::vector<AxisId> kept;
+    for (const BoundDim& dim : b.bound.outputs[0].dims)
+        kept.insert(kept.end(), dim.axes.begin(), dim.axes.end());
+    const std::vector<AxisId>& reduced = b.bound.reduced;
+    std::vector<AxisId> axes = kept;
+    axes.insert(axes.end(), reduced.begin(), reduced.end());
+    const std::int64_t n = b.size_of_axes(reduced);
+    const std::string what = fmt::format("prod over {}", b.axis_names(reduced));
+    if (n == 0) {  // the product of nothing, 1 + 0i: a real product and a real sum of no parts
+        const Access src = parts_of(Access{in.buffer, 0, b.layout_of(axes, in)}, {});
+        const Access dst = parts_of(Access{out.buffer, 0, b.layout_of(axes, out)}, {});
+        b.reduce(Reduction::prod, src, dst, what + ": 1, the real part of an empty product");
+        b.reduce(Reduction::sum, Access{src.buffer, src.offset + 1, src.layout},
+                 Access{dst.buffer, dst.offset + 1, dst.layout}, what + ": 0, its imaginary part");
+        return;
+    }
+    // The terms as rows: a temporary [reduced..., kept...], row-major; each step multiplies the first
+    // half of the rows by the second, an odd last row carried along, until one row is left.
+    std::vector<AxisId> rows_first(reduced.begin(), reduced.end());
+    rows_first.insert(rows_first.end(), kept.begin(), kept.end());
+    const Operand terms = b.temporary(rows_first, in.dtype);
+    b.copy(Access{in.buffer, 0, b.layout_of(rows_first, in)},
+           Access{terms.buffer, 0, b.layout_of(rows_first, terms)}, what + ": the terms as rows");
+    Buffer rows = terms.buffer;
+    Layout row;  // one row, over the kept axes
+    std::int64_t row_size = 1;
+    for (std::size_t k = kept.size(); k-- > 0;) {
+        row.modes.insert(row.modes.begin(), Mode{b.bound.size(kept[k]), row_size});
+        row_size *= b.bound.size(kept[k]);
+    }
+    const Layout out_row = b.layout_of(kept, out);
+    const auto with_rows = [](std::int64_t count, std::int64_t stride, const Layout& layout) {
+        Layout l{{Mode{count, stride}}};
+        l.modes.insert(l.modes.end(), layout.modes.begin(), layout.modes.end());
+        return l;
+    };
+    for (std::int64_t left = n; left > 1;) {
+        const std::int64_t half = left / 2, next = half + left % 2;
+        Buffer into = out.buffer;
+        if (next > 1) {  // a temporary of `next` rows
+            Shape shape{next};
+            for (const AxisId a : kept) shape.push_back(b.bound.size(a));
+            b.plan.temporaries.push_back(TensorSpec{in.dtype, shape, row_major_strides(shape)});
+            into = Buffer{Buffer::Kind::temporary, static_cast<std::uint32_t>(b.plan.temporaries.size() - 1)};
+        }
+        b.contract({Access{rows, 0, with_rows(half, row_size, row)},
+                    Access{rows, half * row_size, with_rows(half, row_size, row)}},
+                   next == 1 ? Access{into, 0, with_rows(1, 0, out_row)}
+                             : Access{into, 0, with_rows(half, row_size, row)},
+                   fmt::format("{}: {} rows times the {} after them", what, half, half));
+        if (left % 2 == 1)
+            b.copy(Access{rows, 2 * half * row_size, row}, Access{into, half * row_size, row},
+                   fmt::format("{}: the odd last row, carried", what));
+        rows = into;
+        left = next;
+    }
+}
+
 Access parts_of(const Access& access, std::initializer_list<Mode> added) {
     Access parts{Buffer{access.buffer.kind, access.buffer.index, true}, access.offset * 2, {}};
     for (const Mode& m : access.layout.modes) parts.layout.modes.push_back(Mode{m.extent, m.stride * 2});
