@@ -251,11 +251,12 @@ void plan_complex_product(PlanBuilder& b, const Operand& in, const Operand& out)
     const std::int64_t n = b.size_of_axes(reduced);
     const std::string what = fmt::format("prod over {}", b.axis_names(reduced));
     if (n == 0) {  // the product of nothing, 1 + 0i: a real product and a real sum of no parts
-        const Access src = parts_of(Access{in.buffer, 0, b.layout_of(axes, in)}, {});
+        if (b.size_of_axes(kept) == 0) return;  // (nor any result to write)
+        const Access src = parts_of(Access{in.buffer, 0, b.layout_of(axes, in)}, {});  // (read nowhere)
         const Access dst = parts_of(Access{out.buffer, 0, b.layout_of(axes, out)}, {});
         b.reduce(Reduction::prod, src, dst, what + ": 1, the real part of an empty product");
-        b.reduce(Reduction::sum, Access{src.buffer, src.offset + 1, src.layout},
-                 Access{dst.buffer, dst.offset + 1, dst.layout}, what + ": 0, its imaginary part");
+        b.reduce(Reduction::sum, src, Access{dst.buffer, dst.offset + 1, dst.layout},
+                 what + ": 0, its imaginary part");
         return;
     }
     // The terms as rows: a temporary [reduced..., kept...], row-major; each step multiplies the first

@@ -20,7 +20,10 @@ public:
 
     // The element at `offset` (in elements of the dtype the plan reads it as: Plan::dtype_of) of a buffer.
     std::byte* address(Buffer buffer, std::int64_t offset) const {
-        return base(buffer) + offset * static_cast<std::int64_t>(size_of(plan_.dtype_of(buffer)));
+        std::byte* const at = base(buffer);
+        if (at == nullptr)
+            return nullptr;  // an empty tensor's: no element is reached (a part's offset 1 too)
+        return at + offset * static_cast<std::int64_t>(size_of(plan_.dtype_of(buffer)));
     }
     std::byte* scratch(std::size_t step) const { return workspace_ + schedule_.steps[step].scratch_offset; }
 

@@ -434,6 +434,7 @@ TEST_CASE("hostile: NaN in the real or the imaginary part of complex sums and pr
         // The product of nothing is 1 + 0i (numpy's), of one NaN term NaN where the term has it.
         CHECK(values_of(reduce(Tensor::empty(dtype, {2, 0}), "a b -> a", einc::prod).view()) ==
               std::vector<double>{1, 0, 1, 0});
+        CHECK(reduce(Tensor::empty(dtype, {0, 0}), "a b -> a", einc::prod).shape() == Shape{0});
         const std::vector<double> rows = values_of(reduce(z, "a b -> a", einc::prod).view());
         CHECK(std::all_of(rows.begin(), rows.end(), [](double v) { return std::isnan(v); }));
     }
