@@ -10,6 +10,8 @@
 //                       x * y = (xr yr - xi yi) + i (xr yi + xi yr), the 8 real FLOPs of a complex
 //                       multiply-add; y is the operand with fewer elements, which makes the copies small
 //   gemm A * B          the same with p merged into K and r into N: one real GEMM of m x 2k x 2n
+//   reduce prod         planned here too (plan_complex_product, called by plan_reduce): the terms halved
+//                       again and again by elementwise products, each of them rewritten as above
 //
 // Data movement (views, copies) moves complex elements whole and is left as it is, but for a copy with
 // an epilogue (alpha * x + beta * out), done on the parts alike.
