@@ -527,6 +527,17 @@ double intensity_of(const Row& row) {
     return plan_of(row).total.intensity();
 }
 
+// The plan of a call on operands of these dtypes, shapes and strides.
+Plan planned(Op op, Reduction reduction, std::string pattern, std::vector<TensorSpec> specs) {
+    std::vector<Shape> shapes;
+    for (const TensorSpec& spec : specs) shapes.push_back(spec.shape);
+    return plan(bind(Call{op, std::move(pattern), reduction, {}, false, {}}, shapes), specs);
+}
+
+TensorSpec row_major(DType dtype, Shape shape) {
+    return TensorSpec{dtype, shape, row_major_strides(shape)};
+}
+
 }  // namespace
 
 TEST_CASE("plan table: step kinds, FLOPs and bytes of each call") {
@@ -535,14 +546,6 @@ TEST_CASE("plan table: step kinds, FLOPs and bytes of each call") {
 }
 
 TEST_CASE("plan table: operands of mixed dtypes - a converting copy each, or none for pack") {
-    const auto planned = [](Op op, Reduction reduction, std::string pattern, std::vector<TensorSpec> specs) {
-        std::vector<Shape> shapes;
-        for (const TensorSpec& spec : specs) shapes.push_back(spec.shape);
-        return plan(bind(Call{op, std::move(pattern), reduction, {}, false, {}}, shapes), specs);
-    };
-    const auto row_major = [](DType dtype, Shape shape) {
-        return TensorSpec{dtype, shape, row_major_strides(shape)};
-    };
     // f32 with i64 gives f64 (numpy): both operands are converted, then one f64 GEMM.
     const Plan gemm = planned(Op::einsum, Reduction::none, "i k, k j -> i j",
                               {row_major(F32, {64, 32}), row_major(DType::i64, {32, 48})});
@@ -584,14 +587,6 @@ TEST_CASE("plan table: operands of mixed dtypes - a converting copy each, or non
 
 // Complex arithmetic runs on the parts (plan_complex.cpp): a complex multiply-add is 8 real FLOPs.
 TEST_CASE("plan table: complex sums and products, on the real parts") {
-    const auto planned = [](Op op, Reduction reduction, std::string pattern, std::vector<TensorSpec> specs) {
-        std::vector<Shape> shapes;
-        for (const TensorSpec& spec : specs) shapes.push_back(spec.shape);
-        return plan(bind(Call{op, std::move(pattern), reduction, {}, false, {}}, shapes), specs);
-    };
-    const auto row_major = [](DType dtype, Shape shape) {
-        return TensorSpec{dtype, shape, row_major_strides(shape)};
-    };
     const DType C64 = DType::c64, C128 = DType::c128;
     // A c64 GEMM: B (k x n) into its real form (k x 2 x n x 2, f32) by three copies - (re, im) whole,
     // then -im (an epilogue: 2 FLOPs an element) and re - then one f32 GEMM of m x 2k x 2n: 8 m n k FLOPs.

@@ -47,7 +47,7 @@ struct Memory {
         const DType own = of(buffer).dtype;
         if (!buffer.parts) return own;
         EINC_ASSERT(is_complex(own));
-        return own == DType::c64 ? DType::f32 : DType::f64;
+        return real_part_of(own);
     }
     std::byte* element(Buffer buffer, std::int64_t offset) const {
         return static_cast<std::byte*>(of(buffer).data) +
