@@ -47,6 +47,12 @@ void transpose(Gemm& gemm) {
     std::swap(gemm.m, gemm.n);
 }
 
+// A new row-major temporary of `plan`.
+Buffer new_temporary(Plan& plan, DType dtype, const Shape& shape) {
+    plan.temporaries.push_back(TensorSpec{dtype, shape, row_major_strides(shape)});
+    return Buffer{Buffer::Kind::temporary, static_cast<std::uint32_t>(plan.temporaries.size() - 1)};
+}
+
 std::int64_t elements_of(const Layout& layout) {  // the distinct elements an access reads
     std::int64_t n = 1;
     for (const Mode& m : layout.modes)
@@ -108,12 +114,6 @@ private:
         plan_.steps.push_back(PlanStep{std::move(step), cost, std::move(why)});
     }
 
-    // A new row-major temporary.
-    Buffer temporary(DType dtype, const Shape& shape) {
-        plan_.temporaries.push_back(TensorSpec{dtype, shape, row_major_strides(shape)});
-        return Buffer{Buffer::Kind::temporary, static_cast<std::uint32_t>(plan_.temporaries.size() - 1)};
-    }
-
     // A copy with an epilogue (alpha * x + beta * out): the same on both parts.
     Copy on_parts(Copy copy) {
         EINC_ASSERT(complex(copy.src.buffer));  // (plan() refuses real parts packed into complex ones)
@@ -167,7 +167,7 @@ private:
             shape.insert(shape.begin(), m.extent);
             stride *= m.extent;
         }
-        form.buffer = write.buffer = temporary(real_part_of(plan_.dtype_of(y.buffer)), shape);
+        form.buffer = write.buffer = new_temporary(plan_, real_part_of(plan_.dtype_of(y.buffer)), shape);
         write_real_form(read, write, 2, what);
         form.layout.modes.push_back(Mode{2, 2});  // p
         form.layout.modes.push_back(Mode{2, 1});  // r
@@ -200,7 +200,7 @@ private:
             const std::int64_t outer = gemm.a.outer_stride != 0 ? gemm.outer : 1;
             const std::int64_t batch = gemm.a.batch_stride != 0 ? gemm.batch : 1;
             const std::int64_t matrix = gemm.m * gemm.k;
-            const GemmMatrix dense{temporary(dtype, {outer, batch, gemm.m, gemm.k}),
+            const GemmMatrix dense{new_temporary(plan_, dtype, {outer, batch, gemm.m, gemm.k}),
                                    0,
                                    batch > 1 ? matrix : 0,
                                    gemm.k,
@@ -217,7 +217,7 @@ private:
         const std::int64_t outer = gemm.b.outer_stride != 0 ? gemm.outer : 1;
         const std::int64_t batch = gemm.b.batch_stride != 0 ? gemm.batch : 1;
         const std::int64_t n2 = 2 * gemm.n, matrix = 2 * gemm.k * n2;
-        const Buffer form = temporary(real_part_of(dtype), {outer, batch, gemm.k, 2, gemm.n, 2});
+        const Buffer form = new_temporary(plan_, real_part_of(dtype), {outer, batch, gemm.k, 2, gemm.n, 2});
         const GemmMatrix b_form{form, 0, batch > 1 ? matrix : 0, n2, 1, outer > 1 ? batch * matrix : 0};
         write_real_form(Access{gemm.b.buffer, gemm.b.offset, gemm.b.layout(outer, batch, gemm.k, gemm.n)},
                         Access{form, 0,
@@ -287,8 +287,7 @@ void plan_complex_product(PlanBuilder& b, const Operand& in, const Operand& out)
         if (next > 1) {  // a temporary of `next` rows
             Shape shape{next};
             for (const AxisId a : kept) shape.push_back(b.bound.size(a));
-            b.plan.temporaries.push_back(TensorSpec{in.dtype, shape, row_major_strides(shape)});
-            into = Buffer{Buffer::Kind::temporary, static_cast<std::uint32_t>(b.plan.temporaries.size() - 1)};
+            into = new_temporary(b.plan, in.dtype, shape);
         }
         b.contract({Access{rows, 0, with_rows(half, row_size, row)},
                     Access{rows, half * row_size, with_rows(half, row_size, row)}},
